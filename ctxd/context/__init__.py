@@ -1,0 +1,1 @@
+"""Building the next request's context from a session's active branch."""

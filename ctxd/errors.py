@@ -1,0 +1,76 @@
+"""Every error ctxd raises on purpose.
+
+    CtxdError                     base; ``code`` is the JSON-RPC error code the server uses
+    ├── SessionError              a session file cannot be used (carries path, line)
+    │   ├── BadHeaderError        line 1 is not a session header: the file is refused, never rewritten
+    │   ├── UnsupportedVersionError
+    │   └── ReadOnlySessionError  a transcript of another agent: never written to
+    ├── SessionNotFoundError      no such session (or outside the configured roots)
+    ├── EntryNotFoundError        no such entry id in the session
+    ├── InvalidEntryError         an entry given to append is not valid
+    ├── CompactionError           compaction failed (nothing was written)
+    └── CancelledError            an operation was cancelled by its caller
+
+Errors carry what a user needs to act: the file, the line, the entry id.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class CtxdError(Exception):
+    """Base class. ``code`` is the JSON-RPC error code; ``data`` is structured detail for clients."""
+
+    code = -32000
+
+    def __init__(self, message: str, **data: Any) -> None:
+        super().__init__(message)
+        self.message = message
+        self.data = {k: v for k, v in data.items() if v is not None}
+
+
+class SessionError(CtxdError):
+    code = -32010
+
+    def __init__(self, message: str, *, path: str | None = None, line: int | None = None, **data: Any):
+        where = f"{path}:{line}" if path and line else (path or "")
+        super().__init__(f"{where}: {message}" if where else message, path=path, line=line, **data)
+        self.path = path
+        self.line = line
+
+
+class BadHeaderError(SessionError):
+    code = -32011
+
+
+class UnsupportedVersionError(SessionError):
+    code = -32012
+
+
+class ReadOnlySessionError(SessionError):
+    code = -32013
+
+
+class SessionNotFoundError(CtxdError):
+    code = -32001
+
+
+class EntryNotFoundError(CtxdError):
+    code = -32002
+
+    def __init__(self, entry_id: str, *, path: str | None = None):
+        super().__init__(f"no entry {entry_id!r} in {path or 'the session'}", entryId=entry_id, path=path)
+        self.entry_id = entry_id
+
+
+class InvalidEntryError(CtxdError):
+    code = -32003
+
+
+class CompactionError(CtxdError):
+    code = -32020
+
+
+class CancelledError(CtxdError):
+    code = -32800

@@ -1,0 +1,158 @@
+"""Turning bytes into index heads: one pass, tolerant of damage, recovering what it can.
+
+A line that is not JSON is reported with its file and line; two objects run together on one line
+(how real pi files were damaged by unguarded appends) are split and both served.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable
+from typing import Any
+
+import attrs
+import msgspec
+
+from ctxd.formats.codec import LineHead, decode_any, decode_head, head_from_dict
+
+READ_CHUNK = 1 << 23
+
+
+@attrs.frozen
+class Diagnostic:
+    """Something wrong with one line of a session file. The rest of the file is still served."""
+
+    path: str
+    line: int
+    message: str
+    severity: str = "warning"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"path": self.path, "line": self.line, "message": self.message, "severity": self.severity}
+
+
+@attrs.define
+class ScannedLine:
+    head: LineHead
+    offset: int
+    length: int
+    line: int
+    body: dict[str, Any] | None = None
+    """Set when the body cannot be re-read from ``offset`` (a recovered line)."""
+
+
+Sink = Callable[[ScannedLine], None]
+
+
+def _split_objects(text: str) -> list[Any]:
+    """Every JSON value in ``text`` run together without separators, or [] if any part is not JSON."""
+    decoder = json.JSONDecoder()
+    values: list[Any] = []
+    pos = 0
+    end = len(text)
+    while pos < end:
+        while pos < end and text[pos].isspace():
+            pos += 1
+        if pos >= end:
+            break
+        try:
+            value, pos = decoder.raw_decode(text, pos)
+        except ValueError:
+            return []
+        values.append(value)
+    return values
+
+
+def parse_line(
+    data: bytes | memoryview, offset: int, line: int, path: str, sink: Sink, diagnostics: list[Diagnostic]
+) -> None:
+    """Index one complete line (without its newline)."""
+    try:
+        sink(ScannedLine(decode_head(data), offset, len(data), line))
+        return
+    except msgspec.ValidationError:
+        # Valid JSON, unexpected shape (a new field type, or not an object).
+        obj = decode_any(data)
+        if isinstance(obj, dict):
+            sink(ScannedLine(head_from_dict(obj), offset, len(data), line))
+        else:
+            diagnostics.append(Diagnostic(path, line, f"not a JSON object ({type(obj).__name__})"))
+        return
+    except msgspec.DecodeError as exc:
+        error = str(exc)
+    raw = bytes(data)
+    if not raw.strip():
+        return  # blank lines are harmless; pi skips them too
+    text = raw.decode("utf-8", errors="replace")
+    values = _split_objects(text)
+    if len(values) > 1 and all(isinstance(v, dict) for v in values):
+        diagnostics.append(
+            Diagnostic(path, line, f"{len(values)} JSON objects on one line; recovered each", severity="info")
+        )
+        for value in values:
+            sink(ScannedLine(head_from_dict(value), offset, len(data), line, body=value))
+        return
+    if len(values) == 1 and isinstance(values[0], dict):
+        # Decodable only after replacing invalid UTF-8: serve it, say so.
+        diagnostics.append(Diagnostic(path, line, "invalid UTF-8 replaced", severity="info"))
+        sink(ScannedLine(head_from_dict(values[0]), offset, len(data), line, body=values[0]))
+        return
+    diagnostics.append(Diagnostic(path, line, f"malformed JSON: {error}", severity="error"))
+
+
+def scan(
+    fd: int,
+    start: int,
+    first_line: int,
+    path: str,
+    sink: Sink,
+    diagnostics: list[Diagnostic],
+    fast: Callable[[LineHead, int, int, int], bool] | None = None,
+) -> tuple[int, int]:
+    """Index every complete line from byte ``start``; return (end offset consumed, next line number).
+
+    ``fast(head, offset, length, line)`` takes well-formed lines on the hot path and returns False
+    to pass a line on to ``sink`` instead.  A final line without its newline is left unconsumed:
+    it is still being written, or torn.
+    """
+    buf = bytearray(READ_CHUNK)
+    view = memoryview(buf)
+    have = 0
+    base = start
+    line = first_line
+    pread = os.preadv
+    decode = decode_head
+    error = msgspec.MsgspecError
+    while True:
+        if have == len(buf):
+            # One line longer than the buffer: grow it.
+            del view
+            buf.extend(bytes(len(buf)))
+            view = memoryview(buf)
+        n = pread(fd, [view[have:]], base + have)
+        if n <= 0:
+            break
+        have += n
+        pos = 0
+        find = buf.find
+        while True:
+            nl = find(b"\n", pos, have)
+            if nl < 0:
+                break
+            data = view[pos:nl]
+            try:
+                head = decode(data)
+            except error:
+                parse_line(data, base + pos, line, path, sink, diagnostics)
+            else:
+                if fast is None or not fast(head, base + pos, nl - pos, line):
+                    sink(ScannedLine(head, base + pos, nl - pos, line))
+            line += 1
+            pos = nl + 1
+        rest = have - pos
+        if pos:
+            view[:rest] = bytes(view[pos:have])  # a copy: source and target overlap
+        base += pos
+        have = rest
+    return base, line

@@ -1,0 +1,263 @@
+"""A scriptable fake of the OpenAI chat-completions API, served over real HTTP on 127.0.0.1.
+
+Tests point litellm at it with ``model="openai/<anything>"`` and ``api_base=server.url``. Every request body is
+recorded (``server.requests``), and each request consumes the next scripted action (``server.script(...)``);
+when the script is empty the server answers with ``server.default_text``. A ``responder`` callable can decide
+the action from the request body instead.
+
+Actions: :func:`reply`, :func:`overflow`, :func:`rate_limited`, :func:`server_error`, :func:`slow`,
+:func:`empty`, or any :class:`Action`.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import attrs
+import pytest
+
+CHAT_PATHS = ("/v1/chat/completions", "/chat/completions")
+
+
+@attrs.frozen
+class Action:
+    """What the server does with one request: wait ``delay`` seconds, then send ``status`` and ``body``."""
+
+    status: int = 200
+    text: str | None = "ok"
+    usage: dict[str, int] | None = None
+    error: dict[str, Any] | None = None
+    delay: float = 0.0
+    headers: dict[str, str] = attrs.field(factory=dict)
+
+
+def reply(text: str, *, usage: dict[str, int] | None = None, delay: float = 0.0) -> Action:
+    """A normal completion whose assistant content is ``text``."""
+    return Action(text=text, usage=usage, delay=delay)
+
+
+def empty(delay: float = 0.0) -> Action:
+    """A completion whose assistant content is the empty string."""
+    return Action(text="", delay=delay)
+
+
+def slow(seconds: float, text: str = "late answer") -> Action:
+    """A normal completion sent only after ``seconds``."""
+    return Action(text=text, delay=seconds)
+
+
+def error(status: int, message: str, *, kind: str = "server_error", code: str | None = None) -> Action:
+    return Action(status=status, text=None, error={"message": message, "type": kind, "param": None, "code": code})
+
+
+def overflow() -> Action:
+    """HTTP 400 with the body OpenAI sends when the prompt exceeds the model's window."""
+    return error(
+        400,
+        "This model's maximum context length is 8192 tokens. However, your messages resulted in 9001 tokens. "
+        "Please reduce the length of the messages.",
+        kind="invalid_request_error",
+        code="context_length_exceeded",
+    )
+
+
+def rate_limited() -> Action:
+    return error(429, "Rate limit reached for requests", kind="requests", code="rate_limit_exceeded")
+
+
+def server_error() -> Action:
+    return error(500, "The server had an error while processing your request.")
+
+
+@attrs.define
+class RecordedRequest:
+    path: str
+    body: dict[str, Any]
+    headers: dict[str, str]
+    started: float
+    finished: float | None = None
+    status: int | None = None
+
+    @property
+    def prompt(self) -> str:
+        """All message contents of the request joined, for substring assertions."""
+        parts: list[str] = []
+        for message in self.body.get("messages", []):
+            content = message.get("content")
+            if isinstance(content, str):
+                parts.append(content)
+            elif isinstance(content, list):
+                parts.extend(str(b.get("text", "")) for b in content if isinstance(b, dict))
+        return "\n".join(parts)
+
+
+Responder = Callable[[dict[str, Any], int], Action | None]
+
+
+class FakeOpenAIServer:
+    """Threaded HTTP server; use as a context manager or call :meth:`start` / :meth:`stop`."""
+
+    def __init__(self, default_text: str = "## Goal\nFake summary.") -> None:
+        self.default_text = default_text
+        self.requests: list[RecordedRequest] = []
+        self.responder: Responder | None = None
+        self._script: deque[Action] = deque()
+        self._lock = threading.Lock()
+        self._stopping = threading.Event()
+        self._httpd: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    # -- lifecycle ---------------------------------------------------------------------------------------------
+
+    def start(self) -> FakeOpenAIServer:
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+            def do_POST(self) -> None:
+                server._handle(self)
+
+            def do_GET(self) -> None:
+                self._send(404, {"error": {"message": "not found", "type": "invalid_request_error"}})
+
+            def _send(self, status: int, payload: dict[str, Any]) -> None:
+                data = json.dumps(payload).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+        httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        httpd.daemon_threads = True
+        self._httpd = httpd
+        self._thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stopping.set()
+        if self._httpd is not None:
+            self._httpd.shutdown()
+            self._httpd.server_close()
+            self._httpd = None
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+            self._thread = None
+
+    def __enter__(self) -> FakeOpenAIServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    @property
+    def port(self) -> int:
+        assert self._httpd is not None, "server not started"
+        return int(self._httpd.server_address[1])
+
+    @property
+    def url(self) -> str:
+        """The ``api_base`` to hand to litellm (ends in ``/v1``)."""
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    # -- scripting ---------------------------------------------------------------------------------------------
+
+    def script(self, *actions: Action) -> None:
+        """Queue actions; each request consumes one, in order."""
+        with self._lock:
+            self._script.extend(actions)
+
+    @property
+    def prompts(self) -> list[str]:
+        return [r.prompt for r in self.requests]
+
+    # -- request handling --------------------------------------------------------------------------------------
+
+    def _next_action(self, body: dict[str, Any], index: int) -> Action:
+        with self._lock:
+            if self._script:
+                return self._script.popleft()
+        if self.responder is not None:
+            action = self.responder(body, index)
+            if action is not None:
+                return action
+        return reply(self.default_text)
+
+    def _handle(self, handler: Any) -> None:
+        length = int(handler.headers.get("Content-Length") or 0)
+        raw = handler.rfile.read(length) if length else b""
+        path = handler.path.split("?", 1)[0]
+        if path not in CHAT_PATHS:
+            handler._send(404, {"error": {"message": f"unknown path {path}", "type": "invalid_request_error"}})
+            return
+        try:
+            body = json.loads(raw or b"{}")
+        except ValueError:
+            handler._send(400, {"error": {"message": "invalid JSON body", "type": "invalid_request_error"}})
+            return
+        record = RecordedRequest(path=path, body=body, headers=dict(handler.headers.items()), started=time.monotonic())
+        with self._lock:
+            self.requests.append(record)
+            index = len(self.requests) - 1
+        action = self._next_action(body, index)
+        deadline = time.monotonic() + action.delay
+        while not self._stopping.is_set() and time.monotonic() < deadline:
+            time.sleep(min(0.02, max(0.0, deadline - time.monotonic())))
+        if action.error is not None:
+            payload: dict[str, Any] = {"error": action.error}
+        else:
+            payload = self._completion(body, action, index)
+        record.status = action.status
+        record.finished = time.monotonic()
+        try:
+            data = json.dumps(payload).encode()
+            handler.send_response(action.status)
+            handler.send_header("Content-Type", "application/json")
+            handler.send_header("Content-Length", str(len(data)))
+            for key, value in action.headers.items():
+                handler.send_header(key, value)
+            handler.end_headers()
+            handler.wfile.write(data)
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the client gave up (timeout)
+
+    @staticmethod
+    def _completion(body: dict[str, Any], action: Action, index: int) -> dict[str, Any]:
+        text = action.text or ""
+        usage = action.usage or {
+            "prompt_tokens": 100 + index,
+            "completion_tokens": max(1, len(text) // 4),
+            "total_tokens": 100 + index + max(1, len(text) // 4),
+        }
+        return {
+            "id": f"chatcmpl-fake{index}",
+            "object": "chat.completion",
+            "created": 1_700_000_000,
+            "model": str(body.get("model", "fake-model")),
+            "choices": [
+                {
+                    "index": 0,
+                    "message": {"role": "assistant", "content": text},
+                    "finish_reason": "stop",
+                }
+            ],
+            "usage": usage,
+        }
+
+
+@pytest.fixture
+def openai_server() -> Iterator[FakeOpenAIServer]:
+    """A started :class:`FakeOpenAIServer`, stopped after the test."""
+    with FakeOpenAIServer() as server:
+        yield server
