@@ -30,7 +30,12 @@ class ContextMessage:
     message: dict[str, Any]
 
     def to_json(self, *, with_message: bool = True) -> dict[str, Any]:
-        out: dict[str, Any] = {"role": self.role, "entryId": self.entryId, "line": self.line, "tokens": self.tokens}
+        out: dict[str, Any] = {
+            "role": self.role,
+            "entryId": self.entryId,
+            "line": self.line,
+            "tokens": self.tokens,
+        }
         if with_message:
             out["message"] = self.message
         return out
@@ -190,16 +195,17 @@ def build_context(
                     "is not on its path; nothing before it is kept",
                 }
             )
-        msg = compaction_message(body)
-        messages.append(ContextMessage("compactionSummary", heads[comp].id or "", session.lines[comp], 0, msg))
+        summary = compaction_message(body)
+        messages.append(ContextMessage("compactionSummary", heads[comp].id or "", session.lines[comp], 0, summary))
 
     for i in path.indices:
         if i == comp or heads[i].type not in EMITTING:
             continue
         entry = bodies[i]
-        msg = entry_message(entry)
-        if msg is None:
+        found = entry_message(entry)
+        if found is None:
             continue
+        msg = found
         eid = heads[i].id or ""
         edited = eid in edits
         if edited:
@@ -211,12 +217,11 @@ def build_context(
                 msg["content"] = replacement["content"]
         messages.append(ContextMessage(str(msg.get("role", "")), eid, session.lines[i], 0, msg))
 
-    for m, i in zip(messages, _indices_of(messages, session), strict=True):
-        if estimates is not None and i is not None and m.entryId not in edits:
-            cached = estimates.get(i)
-            if cached is None:
-                cached = estimates[i] = estimate_tokens(m.message)
-            m.tokens = cached
+    for m, idx in zip(messages, _indices_of(messages, session), strict=True):
+        if estimates is not None and idx is not None and m.entryId not in edits:
+            if idx not in estimates:
+                estimates[idx] = estimate_tokens(m.message)
+            m.tokens = estimates[idx]
         else:
             m.tokens = estimate_tokens(m.message)
     per_message = [m.tokens for m in messages]

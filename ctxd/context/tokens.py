@@ -103,11 +103,7 @@ def usage_tokens(usage: Mapping[str, Any]) -> int:
     if isinstance(total, int | float) and total:
         return int(total)
     return int(
-        sum(
-            v
-            for k in ("input", "output", "cacheRead", "cacheWrite")
-            if isinstance(v := usage.get(k, 0), int | float)
-        )
+        sum(v for k in ("input", "output", "cacheRead", "cacheWrite") if isinstance(v := usage.get(k, 0), int | float))
     )
 
 

@@ -19,10 +19,7 @@ Clock = Callable[[], float]
 
 def iso_timestamp(seconds: float) -> str:
     """ISO-8601 UTC with milliseconds, as pi writes them."""
-    return (
-        datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%S.")
-        + f"{int(seconds * 1000) % 1000:03d}Z"
-    )
+    return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%S.") + f"{int(seconds * 1000) % 1000:03d}Z"
 
 
 def new_entry_id(taken: Callable[[str], bool]) -> str:
@@ -38,9 +35,7 @@ def uuid7(now: float | None = None) -> str:
     """A time-ordered UUID (v7), as pi uses for session ids."""
     ms = int((time.time() if now is None else now) * 1000)
     rand = secrets.randbits(74)
-    value = (
-        (ms & ((1 << 48) - 1)) << 80 | 0x7 << 76 | (rand >> 62) << 64 | 0b10 << 62 | (rand & ((1 << 62) - 1))
-    )
+    value = (ms & ((1 << 48) - 1)) << 80 | 0x7 << 76 | (rand >> 62) << 64 | 0b10 << 62 | (rand & ((1 << 62) - 1))
     return str(uuid.UUID(int=value))
 
 

@@ -314,9 +314,7 @@ class SessionFile:
         try:
             header = decode_any(raw)
         except Exception as exc:
-            raise BadHeaderError(
-                f"line 1 is not JSON ({exc}); refusing the file", path=self.path, line=1
-            ) from exc
+            raise BadHeaderError(f"line 1 is not JSON ({exc}); refusing the file", path=self.path, line=1) from exc
         if not isinstance(header, dict) or header.get("type") != "session":
             raise BadHeaderError(
                 "line 1 is not a session header (type 'session'); refusing the file", path=self.path, line=1
@@ -325,14 +323,10 @@ class SessionFile:
             raise BadHeaderError("the session header has no id; refusing the file", path=self.path, line=1)
         version = header.get("version", 1)
         if not isinstance(version, int) or isinstance(version, bool) or version < 1:
-            raise BadHeaderError(
-                f"the header's version {version!r} is not a positive integer", path=self.path, line=1
-            )
+            raise BadHeaderError(f"the header's version {version!r} is not a positive integer", path=self.path, line=1)
         if version > CURRENT_VERSION:
             self.diagnostics.append(
-                Diagnostic(
-                    self.path, 1, f"version {version} is newer than ctxd knows ({CURRENT_VERSION}); read-only"
-                )
+                Diagnostic(self.path, 1, f"version {version} is newer than ctxd knows ({CURRENT_VERSION}); read-only")
             )
         self.header = header
         self.version = version
@@ -368,9 +362,7 @@ class SessionFile:
             lines.append(line)
             return True
 
-        self._end, self._next_line = scan(
-            fd, start, self._next_line, self.path, self._add, self.diagnostics, fast
-        )
+        self._end, self._next_line = scan(fd, start, self._next_line, self.path, self._add, self.diagnostics, fast)
 
     def _add(self, scanned: ScannedLine) -> None:
         head = scanned.head
@@ -416,9 +408,9 @@ class SessionFile:
     def _decode_body(self, i: int, data: bytes) -> dict[str, Any]:
         body = decode_any(data)
         if not isinstance(body, dict):  # cannot happen for an indexed line, but never crash on it
-            body = {"type": self.heads[i].type}
+            return {"type": self.heads[i].type}
         if self.version < CURRENT_VERSION:
-            body = migrate_body(self.version, body, self.heads[i])
+            return migrate_body(self.version, body, self.heads[i])
         return body
 
     def _lock_fd(self) -> int:
@@ -518,9 +510,7 @@ class SessionFile:
         stat = os.stat(self.path)
         atomic_write(self.path, b"".join(out), mode=stat.st_mode & 0o777)
         self.diagnostics.append(
-            Diagnostic(
-                self.path, 1, f"migrated from version {self.version} to {CURRENT_VERSION}", severity="info"
-            )
+            Diagnostic(self.path, 1, f"migrated from version {self.version} to {CURRENT_VERSION}", severity="info")
         )
 
     def _prepare(

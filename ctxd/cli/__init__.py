@@ -1,0 +1,94 @@
+"""The ``ctxd`` command line. The only place (with the demo) that prints to stdout."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from ctxd import __version__
+from ctxd.errors import CtxdError
+
+
+def _dump(obj: Any) -> None:
+    json.dump(obj, sys.stdout, ensure_ascii=False, indent=2)
+    sys.stdout.write("\n")
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="ctxd", description="Context daemon for LLM agents (pi session format).")
+    p.add_argument("--version", action="version", version=f"ctxd {__version__}")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    s = sub.add_parser("sessions", help="list sessions, newest first")
+    s.add_argument("--root", action="append", help="session root (default: pi's ~/.pi/agent/sessions)")
+    s.add_argument("--cwd", help="only sessions started in this directory")
+    s.add_argument("--json", action="store_true")
+
+    t = sub.add_parser("tree", help="show a session's tree")
+    t.add_argument("file")
+    t.add_argument("--all", action="store_true", help="do not collapse linear runs")
+    t.add_argument("--collapse", type=int, default=8, help="collapse linear runs longer than this (default 8)")
+    t.add_argument("--json", action="store_true")
+
+    c = sub.add_parser("context", help="build the context for the next request")
+    c.add_argument("file")
+    c.add_argument("--leaf", help="entry id to build from (default: the session's leaf)")
+    c.add_argument("--format", choices=("pi", "openai"), default="pi")
+    c.add_argument("--json", action="store_true")
+    c.add_argument("--truncate-window", type=int, help="truncate oversized tool results for this window")
+    c.add_argument("--count-model", help="count tokens exactly with this model's tokenizer (offline, via litellm)")
+
+    b = sub.add_parser("branch", help="move the leaf to an entry (persisted; pi agrees)")
+    b.add_argument("file")
+    b.add_argument("entry")
+    b.add_argument("--summarize", action="store_true", help="summarise the abandoned branch")
+    b.add_argument("--model", help="summarise with this model through litellm (default: offline)")
+    b.add_argument("--json", action="store_true")
+
+    f = sub.add_parser("fork", help="copy the path to an entry into a new session file")
+    f.add_argument("file")
+    f.add_argument("entry")
+    f.add_argument("--json", action="store_true")
+
+    lab = sub.add_parser("label", help="label an entry (an empty text clears it)")
+    lab.add_argument("file")
+    lab.add_argument("entry")
+    lab.add_argument("text")
+
+    k = sub.add_parser("compact", help="compact a session (or plan it with --dry-run)")
+    k.add_argument("file")
+    k.add_argument("--model", help="summarise with this model through litellm (default: offline)")
+    k.add_argument("--api-base")
+    k.add_argument("--instructions", help="extra focus for the summary")
+    k.add_argument("--dry-run", action="store_true", help="plan only: write nothing, call no model")
+    k.add_argument("--keep-recent-tokens", type=int)
+    k.add_argument("--json", action="store_true")
+
+    sub.add_parser("demo", help="show what ctxd does on a sample session")
+
+    srv = sub.add_parser("serve", help="run the daemon (JSON-RPC over stdio)")
+    srv.add_argument("--tcp", help="HOST:PORT on loopback, for debugging")
+    srv.add_argument("--config", help="config file (JSON)")
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    from ctxd.cli import commands
+
+    handler = getattr(commands, f"cmd_{args.command}")
+    try:
+        return int(handler(args))
+    except CtxdError as exc:
+        if getattr(args, "json", False):
+            _dump({"error": {"code": exc.code, "message": exc.message, "data": exc.data}})
+        print(f"ctxd: {exc.message}", file=sys.stderr)
+        return 2
+    except BrokenPipeError:
+        return 0
+
+
+__all__ = ["main"]

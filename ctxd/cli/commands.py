@@ -1,0 +1,146 @@
+"""The CLI's commands: each parses nothing, calls the layers below, and prints."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from typing import Any
+
+from ctxd.cli.render import render_context, render_rows, use_color
+from ctxd.context.build import build_context
+from ctxd.context.openai import to_openai
+from ctxd.context.view import project
+from ctxd.store.listing import default_roots, list_sessions
+from ctxd.tree.session import Session
+
+
+def _dump(obj: Any) -> None:
+    json.dump(obj, sys.stdout, ensure_ascii=False, indent=2)
+    sys.stdout.write("\n")
+
+
+def cmd_sessions(args: argparse.Namespace) -> int:
+    roots = args.root or default_roots()
+    found = list_sessions(roots, cwd=os.path.abspath(args.cwd) if args.cwd else None)
+    if args.json:
+        _dump({"roots": roots, "sessions": [s.to_json() for s in found]})
+        return 0
+    if not found:
+        print(f"no sessions under {', '.join(roots)}")
+    for s in found:
+        title = s.name or s.title or "(empty)"
+        print(f"{s.path}\n    {title}  [{s.entries} entries, cwd {s.cwd}]")
+    return 0
+
+
+def cmd_tree(args: argparse.Namespace) -> int:
+    session = Session.open(args.file)
+    rows, _ = project(session, collapse=0 if args.all else args.collapse)
+    if args.json:
+        _dump(
+            {
+                "path": session.path,
+                "sessionId": session.file.session_id,
+                "name": session.tree.name,
+                "leafId": session.leaf_id(),
+                "entries": len(session.file),
+                "rows": [r.to_json() for r in rows],
+                "diagnostics": [d.to_json() for d in session.file.diagnostics],
+            }
+        )
+        return 0
+    name = f' "{session.tree.name}"' if session.tree.name else ""
+    print(f"session {session.file.session_id}{name}  cwd {session.file.cwd}")
+    print(f"{len(session.file)} entries, leaf {session.leaf_id()}  (* = active path)")
+    for line in render_rows(rows, color=use_color()):
+        print(line)
+    for d in session.file.diagnostics:
+        print(f"! line {d.line}: {d.message}", file=sys.stderr)
+    return 0
+
+
+def cmd_context(args: argparse.Namespace) -> int:
+    session = Session.open(args.file)
+    ctx = build_context(session.file, session.tree, args.leaf, estimates=session.estimates)
+    messages = ctx.agent_messages()
+    if args.truncate_window:
+        from ctxd.context.truncate import is_oversized, limit_chars, truncate_tool_result
+
+        limit = limit_chars(args.truncate_window)
+        messages = [truncate_tool_result(m, limit) if is_oversized(m, limit) else m for m in messages]
+    out = ctx.to_json(with_messages=args.format == "pi")
+    if args.format == "openai":
+        problems: list[str] = []
+        out["openai"] = to_openai(messages, problems)
+        out["diagnostics"].extend({"line": None, "message": p} for p in problems)
+        if args.count_model:
+            from ctxd.llm import count_tokens
+
+            out["exactTokens"] = {"model": args.count_model, "tokens": count_tokens(args.count_model, out["openai"])}
+    if args.json:
+        _dump(out)
+    elif args.format == "openai":
+        _dump(out["openai"])
+    else:
+        for line in render_context(ctx):
+            print(line)
+    return 0
+
+
+def cmd_branch(args: argparse.Namespace) -> int:
+    session = Session.open(args.file)
+    old = session.leaf_id()
+    if args.summarize:
+        from ctxd.compaction.branching import branch_with_summary
+
+        result = branch_with_summary(session, args.entry, model=args.model)
+        out = result.to_json()
+    else:
+        marker = session.move_leaf(args.entry)
+        out = {"leafId": args.entry, "previousLeafId": old, "markerId": marker}
+    if args.json:
+        _dump(out)
+    else:
+        print(f"leaf moved {old} -> {args.entry}")
+    return 0
+
+
+def cmd_fork(args: argparse.Namespace) -> int:
+    session = Session.open(args.file)
+    path = session.fork(args.entry)
+    if args.json:
+        _dump({"path": path, "parentSession": session.path, "entryId": args.entry})
+    else:
+        print(path)
+    return 0
+
+
+def cmd_label(args: argparse.Namespace) -> int:
+    session = Session.open(args.file)
+    session.file.require(args.entry)
+    entry: dict[str, Any] = {"type": "label", "targetId": args.entry}
+    if args.text:
+        entry["label"] = args.text
+    session.append([entry])
+    print(f"labelled {args.entry}: {args.text!r}" if args.text else f"cleared label of {args.entry}")
+    return 0
+
+
+def cmd_compact(args: argparse.Namespace) -> int:
+    from ctxd.cli.compact import run_compact
+
+    return run_compact(args)
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from ctxd.cli.demo import run_demo
+
+    return run_demo()
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    from ctxd.server import serve
+
+    return serve(tcp=args.tcp, config_path=args.config)

@@ -1,0 +1,331 @@
+"""What a conversation says, extracted without a model, for the offline summariser.
+
+Owns one linear pass over pi AgentMessages (:func:`scan`) that records requests, tool calls and their
+outcomes, errors and whether they were later resolved, and the user and assistant texts worth mining for
+constraints and decisions; plus the per-exchange view (:func:`exchange_bounds`, :func:`build_exchange`) that
+the abridged history is made from. Work per message is constant and text mining is bounded, so a session
+of 100k messages scans in a fraction of a second.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import deque
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import attrs
+
+from ctxd.compaction.fileops import FileOp, call_command, call_file_ops
+from ctxd.compaction.summarizers.serialize import content_text, middle_truncate
+
+Message = Mapping[str, Any]
+
+CONSTRAINT_RE = re.compile(
+    r"\b(?:must(?:n't| not)?|should(?:n't| not)?|don'?t|do not|never|always|prefer(?:s|red|ably)?|"
+    r"please use|avoid|make sure|ensure|required?|only use|instead of|no need to|keep it)\b",
+    re.IGNORECASE,
+)
+DECISION_RE = re.compile(
+    r"\b(?:I'll|I will|I'm going to|I am going to|decided|decide to|decision|instead|because|chose|"
+    r"opted|going with|let's use|rather than|switch(?:ed|ing)? to|root cause|the (?:fix|cause|problem|issue) "
+    r"(?:is|was))\b",
+    re.IGNORECASE,
+)
+NEXT_RE = re.compile(
+    r"\b(?:next|then I|remaining|todo|to do|still need|needs? to|will need|follow[- ]up|after that|once)\b",
+    re.IGNORECASE,
+)
+_FENCE_RE = re.compile(r"```.*?(?:```|\Z)", re.S)
+_SPLIT_RE = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'`(\[])|\n+")
+_BULLET_RE = re.compile(r"^\s*(?:[-*+>]|\d+[.)])\s+")
+_EXIT_RE = re.compile(r"(?:exit(?:ed)?(?: with)? (?:code|status)|exit code)[:\s]+([1-9]\d*)", re.IGNORECASE)
+
+MINE_CHARS = 4000
+"""Only the first this-many characters of a message are mined for sentences (long pastes are data)."""
+
+
+def sentences(text: str, pattern: re.Pattern[str], limit: int, *, max_len: int = 300) -> list[str]:
+    """Up to ``limit`` sentences of ``text`` (code blocks removed) that match ``pattern`` and are not questions."""
+    out: list[str] = []
+    if "```" in text:
+        text = _FENCE_RE.sub(" ", text)
+    for raw in _SPLIT_RE.split(text[:MINE_CHARS]):
+        sentence = _BULLET_RE.sub("", raw).strip()
+        if len(sentence) < 12 or sentence.endswith("?") or not pattern.search(sentence):
+            continue
+        out.append(middle_truncate(" ".join(sentence.split()), max_len))
+        if len(out) >= limit:
+            break
+    return out
+
+
+def first_line(text: str, limit: int) -> str:
+    """The first non-empty line of ``text``, whitespace collapsed, cut to ``limit``."""
+    for line in text.splitlines():
+        if line.strip():
+            return middle_truncate(" ".join(line.split()), limit)
+    return ""
+
+
+def short(text: str, limit: int) -> str:
+    return middle_truncate(" ".join(text.split()), limit)
+
+
+@attrs.define
+class Call:
+    """One tool call and, once seen, its outcome."""
+
+    index: int
+    name: str
+    command: str | None
+    ops: list[tuple[FileOp, str]]
+    key: str
+    label: str
+    ok: bool | None = None
+    error: str | None = None
+
+
+@attrs.define
+class ErrorFact:
+    index: int
+    key: str | None
+    text: str
+
+
+def _describe(name: str, arguments: Any, command: str | None, ops: list[tuple[FileOp, str]]) -> str:
+    if command:
+        return f"`{short(command, 160)}`"
+    if ops:
+        return f"{name} {short(ops[0][1], 160)}"
+    if isinstance(arguments, Mapping):
+        for value in arguments.values():
+            if isinstance(value, str) and value.strip():
+                return f"{name}({short(value, 60)})"
+    return name
+
+
+def _failed(result: Message) -> bool:
+    if result.get("isError"):
+        return True
+    text = content_text(result.get("content"), images=False)
+    return bool(text) and _EXIT_RE.search(text[-300:]) is not None
+
+
+@attrs.define
+class Facts:
+    messages: int = 0
+    user_indices: list[int] = attrs.field(factory=list)
+    first_user: str | None = None
+    latest_user: str | None = None
+    calls: dict[str, Call] = attrs.field(factory=dict)
+    call_count: int = 0
+    done_files: dict[str, FileOp] = attrs.field(factory=dict)
+    reads: dict[str, None] = attrs.field(factory=dict)
+    ok_commands: dict[str, None] = attrs.field(factory=dict)
+    commands: dict[str, bool] = attrs.field(factory=dict)
+    errors: list[ErrorFact] = attrs.field(factory=list)
+    last_success: dict[str, int] = attrs.field(factory=dict)
+    early_constraint_texts: list[str] = attrs.field(factory=list)
+    late_constraint_texts: deque[str] = attrs.field(factory=lambda: deque(maxlen=16))
+    decision_texts: deque[str] = attrs.field(factory=lambda: deque(maxlen=24))
+    last_assistant_text: str | None = None
+    last_stop: str | None = None
+
+    @property
+    def open_calls(self) -> list[Call]:
+        return [c for c in self.calls.values() if c.ok is None]
+
+    @property
+    def unresolved(self) -> list[ErrorFact]:
+        """Errors not followed by a success of the same command, file operation or tool."""
+        return [e for e in self.errors if e.key is None or self.last_success.get(e.key, -1) < e.index]
+
+
+def _touch(order: dict[str, Any], key: str, value: Any = None) -> None:
+    """Move ``key`` to the end of an insertion-ordered dict (most recent last)."""
+    order.pop(key, None)
+    order[key] = value
+
+
+def scan(messages: Sequence[Message]) -> Facts:
+    """One pass over ``messages`` collecting everything the offline summary reports."""
+    facts = Facts(messages=len(messages))
+    calls = facts.calls
+    for index, message in enumerate(messages):
+        role = message.get("role")
+        if role == "user":
+            text = content_text(message.get("content"))
+            facts.user_indices.append(index)
+            if text.strip():
+                if facts.first_user is None:
+                    facts.first_user = text
+                facts.latest_user = text
+                if CONSTRAINT_RE.search(text, 0, MINE_CHARS):
+                    if len(facts.early_constraint_texts) < 16:
+                        facts.early_constraint_texts.append(text)
+                    else:
+                        facts.late_constraint_texts.append(text)
+        elif role == "assistant":
+            content = message.get("content")
+            texts: list[str] = []
+            for block in content if isinstance(content, list) else ():
+                if not isinstance(block, Mapping):
+                    continue
+                kind = block.get("type")
+                if kind == "text":
+                    value = block.get("text")
+                    if isinstance(value, str) and value.strip():
+                        texts.append(value)
+                elif kind == "toolCall":
+                    name = str(block.get("name") or "?")
+                    arguments = block.get("arguments")
+                    command = call_command(name, arguments)
+                    ops = call_file_ops(name, arguments)
+                    key = f"cmd:{command}" if command else f"{name}:{ops[0][1]}" if ops else f"tool:{name}"
+                    call = Call(index, name, command, ops, key, _describe(name, arguments, command, ops))
+                    facts.call_count += 1
+                    call_id = block.get("id")
+                    calls[str(call_id) if call_id is not None else f"#{facts.call_count}"] = call
+            if texts:
+                text = "\n".join(texts)
+                facts.last_assistant_text = text
+                if DECISION_RE.search(text, 0, MINE_CHARS):
+                    facts.decision_texts.append(text)
+            facts.last_stop = message.get("stopReason") if isinstance(message.get("stopReason"), str) else None
+            if message.get("stopReason") == "error":
+                detail = str(message.get("errorMessage") or "unknown error")
+                facts.errors.append(ErrorFact(index, None, "Model error: " + short(detail, 300)))
+        elif role == "toolResult":
+            found = calls.get(str(message.get("toolCallId")))
+            if found is None:
+                continue
+            if _failed(message):
+                found.ok = False
+                detail = short(content_text(message.get("content"), images=False) or "(no output)", 300)
+                found.error = detail
+                facts.errors.append(ErrorFact(index, found.key, f"{found.label} failed: {detail}"))
+                if found.command:
+                    _touch(facts.commands, found.command, False)
+            else:
+                found.ok = True
+                facts.last_success[found.key] = index
+                if found.command:
+                    _touch(facts.commands, found.command, True)
+                    _touch(facts.ok_commands, found.command)
+                for op, path in found.ops:
+                    if op == "read":
+                        _touch(facts.reads, path)
+                    else:
+                        _touch(facts.done_files, path, op)
+        elif role == "bashExecution":
+            command = str(message.get("command") or "").strip()
+            if not command or message.get("cancelled"):
+                continue
+            code = message.get("exitCode")
+            key = f"cmd:{command}"
+            if isinstance(code, int) and code != 0:
+                output = short(str(message.get("output") or ""), 300)
+                facts.errors.append(ErrorFact(index, key, f"`{short(command, 160)}` exited with {code}: {output}"))
+                _touch(facts.commands, command, False)
+            else:
+                facts.last_success[key] = index
+                _touch(facts.commands, command, True)
+                _touch(facts.ok_commands, command)
+    return facts
+
+
+# --- exchanges ---------------------------------------------------------------------------------------------------
+
+
+@attrs.define
+class Exchange:
+    """One user message and the agent's work until the next user message."""
+
+    user: str | None
+    modified: dict[str, None] = attrs.field(factory=dict)
+    created: dict[str, None] = attrs.field(factory=dict)
+    deleted: dict[str, None] = attrs.field(factory=dict)
+    viewed: dict[str, None] = attrs.field(factory=dict)
+    commands: list[str] = attrs.field(factory=list)
+    response: str | None = None
+    status: str | None = None
+    """Why there is no final response: "interrupted", "error: ...", or "continues" (the agent was mid-work)."""
+
+    @property
+    def has_actions(self) -> bool:
+        return bool(self.modified or self.created or self.deleted or self.viewed or self.commands)
+
+
+def exchange_bounds(messages: Sequence[Message], user_indices: Sequence[int]) -> list[tuple[int, int]]:
+    """``[start, end)`` of each exchange; messages before the first user message form their own exchange."""
+    bounds: list[tuple[int, int]] = []
+    starts = list(user_indices)
+    if not starts or starts[0] != 0:
+        starts.insert(0, 0)
+    for i, start in enumerate(starts):
+        end = starts[i + 1] if i + 1 < len(starts) else len(messages)
+        if end > start:
+            bounds.append((start, end))
+    return bounds
+
+
+_FILE_KIND = {"written": "modified", "edited": "modified", "created": "created", "deleted": "deleted"}
+
+
+def build_exchange(messages: Sequence[Message], start: int, end: int, calls: Mapping[str, Call]) -> Exchange:
+    """The :class:`Exchange` of ``messages[start:end]``; ``calls`` supplies tool-call outcomes."""
+    first = messages[start] if start < end else {}
+    user = content_text(first.get("content")) if first.get("role") == "user" else None
+    exchange = Exchange(user=user)
+    last_stop: str | None = None
+    last_error: str | None = None
+    pending_calls = False
+    for index in range(start, end):
+        message = messages[index]
+        role = message.get("role")
+        if role == "assistant":
+            content = message.get("content")
+            texts: list[str] = []
+            pending_calls = False
+            if isinstance(content, list):
+                for block in content:
+                    if not isinstance(block, Mapping):
+                        continue
+                    if block.get("type") == "text" and isinstance(block.get("text"), str) and block["text"].strip():
+                        texts.append(block["text"])
+                    elif block.get("type") == "toolCall":
+                        pending_calls = True
+                        call = calls.get(str(block.get("id")))
+                        _add_call(exchange, call, str(block.get("name") or "?"), block.get("arguments"))
+            if texts:
+                exchange.response = "\n".join(texts)
+            last_stop = message.get("stopReason") if isinstance(message.get("stopReason"), str) else None
+            last_error = str(message.get("errorMessage") or "") if last_stop == "error" else None
+        elif role == "bashExecution":
+            command = str(message.get("command") or "").strip()
+            if command:
+                code = message.get("exitCode")
+                failed = isinstance(code, int) and code != 0
+                exchange.commands.append(f"(user) {command}" + (f" [exit {code}]" if failed else ""))
+    if pending_calls:
+        exchange.response = None
+        exchange.status = "continues"
+    if last_stop == "aborted":
+        exchange.status = "interrupted"
+    elif last_stop == "error":
+        exchange.status = "error: " + (last_error or "unknown error")
+    return exchange
+
+
+def _add_call(exchange: Exchange, call: Call | None, name: str, arguments: Any) -> None:
+    ops = call.ops if call is not None else call_file_ops(name, arguments)
+    command = call.command if call is not None else call_command(name, arguments)
+    for op, path in ops:
+        if op == "read":
+            exchange.viewed[path] = None
+        else:
+            getattr(exchange, _FILE_KIND[op])[path] = None
+    if command:
+        suffix = " [failed]" if call is not None and call.ok is False else ""
+        exchange.commands.append(command + suffix)

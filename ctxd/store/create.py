@@ -1,0 +1,60 @@
+"""Creating and forking session files (private to the user, written whole or not at all)."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from ctxd.formats.codec import dumps_line
+from ctxd.formats.records import CURRENT_VERSION
+from ctxd.store.files import Clock, atomic_write, create_private, iso_timestamp, uuid7
+from ctxd.store.listing import cwd_dirname, session_filename
+
+
+def new_header(
+    cwd: str, *, session_id: str | None = None, parent_session: str | None = None, now: float
+) -> dict[str, Any]:
+    header: dict[str, Any] = {
+        "type": "session",
+        "version": CURRENT_VERSION,
+        "id": session_id or uuid7(now),
+        "timestamp": iso_timestamp(now),
+        "cwd": cwd,
+    }
+    if parent_session:
+        header["parentSession"] = parent_session
+    return header
+
+
+def create_session(
+    root: str,
+    cwd: str,
+    *,
+    session_id: str | None = None,
+    path: str | None = None,
+    directory: str | None = None,
+    parent_session: str | None = None,
+    entries: Sequence[dict[str, Any]] = (),
+    clock: Clock = time.time,
+) -> str:
+    """Create a new session file under ``root`` in pi's layout (or in ``directory``, or at ``path``);
+    return its path.
+
+    The file holds the header and ``entries`` (complete entries with ids), and is mode 0600.
+    """
+    now = clock()
+    header = new_header(cwd, session_id=session_id, parent_session=parent_session, now=now)
+    if path is None:
+        directory = directory or os.path.join(root, cwd_dirname(cwd))
+        path = os.path.join(directory, session_filename(header["timestamp"], header["id"]))
+    data = dumps_line(header) + b"".join(dumps_line(e) for e in entries)
+    if entries:
+        os.makedirs(os.path.dirname(os.path.abspath(path)), mode=0o700, exist_ok=True)
+        if os.path.exists(path):
+            raise FileExistsError(path)
+        atomic_write(path, data)
+    else:
+        create_private(path, data)
+    return os.path.abspath(path)
