@@ -26,6 +26,9 @@ class Record:
     """Base of every record: unknown fields live in ``extra`` and are written back unchanged."""
 
     extra: dict[str, Any] = attrs.field(factory=dict, repr=False)
+    present: frozenset[str] | None = attrs.field(default=None, repr=False, eq=False)
+    """Known fields the record was read with (None when built in code): only these, and fields
+    changed since, are written back, so defaults never appear in a file that did not have them."""
 
 
 # --- content blocks ---------------------------------------------------------------------------
@@ -381,7 +384,7 @@ def _structure_tagged(value: Any, table: dict[str, type[Record]], unknown: type[
 
 
 def _structure_record(value: dict[str, Any], cls: type[R], tag_key: str | None = None) -> R:
-    names = {f.name for f in attrs.fields(cls)} - {"extra"}
+    names = {f.name for f in attrs.fields(cls)} - {"extra", "present"}
     kwargs: dict[str, Any] = {}
     extra: dict[str, Any] = {}
     for key, item in value.items():
@@ -396,7 +399,7 @@ def _structure_record(value: dict[str, Any], cls: type[R], tag_key: str | None =
             kwargs[key] = hook(item) if hook else item
         else:
             extra[key] = item
-    return cls(extra=extra, **kwargs)
+    return cls(extra=extra, present=frozenset(kwargs), **kwargs)
 
 
 def _unstructure_value(value: Any) -> Any:
@@ -413,15 +416,25 @@ def unstructure(record: Record) -> dict[str, Any]:
     tag = getattr(type(record), "TAG", "")
     if tag:
         out["role" if type(record) in MESSAGE_ROLES.values() else "type"] = tag
+    present = record.present
     for field in attrs.fields(type(record)):
-        if field.name == "extra":
+        if field.name in ("extra", "present"):
             continue
         value = getattr(record, field.name)
         if value is None:
             continue
+        if present is not None and field.name not in present and value == _default(field):
+            continue
         out[field.name] = _unstructure_value(value)
     out.update(record.extra)
     return out
+
+
+def _default(field: Any) -> Any:
+    default = field.default
+    if isinstance(default, attrs.Factory):  # type: ignore[arg-type]
+        return default.factory()
+    return default
 
 
 _NESTED.update(

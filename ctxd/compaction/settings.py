@@ -1,0 +1,77 @@
+"""Compaction settings: one defaulted, typed tree (camelCase on the wire and in config files)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+
+DEFAULT_CONTEXT_WINDOW = 200_000
+
+
+@attrs.define
+class CompactionSettings:
+    enabled: bool = True
+    """False means never: neither the threshold nor an overflow compacts (pi #6472)."""
+    reserveTokens: int = 16_384
+    keepRecentTokens: int = 20_000
+    contextWindow: int | None = None
+    """Explicit window; else the model's from litellm's bundled map; else DEFAULT_CONTEXT_WINDOW."""
+    triggerPercent: float | None = None
+    """Optional: compact when the context exceeds this share of the window (seed 002: 0.75)."""
+    targetPercent: float | None = None
+    """Optional: with a trigger, keep about this share of the window verbatim (seed 002: 0.5)."""
+    keepLastTurns: int = 6
+    """Fallback when summarising fails: keep the last N turns verbatim."""
+    maxAttempts: int = 2
+    """Summariser attempts before falling back."""
+    model: str | None = None
+    """Summariser model through litellm; None = the offline summariser."""
+    apiBase: str | None = None
+    apiKey: str | None = attrs.field(default=None, repr=False)
+    timeoutSeconds: float = 120.0
+    maxOutputTokens: int | None = None
+    """Summary output limit; default 0.8 x reserveTokens, as pi."""
+    customInstructions: str | None = None
+
+    def window(self, model_window: int | None = None) -> int:
+        return self.contextWindow or model_window or DEFAULT_CONTEXT_WINDOW
+
+    def threshold(self, window: int) -> int:
+        """Context size above which compaction is due."""
+        limit = window - self.reserveTokens
+        if self.triggerPercent:
+            limit = min(limit, int(window * self.triggerPercent))
+        return max(0, limit)
+
+    def keep_recent(self, window: int) -> int:
+        if self.targetPercent:
+            return max(1, int(window * self.targetPercent))
+        return self.keepRecentTokens
+
+    def output_limit(self) -> int:
+        return self.maxOutputTokens or max(256, int(0.8 * self.reserveTokens))
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any] | None, problems: list[str] | None = None) -> CompactionSettings:
+        """Settings from camelCase JSON; invalid values are reported in ``problems`` and defaulted."""
+        out = cls()
+        for field in attrs.fields(cls):
+            if not data or field.name not in data:
+                continue
+            value = data[field.name]
+            default = getattr(out, field.name)
+            ok = value is None or isinstance(value, type(default)) or (
+                isinstance(value, int | float) and isinstance(default, int | float) and not isinstance(value, bool)
+            )
+            if field.name in ("contextWindow", "triggerPercent", "targetPercent", "maxOutputTokens"):
+                ok = value is None or (isinstance(value, int | float) and not isinstance(value, bool) and value > 0)
+            elif field.name in ("model", "apiBase", "apiKey", "customInstructions"):
+                ok = value is None or isinstance(value, str)
+            elif isinstance(default, bool):
+                ok = isinstance(value, bool)
+            if ok:
+                setattr(out, field.name, value)
+            elif problems is not None:
+                problems.append(f"compaction.{field.name}: invalid value {value!r}; using {default!r}")
+        return out

@@ -1,0 +1,25 @@
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
+REPO = Path(__file__).resolve().parent.parent
+SHARED = REPO.parent / "shared" / "reference" / "sessions"
+LOCAL = Path(__file__).resolve().parent / "data"
+
+
+def reference(kind: str, name: str) -> Path:
+    """A reference session file: the shared copy if present, else the one vendored in tests/data."""
+    shared = SHARED / kind / name
+    if shared.exists():
+        return shared
+    return LOCAL / kind / name
+
+
+@pytest.fixture
+def pi_fixture():  # type: ignore[no-untyped-def]
+    return lambda name: reference("pi", name)

@@ -1,0 +1,82 @@
+"""The CLI, run as a real subprocess (``python -m ctxd``)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from conftest import REPO, reference
+from factories import assistant, chain, user, write
+
+
+def ctxd(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "ctxd", *args],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        env={**os.environ, **(env or {})},
+        timeout=120,
+    )
+
+
+def test_context_json_contract() -> None:
+    out = ctxd("context", str(reference("pi", "before-compaction.jsonl")), "--json")
+    assert out.returncode == 0, out.stderr
+    data = json.loads(out.stdout)
+    for key in ("leafId", "model", "thinkingLevel", "messages", "estimatedTokens", "contextTokens", "diagnostics"):
+        assert key in data
+    assert data["model"] == "anthropic/claude-opus-4-5" and data["thinkingLevel"] == "off"
+    assert (len(data["messages"]), data["estimatedTokens"], data["contextTokens"]) == (446, 139_429, 180_820)
+    first = data["messages"][0]
+    assert {"role", "entryId", "line", "tokens"} <= set(first) and first["role"] == "compactionSummary"
+    assert all(isinstance(m["line"], int) and m["line"] >= 2 for m in data["messages"])
+
+
+def test_context_openai_and_leaf(tmp_path: Path) -> None:
+    e = chain(user, assistant, user, assistant)
+    path = write(tmp_path / "s.jsonl", e)
+    out = ctxd("context", path, "--json", "--format", "openai", "--leaf", e[1]["id"])
+    data = json.loads(out.stdout)
+    assert data["leafId"] == e[1]["id"]
+    assert [m["role"] for m in data["openai"]] == ["user", "assistant"]
+    assert [m["line"] for m in data["messages"]] == [2, 3]
+
+
+def test_tree_sessions_label_branch_fork(tmp_path: Path) -> None:
+    e = chain(user, assistant, user, assistant)
+    root = tmp_path / "root"
+    (root / "--p--").mkdir(parents=True)
+    path = write(root / "--p--" / "s.jsonl", e)
+    assert ctxd("label", path, e[0]["id"], "start").returncode == 0
+    tree = ctxd("tree", path)
+    assert tree.returncode == 0 and "[start]" in tree.stdout and "◀ leaf" in tree.stdout
+    assert json.loads(ctxd("branch", path, e[1]["id"], "--json").stdout)["leafId"] == e[1]["id"]
+    data = json.loads(ctxd("tree", path, "--json").stdout)
+    assert data["leafId"] == e[1]["id"]
+    leaf_rows = [r for r in data["rows"] if r.get("isLeaf")]
+    assert [r["id"] for r in leaf_rows] == [e[1]["id"]]
+    forked = json.loads(ctxd("fork", path, e[2]["id"], "--json").stdout)["path"]
+    assert Path(forked).parent == Path(path).parent
+    sessions = json.loads(ctxd("sessions", "--root", str(root), "--json").stdout)["sessions"]
+    assert {s["path"] for s in sessions} == {path, forked}
+
+
+def test_errors_are_clear_and_nonzero(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"type":"message"}\n')
+    out = ctxd("context", str(bad))
+    assert out.returncode == 2 and "not a session header" in out.stderr and out.stdout == ""
+    out = ctxd("context", str(bad), "--json")
+    assert json.loads(out.stdout)["error"]["data"]["line"] == 1
+    missing = ctxd("tree", str(tmp_path / "nope.jsonl"))
+    assert missing.returncode == 2 and "no such session file" in missing.stderr
+
+
+def test_demo_runs() -> None:
+    out = ctxd("demo")
+    assert out.returncode == 0, out.stderr
+    assert "◀ leaf" in out.stdout and "the context for the next request" in out.stdout
