@@ -9,6 +9,7 @@ edited, created or deleted; read = read and not modified; both sorted, merged wi
 
 from __future__ import annotations
 
+import functools
 import re
 import shlex
 from collections.abc import Iterable, Mapping
@@ -19,12 +20,16 @@ import attrs
 FileOp = Literal["read", "written", "edited", "created", "deleted"]
 
 
+_NON_ALNUM = re.compile(r"[^a-z0-9]")
+
+
+@functools.lru_cache(maxsize=1024)
 def _norm(name: str) -> str:
     """``mcp__fs__Read_File`` -> ``readfile``: the last namespace segment, lower case, letters and digits."""
     for sep in ("__", ".", "/"):
         if sep in name:
             name = name.rsplit(sep, 1)[-1]
-    return re.sub(r"[^a-z0-9]", "", name.lower())
+    return _NON_ALNUM.sub("", name.lower())
 
 
 READ_TOOLS = frozenset({"read", "readfile", "view", "viewfile", "openfile", "notebookread", "readmanyfiles"})
@@ -139,42 +144,16 @@ def _command_list(value: Any) -> list[str] | None:
     return None
 
 
-def call_file_ops(name: str, arguments: Any) -> list[tuple[FileOp, str]]:
-    """The file operations one tool call performs, judged from its name and arguments."""
-    tool = _norm(name) if isinstance(name, str) else ""
-    if tool in PATCH_TOOLS:
-        text = _patch_text(arguments)
-        return patch_file_ops(text) if text else []
-    if not isinstance(arguments, Mapping):
-        return []
-    if tool in SHELL_TOOLS:
-        argv = _command_list(arguments.get("command") or arguments.get("cmd"))
-        if argv and len(argv) >= 2 and _norm(argv[0]) == "applypatch":
-            return patch_file_ops(argv[1])
-        return []
-    op: FileOp | None = None
-    if tool in READ_TOOLS:
-        op = "read"
-    elif tool in WRITE_TOOLS:
-        op = "written"
-    elif tool in EDIT_TOOLS:
-        op = "edited"
-    elif tool in CREATE_TOOLS:
-        op = "created"
-    elif tool in DELETE_TOOLS:
-        op = "deleted"
-    elif tool in EDITOR_TOOLS:
-        command = arguments.get("command")
-        op = _EDITOR_COMMANDS.get(command) if isinstance(command, str) else None
-    if op is None:
-        return []
-    return [(op, path) for path in _paths(arguments)]
+_SIMPLE_OPS: dict[str, FileOp] = {
+    **dict.fromkeys(READ_TOOLS, "read"),
+    **dict.fromkeys(WRITE_TOOLS, "written"),
+    **dict.fromkeys(EDIT_TOOLS, "edited"),
+    **dict.fromkeys(CREATE_TOOLS, "created"),
+    **dict.fromkeys(DELETE_TOOLS, "deleted"),
+}
 
 
-def call_command(name: str, arguments: Any) -> str | None:
-    """The shell command a tool call runs, or None when it is not a shell tool."""
-    if not isinstance(name, str) or _norm(name) not in SHELL_TOOLS or not isinstance(arguments, Mapping):
-        return None
+def _shell_command(arguments: Mapping[str, Any]) -> str | None:
     value = arguments.get("command")
     if value is None:
         value = arguments.get("cmd")
@@ -186,6 +165,43 @@ def call_command(name: str, arguments: Any) -> str | None:
     if len(argv) >= 3 and argv[0] in _SHELLS and argv[1] in ("-c", "-lc", "-ic", "-Command"):
         return " ".join(argv[2:]).strip() or None
     return shlex.join(argv)
+
+
+def classify_call(name: str, arguments: Any) -> tuple[str | None, list[tuple[FileOp, str]]]:
+    """``(shell command or None, file operations)`` of one tool call, judged from its name and arguments."""
+    tool = _norm(name) if isinstance(name, str) else ""
+    op = _SIMPLE_OPS.get(tool)
+    if op is not None:
+        if type(arguments) is dict or isinstance(arguments, Mapping):
+            return None, [(op, p) for p in _paths(arguments)]
+        return None, []
+    if tool in SHELL_TOOLS:
+        if not isinstance(arguments, Mapping):
+            return None, []
+        command = _shell_command(arguments)
+        argv = _command_list(arguments.get("command") or arguments.get("cmd"))
+        if argv and len(argv) >= 2 and _norm(argv[0]) == "applypatch":
+            return command, patch_file_ops(argv[1])
+        return command, []
+    if tool in PATCH_TOOLS:
+        text = _patch_text(arguments)
+        return None, (patch_file_ops(text) if text else [])
+    if tool in EDITOR_TOOLS and isinstance(arguments, Mapping):
+        command = arguments.get("command")
+        editor_op = _EDITOR_COMMANDS.get(command) if isinstance(command, str) else None
+        if editor_op is not None:
+            return None, [(editor_op, p) for p in _paths(arguments)]
+    return None, []
+
+
+def call_file_ops(name: str, arguments: Any) -> list[tuple[FileOp, str]]:
+    """The file operations one tool call performs."""
+    return classify_call(name, arguments)[1]
+
+
+def call_command(name: str, arguments: Any) -> str | None:
+    """The shell command a tool call runs, or None when it is not a shell tool."""
+    return classify_call(name, arguments)[0]
 
 
 def tool_calls(message: Mapping[str, Any]) -> Iterable[Mapping[str, Any]]:

@@ -76,10 +76,13 @@ def plan_compaction(
     leaf_id: str | None = None,
     context: Context | None = None,
     summary_tokens: int = 0,
+    cut_at: str | None = None,
 ) -> CompactionPlan:
     """The compaction pi 1.5.2 would make at ``leaf_id`` (default: the leaf).
 
     ``summary_tokens`` is the expected size of the new summary, for ``estimatedTokensAfter``.
+    ``cut_at`` forces the first kept entry (a valid cut point after the boundary) instead of the
+    token walk.
     Raises NothingToCompact when there is nothing to summarise.
     """
     file, tree = session.file, session.tree
@@ -131,7 +134,8 @@ def plan_compaction(
         raise NothingToCompact("no valid cut point on the path")
     cut = cut_points[0]
     accumulated = 0
-    for k in range(len(path) - 1, -1, -1):
+    forced = [k for k in cut_points if heads[path[k]].id == cut_at] if cut_at else []
+    for k in range(len(path) - 1, -1, -1) if not forced else ():
         i = path[k]
         if heads[i].type != "message":
             continue
@@ -139,6 +143,8 @@ def plan_compaction(
         if accumulated >= keep_recent_tokens:
             cut = next((c for c in cut_points if c >= k), cut_points[-1])
             break
+    if forced:
+        cut = forced[0]
     # Keep settings and other non-message entries just before the cut with it.
     while cut > 0 and heads[path[cut - 1]].type not in ("message", "compaction"):
         cut -= 1

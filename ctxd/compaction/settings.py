@@ -53,16 +53,21 @@ class CompactionSettings:
         return self.maxOutputTokens or max(256, int(0.8 * self.reserveTokens))
 
     @classmethod
-    def from_json(cls, data: dict[str, Any] | None, problems: list[str] | None = None) -> CompactionSettings:
-        """Settings from camelCase JSON; invalid values are reported in ``problems`` and defaulted."""
-        out = cls()
+    def from_json(
+        cls, data: dict[str, Any] | None, problems: list[str] | None = None, *, base: CompactionSettings | None = None
+    ) -> CompactionSettings:
+        """Settings from camelCase JSON over ``base``; invalid values are reported in ``problems``
+        and left at their previous value."""
+        out = attrs.evolve(base) if base is not None else cls()
         for field in attrs.fields(cls):
             if not data or field.name not in data:
                 continue
             value = data[field.name]
             default = getattr(out, field.name)
-            ok = value is None or isinstance(value, type(default)) or (
-                isinstance(value, int | float) and isinstance(default, int | float) and not isinstance(value, bool)
+            ok = (
+                value is None
+                or isinstance(value, type(default))
+                or (isinstance(value, int | float) and isinstance(default, int | float) and not isinstance(value, bool))
             )
             if field.name in ("contextWindow", "triggerPercent", "targetPercent", "maxOutputTokens"):
                 ok = value is None or (isinstance(value, int | float) and not isinstance(value, bool) and value > 0)

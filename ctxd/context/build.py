@@ -198,7 +198,10 @@ def build_context(
         summary = compaction_message(body)
         messages.append(ContextMessage("compactionSummary", heads[comp].id or "", session.lines[comp], 0, summary))
 
+    trusted_from = 0
     for i in path.indices:
+        if i == comp:
+            trusted_from = len(messages)
         if i == comp or heads[i].type not in EMITTING:
             continue
         entry = bodies[i]
@@ -232,7 +235,7 @@ def build_context(
         thinkingLevel=thinking,
         messages=messages,
         estimatedTokens=sum(per_message),
-        contextTokens=context_tokens([m.message for m in messages], per_message),
+        contextTokens=context_tokens([m.message for m in messages], per_message, trusted_from=trusted_from),
         diagnostics=diagnostics,
         compactionId=heads[comp].id if comp != NONE else None,
     )

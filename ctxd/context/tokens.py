@@ -116,11 +116,17 @@ def has_valid_usage(message: Mapping[str, Any]) -> bool:
     )
 
 
-def context_tokens(messages: list[Mapping[str, Any]], estimates: list[int] | None = None) -> int:
-    """pi's context size: the last trusted usage plus estimates of every message after it."""
+def context_tokens(
+    messages: list[Mapping[str, Any]], estimates: list[int] | None = None, *, trusted_from: int = 0
+) -> int:
+    """pi's context size: the last trusted usage plus estimates of every message after it.
+
+    Usage recorded before ``trusted_from`` is ignored: an assistant message kept verbatim by a
+    compaction reported the size of the context *before* that compaction.
+    """
     if estimates is None:
         estimates = [estimate_tokens(m) for m in messages]
-    for i in range(len(messages) - 1, -1, -1):
+    for i in range(len(messages) - 1, trusted_from - 1, -1):
         if has_valid_usage(messages[i]):
             return usage_tokens(messages[i]["usage"]) + sum(estimates[i + 1 :])
     return sum(estimates)

@@ -9,6 +9,7 @@ of 100k messages scans in a fraction of a second.
 
 from __future__ import annotations
 
+import gc
 import re
 from collections import deque
 from collections.abc import Mapping, Sequence
@@ -16,7 +17,7 @@ from typing import Any
 
 import attrs
 
-from ctxd.compaction.fileops import FileOp, call_command, call_file_ops
+from ctxd.compaction.fileops import FileOp, call_command, call_file_ops, classify_call
 from ctxd.compaction.summarizers.serialize import content_text, middle_truncate
 
 Message = Mapping[str, Any]
@@ -27,9 +28,9 @@ CONSTRAINT_RE = re.compile(
     re.IGNORECASE,
 )
 DECISION_RE = re.compile(
-    r"\b(?:I'll|I will|I'm going to|I am going to|decided|decide to|decision|instead|because|chose|"
-    r"opted|going with|let's use|rather than|switch(?:ed|ing)? to|root cause|the (?:fix|cause|problem|issue) "
-    r"(?:is|was))\b",
+    r"\b(?:(?:I'll|I will|I'm going to|we'll|let's) (?:use|go with|keep|switch|stick|avoid|replace|try|take)|"
+    r"decided|decide to|decision|instead|because|chose|opted|going with|rather than|switch(?:ed|ing)? to|"
+    r"root cause|trade-?off|the (?:fix|cause|problem|issue|approach) (?:is|was))\b",
     re.IGNORECASE,
 )
 NEXT_RE = re.compile(
@@ -72,18 +73,27 @@ def short(text: str, limit: int) -> str:
     return middle_truncate(" ".join(text.split()), limit)
 
 
-@attrs.define
+@attrs.define(slots=True)
 class Call:
     """One tool call and, once seen, its outcome."""
 
     index: int
     name: str
+    arguments: Any
     command: str | None
     ops: list[tuple[FileOp, str]]
-    key: str
-    label: str
     ok: bool | None = None
-    error: str | None = None
+
+    @property
+    def key(self) -> str:
+        """What a later success must match to resolve this call's failure."""
+        if self.command:
+            return f"cmd:{self.command}"
+        return f"{self.name}:{self.ops[0][1]}" if self.ops else f"tool:{self.name}"
+
+    @property
+    def label(self) -> str:
+        return _describe(self.name, self.arguments, self.command, self.ops)
 
 
 @attrs.define
@@ -105,11 +115,13 @@ def _describe(name: str, arguments: Any, command: str | None, ops: list[tuple[Fi
     return name
 
 
-def _failed(result: Message) -> bool:
+def _failed(result: Message, call: Call) -> bool:
     if result.get("isError"):
         return True
+    if not call.command:
+        return False
     text = content_text(result.get("content"), images=False)
-    return bool(text) and _EXIT_RE.search(text[-300:]) is not None
+    return bool(text) and _EXIT_RE.search(text, max(0, len(text) - 300)) is not None
 
 
 @attrs.define
@@ -121,16 +133,18 @@ class Facts:
     calls: dict[str, Call] = attrs.field(factory=dict)
     call_count: int = 0
     done_files: dict[str, FileOp] = attrs.field(factory=dict)
+    """Paths successfully written, edited, created or deleted; most recent last."""
     reads: dict[str, None] = attrs.field(factory=dict)
     ok_commands: dict[str, None] = attrs.field(factory=dict)
     commands: dict[str, bool] = attrs.field(factory=dict)
+    """Every command seen with whether its latest run succeeded; most recent last."""
     errors: list[ErrorFact] = attrs.field(factory=list)
     last_success: dict[str, int] = attrs.field(factory=dict)
-    early_constraint_texts: list[str] = attrs.field(factory=list)
-    late_constraint_texts: deque[str] = attrs.field(factory=lambda: deque(maxlen=16))
-    decision_texts: deque[str] = attrs.field(factory=lambda: deque(maxlen=24))
+    constraint_texts: list[str] = attrs.field(factory=list)
+    """User texts that may state constraints: the first :data:`MINED` and the last :data:`MINED`."""
+    assistant_texts: list[str] = attrs.field(factory=list)
+    """Assistant texts to mine for decisions: the first :data:`MINED` and the last ``3 * MINED``."""
     last_assistant_text: str | None = None
-    last_stop: str | None = None
 
     @property
     def open_calls(self) -> list[Call]:
@@ -142,6 +156,9 @@ class Facts:
         return [e for e in self.errors if e.key is None or self.last_success.get(e.key, -1) < e.index]
 
 
+MINED = 16
+
+
 def _touch(order: dict[str, Any], key: str, value: Any = None) -> None:
     """Move ``key`` to the end of an insertion-ordered dict (most recent last)."""
     order.pop(key, None)
@@ -150,74 +167,91 @@ def _touch(order: dict[str, Any], key: str, value: Any = None) -> None:
 
 def scan(messages: Sequence[Message]) -> Facts:
     """One pass over ``messages`` collecting everything the offline summary reports."""
+    # The pass allocates many small objects that all stay alive; cyclic GC runs would only cost time.
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        return _scan(messages)
+    finally:
+        if collecting:
+            gc.enable()
+
+
+def _scan(messages: Sequence[Message]) -> Facts:
     facts = Facts(messages=len(messages))
     calls = facts.calls
+    errors = facts.errors
+    last_success = facts.last_success
+    commands = facts.commands
+    ok_commands = facts.ok_commands
+    user_indices = facts.user_indices
+    early_user: list[str] = []
+    late_user: deque[str] = deque(maxlen=MINED)
+    early_assistant: list[str] = []
+    late_assistant: deque[str] = deque(maxlen=3 * MINED)
     for index, message in enumerate(messages):
         role = message.get("role")
-        if role == "user":
+        if role == "toolResult":
+            call_id = message.get("toolCallId")
+            found = calls.get(call_id) if isinstance(call_id, str) else None
+            if found is None:
+                continue
+            if _failed(message, found):
+                found.ok = False
+                detail = short(content_text(message.get("content"), images=False) or "(no output)", 300)
+                errors.append(ErrorFact(index, found.key, f"{found.label} failed: {detail}"))
+                if found.command:
+                    _touch(commands, found.command, False)
+                continue
+            found.ok = True
+            last_success[found.key] = index
+            if found.command:
+                _touch(commands, found.command, True)
+                _touch(ok_commands, found.command)
+            for op, path in found.ops:
+                if op == "read":
+                    _touch(facts.reads, path)
+                else:
+                    _touch(facts.done_files, path, op)
+        elif role == "assistant":
+            content = message.get("content")
+            texts: list[str] = []
+            for block in content if isinstance(content, list) else ():
+                kind = block.get("type") if type(block) is dict or isinstance(block, Mapping) else None
+                if kind == "toolCall":
+                    name = str(block.get("name") or "?")
+                    arguments = block.get("arguments")
+                    command, ops = classify_call(name, arguments)
+                    facts.call_count += 1
+                    call_id = block.get("id")
+                    key = call_id if isinstance(call_id, str) else f"#{facts.call_count}"
+                    calls[key] = Call(index, name, arguments, command, ops)
+                elif kind == "text":
+                    value = block.get("text")
+                    if isinstance(value, str) and value.strip():
+                        texts.append(value)
+            if texts:
+                text = "\n".join(texts)
+                facts.last_assistant_text = text
+                if len(early_assistant) < MINED:
+                    early_assistant.append(text)
+                else:
+                    late_assistant.append(text)
+            if message.get("stopReason") == "error":
+                detail = str(message.get("errorMessage") or "unknown error")
+                errors.append(ErrorFact(index, None, "Model error: " + short(detail, 300)))
+        elif role == "user":
+            user_indices.append(index)
             text = content_text(message.get("content"))
-            facts.user_indices.append(index)
             if text.strip():
                 if facts.first_user is None:
                     facts.first_user = text
                 facts.latest_user = text
                 if CONSTRAINT_RE.search(text, 0, MINE_CHARS):
-                    if len(facts.early_constraint_texts) < 16:
-                        facts.early_constraint_texts.append(text)
+                    if len(early_user) < MINED:
+                        early_user.append(text)
                     else:
-                        facts.late_constraint_texts.append(text)
-        elif role == "assistant":
-            content = message.get("content")
-            texts: list[str] = []
-            for block in content if isinstance(content, list) else ():
-                if not isinstance(block, Mapping):
-                    continue
-                kind = block.get("type")
-                if kind == "text":
-                    value = block.get("text")
-                    if isinstance(value, str) and value.strip():
-                        texts.append(value)
-                elif kind == "toolCall":
-                    name = str(block.get("name") or "?")
-                    arguments = block.get("arguments")
-                    command = call_command(name, arguments)
-                    ops = call_file_ops(name, arguments)
-                    key = f"cmd:{command}" if command else f"{name}:{ops[0][1]}" if ops else f"tool:{name}"
-                    call = Call(index, name, command, ops, key, _describe(name, arguments, command, ops))
-                    facts.call_count += 1
-                    call_id = block.get("id")
-                    calls[str(call_id) if call_id is not None else f"#{facts.call_count}"] = call
-            if texts:
-                text = "\n".join(texts)
-                facts.last_assistant_text = text
-                if DECISION_RE.search(text, 0, MINE_CHARS):
-                    facts.decision_texts.append(text)
-            facts.last_stop = message.get("stopReason") if isinstance(message.get("stopReason"), str) else None
-            if message.get("stopReason") == "error":
-                detail = str(message.get("errorMessage") or "unknown error")
-                facts.errors.append(ErrorFact(index, None, "Model error: " + short(detail, 300)))
-        elif role == "toolResult":
-            found = calls.get(str(message.get("toolCallId")))
-            if found is None:
-                continue
-            if _failed(message):
-                found.ok = False
-                detail = short(content_text(message.get("content"), images=False) or "(no output)", 300)
-                found.error = detail
-                facts.errors.append(ErrorFact(index, found.key, f"{found.label} failed: {detail}"))
-                if found.command:
-                    _touch(facts.commands, found.command, False)
-            else:
-                found.ok = True
-                facts.last_success[found.key] = index
-                if found.command:
-                    _touch(facts.commands, found.command, True)
-                    _touch(facts.ok_commands, found.command)
-                for op, path in found.ops:
-                    if op == "read":
-                        _touch(facts.reads, path)
-                    else:
-                        _touch(facts.done_files, path, op)
+                        late_user.append(text)
         elif role == "bashExecution":
             command = str(message.get("command") or "").strip()
             if not command or message.get("cancelled"):
@@ -226,12 +260,14 @@ def scan(messages: Sequence[Message]) -> Facts:
             key = f"cmd:{command}"
             if isinstance(code, int) and code != 0:
                 output = short(str(message.get("output") or ""), 300)
-                facts.errors.append(ErrorFact(index, key, f"`{short(command, 160)}` exited with {code}: {output}"))
-                _touch(facts.commands, command, False)
+                errors.append(ErrorFact(index, key, f"`{short(command, 160)}` exited with {code}: {output}"))
+                _touch(commands, command, False)
             else:
-                facts.last_success[key] = index
-                _touch(facts.commands, command, True)
-                _touch(facts.ok_commands, command)
+                last_success[key] = index
+                _touch(commands, command, True)
+                _touch(ok_commands, command)
+    facts.constraint_texts = early_user + list(late_user)
+    facts.assistant_texts = early_assistant + list(late_assistant)
     return facts
 
 
@@ -247,7 +283,8 @@ class Exchange:
     created: dict[str, None] = attrs.field(factory=dict)
     deleted: dict[str, None] = attrs.field(factory=dict)
     viewed: dict[str, None] = attrs.field(factory=dict)
-    commands: list[str] = attrs.field(factory=list)
+    commands: list[tuple[str, str]] = attrs.field(factory=list)
+    """``(command, note)``; the note says who ran it and whether it failed ("" for an agent's success)."""
     response: str | None = None
     status: str | None = None
     """Why there is no final response: "interrupted", "error: ...", or "continues" (the agent was mid-work)."""
@@ -307,7 +344,7 @@ def build_exchange(messages: Sequence[Message], start: int, end: int, calls: Map
             if command:
                 code = message.get("exitCode")
                 failed = isinstance(code, int) and code != 0
-                exchange.commands.append(f"(user) {command}" + (f" [exit {code}]" if failed else ""))
+                exchange.commands.append((command, f"by the user, exit {code}" if failed else "by the user"))
     if pending_calls:
         exchange.response = None
         exchange.status = "continues"
@@ -327,5 +364,4 @@ def _add_call(exchange: Exchange, call: Call | None, name: str, arguments: Any) 
         else:
             getattr(exchange, _FILE_KIND[op])[path] = None
     if command:
-        suffix = " [failed]" if call is not None and call.ok is False else ""
-        exchange.commands.append(command + suffix)
+        exchange.commands.append((command, "failed" if call is not None and call.ok is False else ""))

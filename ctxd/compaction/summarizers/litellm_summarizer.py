@@ -195,7 +195,7 @@ class LiteLLMSummarizer:
             return previous or NO_HISTORY
         # A rolling summary may grow to the output limit; plan chunks with room for it.
         reserve = out_tokens * CHARS_PER_TOKEN
-        scale = 1.0
+        limit: int | None = None  # after an overflow: at most half of what the model refused
         whole = len(SEPARATOR.join(pieces))
         single = self._budget(kind, window, out_tokens, len(previous or ""), custom)
         if whole <= single:
@@ -204,7 +204,7 @@ class LiteLLMSummarizer:
                 return await self._call(kind, SEPARATOR.join(pieces), previous, custom, out_tokens, run)
             except _Overflow:
                 log.info("summariser %s overflowed on a single call; chunking", self.model)
-                scale = 0.5
+                limit = whole // 2
         run.chunked = True
         pieces = self._drop_oldest(pieces, kind, window, out_tokens, reserve, custom)
         rolling = previous
@@ -212,7 +212,9 @@ class LiteLLMSummarizer:
         done = 0
         while start < len(pieces):
             previous_chars = max(len(rolling or ""), reserve)
-            budget = int(self._budget(kind, window, out_tokens, previous_chars, custom) * scale)
+            budget = self._budget(kind, window, out_tokens, previous_chars, custom)
+            if limit is not None:
+                budget = min(budget, limit)
             if budget < MIN_CHUNK_CHARS:
                 raise SummarizerError(
                     f"{self.model}: context window of {window} tokens leaves no room for a transcript chunk"
@@ -221,18 +223,12 @@ class LiteLLMSummarizer:
             total = done + len(ranges)
             begin, end = ranges[0]
             report(progress, f"{label}chunk {done + 1}/{total}", done / total)
+            text = chunk_text(pieces, begin, end, budget)
             try:
-                rolling = await self._call(
-                    kind, chunk_text(pieces, begin, end, budget), rolling, custom, out_tokens, run
-                )
+                rolling = await self._call(kind, text, rolling, custom, out_tokens, run)
             except _Overflow:
-                scale *= 0.5
-                log.info(
-                    "summariser %s overflowed on chunk %d; shrinking chunks to %.0f%%",
-                    self.model,
-                    done + 1,
-                    scale * 100,
-                )
+                limit = len(text) // 2
+                log.info("summariser %s overflowed on chunk %d; chunks now <= %d chars", self.model, done + 1, limit)
                 continue
             start = end
             done += 1

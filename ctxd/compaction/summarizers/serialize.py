@@ -41,9 +41,12 @@ def content_text(content: Any, *, images: bool = True) -> str:
         return content
     if not isinstance(content, list):
         return ""
+    if len(content) == 1 and type(content[0]) is dict and content[0].get("type") == "text":
+        text = content[0].get("text")
+        return text if isinstance(text, str) else ""
     parts: list[str] = []
     for block in content:
-        if not isinstance(block, Mapping):
+        if type(block) is not dict and not isinstance(block, Mapping):
             continue
         kind = block.get("type")
         if kind == "text":

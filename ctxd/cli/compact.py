@@ -1,0 +1,64 @@
+"""``ctxd compact``: plan (``--dry-run``) or run a compaction, showing progress on stderr."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+
+from ctxd.compaction.engine import compact, dry_run
+from ctxd.compaction.settings import CompactionSettings
+from ctxd.tree.session import Session
+
+DRY_RUN_KEYS = (
+    "firstKeptEntryId",
+    "firstKeptLine",
+    "isSplitTurn",
+    "turnStartLine",
+    "messagesToSummarize",
+    "turnPrefixMessages",
+    "tokensBefore",
+    "estimatedTokensAfter",
+)
+
+
+def _progress(stage: str, fraction: float | None) -> None:
+    pct = f"{fraction * 100:5.1f}%" if fraction is not None else "   …  "
+    print(f"  [{pct}] {stage}", file=sys.stderr, flush=True)
+
+
+def run_compact(args: argparse.Namespace) -> int:
+    settings = CompactionSettings(model=args.model, apiBase=args.api_base)
+    if args.keep_recent_tokens is not None:
+        settings.keepRecentTokens = args.keep_recent_tokens
+    session = Session.open(args.file)
+    if args.dry_run:
+        plan = dry_run(session, settings)
+        data = plan.to_json()
+        ordered = {k: data[k] for k in DRY_RUN_KEYS} | {k: v for k, v in data.items() if k not in DRY_RUN_KEYS}
+        if args.json:
+            json.dump(ordered, sys.stdout, indent=2)
+            sys.stdout.write("\n")
+        else:
+            split = f", split turn from line {plan.turnStartLine}" if plan.isSplitTurn else ""
+            print(f"would keep from line {plan.firstKeptLine} ({plan.firstKeptEntryId}){split}")
+            print(
+                f"summarise {len(plan.messagesToSummarize)} messages"
+                f" (+{len(plan.turnPrefixMessages)} in the turn prefix);"
+                f" tokens {plan.tokensBefore:,} -> about {plan.estimatedTokensAfter:,}"
+            )
+        return 0
+    outcome = asyncio.run(
+        compact(session, settings, instructions=args.instructions, progress=None if args.json else _progress)
+    )
+    if args.json:
+        json.dump(outcome.to_json(), sys.stdout, indent=2)
+        sys.stdout.write("\n")
+    else:
+        print(
+            f"compacted: entry {outcome.entryId}, tokens {outcome.tokensBefore:,} -> {outcome.tokensAfter:,}"
+            f" via {outcome.path} ({outcome.summarizer}{'/' + outcome.model if outcome.model else ''})"
+            f" in {outcome.durationMs} ms"
+        )
+    return 0

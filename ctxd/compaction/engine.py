@@ -1,0 +1,314 @@
+"""Running a compaction: plan, ask the summariser (with fallbacks), write one complete entry.
+
+The entry is the child of the leaf that was summarised, captured when the compaction started,
+whatever happened to the leaf meanwhile (pi #9178).  Nothing is written unless a whole summary
+exists: a failure or a cancellation leaves the file as it was.  When the model fails, ctxd falls
+back (seed 002): first a model call on a pruned input, then keeping the last N turns verbatim with
+the offline summariser's digest of the rest.  ``details`` records how the summary was made: it is
+the ledger the editors show.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+import attrs
+
+from ctxd.compaction.fileops import format_file_blocks
+from ctxd.compaction.plan import CompactionPlan, NothingToCompact, plan_compaction
+from ctxd.compaction.prune import prune_messages
+from ctxd.compaction.settings import CompactionSettings
+from ctxd.compaction.summarizers import (
+    OfflineSummarizer,
+    Progress,
+    Summarizer,
+    SummarizerError,
+    SummaryRequest,
+    SummaryResult,
+    create_summarizer,
+)
+from ctxd.context.build import build_context
+from ctxd.context.tokens import js_len
+from ctxd.errors import CancelledError, CompactionError
+from ctxd.tree.session import Session
+
+SUMMARY_ALLOWANCE_TOKENS = 1_500
+"""Expected size of a new summary, for a dry run's ``estimatedTokensAfter``."""
+
+
+@attrs.define
+class HookDecision:
+    """What a client's ``compact/willRun`` hook answered."""
+
+    cancel: bool = False
+    summary: str | None = None
+
+
+Hook = Callable[[CompactionPlan], Awaitable[HookDecision | None]]
+T = TypeVar("T")
+Guard = Callable[[Callable[[], T]], Awaitable[T]]
+"""Runs a piece of session work (planning, writing) under the caller's lock, maybe off the loop."""
+
+
+async def inline(fn: Callable[[], T]) -> T:
+    return fn()
+
+
+@attrs.define
+class CompactionOutcome:
+    entryId: str
+    leafId: str
+    firstKeptEntryId: str
+    tokensBefore: int
+    tokensAfter: int
+    summary: str
+    trigger: str
+    path: str
+    """How the summary was made: model, model-chunked, offline, hook, fallback-prune, fallback-keep-last-turns."""
+    summarizer: str
+    model: str | None
+    durationMs: int
+    usage: dict[str, int] | None
+    cost: float | None
+    failures: list[str]
+    plan: CompactionPlan
+
+    def to_json(self) -> dict[str, Any]:
+        out = attrs.asdict(self, recurse=False)
+        out["plan"] = self.plan.to_json()
+        return out
+
+
+def summarizer_for(settings: CompactionSettings) -> Summarizer:
+    if not settings.model:
+        return OfflineSummarizer()
+    return create_summarizer(
+        settings.model,
+        api_base=settings.apiBase,
+        api_key=settings.apiKey,
+        max_output_tokens=settings.output_limit(),
+        timeout=settings.timeoutSeconds,
+        retries=max(0, settings.maxAttempts - 1),
+        context_window=None,
+    )
+
+
+def dry_run(session: Session, settings: CompactionSettings, *, leaf_id: str | None = None) -> CompactionPlan:
+    """The plan for a compaction now: writes nothing, calls no model."""
+    window = settings.window()
+    plan = plan_compaction(session, keep_recent_tokens=settings.keep_recent(window), leaf_id=leaf_id)
+    allowance = SUMMARY_ALLOWANCE_TOKENS
+    if plan.previousSummary:
+        allowance = max(allowance, (js_len(plan.previousSummary) + 3) // 4)
+    plan.estimatedTokensAfter += allowance
+    return plan
+
+
+async def compact(
+    session: Session,
+    settings: CompactionSettings,
+    *,
+    trigger: str = "manual",
+    leaf_id: str | None = None,
+    instructions: str | None = None,
+    summarizer: Summarizer | None = None,
+    progress: Progress | None = None,
+    hook: Hook | None = None,
+    clock: Callable[[], float] = time.monotonic,
+    guard: Guard[Any] = inline,
+) -> CompactionOutcome:
+    """Compact the session at ``leaf_id`` (default: the leaf now) and return what was written.
+
+    The summariser runs outside ``guard``; reading the session and writing the entry run inside.
+    """
+    started = clock()
+    leaf = leaf_id or session.leaf_id()
+    if leaf is None:
+        raise CompactionError("the session is empty: nothing to compact", path=session.path)
+    window = settings.window()
+    try:
+        plan = await guard(
+            lambda: plan_compaction(session, keep_recent_tokens=settings.keep_recent(window), leaf_id=leaf)
+        )
+    except NothingToCompact as exc:
+        raise CompactionError(f"nothing to compact: {exc}", path=session.path, leafId=leaf) from exc
+    _report(progress, "planned", 0.05)
+
+    failures: list[str] = []
+    result: SummaryResult | None = None
+    path = ""
+    if hook is not None:
+        decision = await hook(plan)
+        if decision is not None and decision.cancel:
+            raise CancelledError("the client's compact/willRun hook cancelled the compaction")
+        if decision is not None and decision.summary:
+            result = SummaryResult(decision.summary, "hook", None, "hook")
+            path = "hook"
+
+    instructions = instructions or settings.customInstructions
+    chosen = summarizer or summarizer_for(settings)
+    if result is None:
+        request = SummaryRequest(
+            messages=plan.messagesToSummarize,
+            previous_summary=plan.previousSummary,
+            turn_prefix=plan.turnPrefixMessages,
+            custom_instructions=instructions,
+        )
+        try:
+            result = await chosen.summarize(request, _scaled(progress, 0.05, 0.85))
+            path = result.path
+        except SummarizerError as exc:
+            failures.append(f"{chosen.name}: {exc.reason}")
+
+    if result is None:
+        # Fallback 1: the same model on a pruned input (no thinking, no images, oversized text cut).
+        _report(progress, "model failed; retrying on a pruned input", 0.6)
+        pruned = SummaryRequest(
+            messages=prune_messages(plan.messagesToSummarize),
+            previous_summary=plan.previousSummary,
+            turn_prefix=prune_messages(plan.turnPrefixMessages),
+            custom_instructions=instructions,
+        )
+        try:
+            result = await chosen.summarize(pruned, _scaled(progress, 0.6, 0.85))
+            path = "fallback-prune"
+        except SummarizerError as exc:
+            failures.append(f"{chosen.name} (pruned input): {exc.reason}")
+
+    if result is None or _too_big(result.text, window, settings):
+        if result is not None:
+            failures.append("summary larger than the target: keeping the last turns instead")
+        # Fallback 2: keep the last N turns verbatim; the offline digest covers the rest.
+        _report(progress, f"keeping the last {settings.keepLastTurns} turns", 0.85)
+        current = plan
+        plan = await guard(lambda: _keep_last_turns(session, current, settings.keepLastTurns))
+        offline = OfflineSummarizer()
+        result = await offline.summarize(
+            SummaryRequest(
+                messages=plan.messagesToSummarize,
+                previous_summary=plan.previousSummary,
+                turn_prefix=plan.turnPrefixMessages,
+                custom_instructions=instructions,
+            )
+        )
+        path = "fallback-keep-last-turns"
+
+    summary = result.text.rstrip() + format_file_blocks(plan.readFiles, plan.modifiedFiles)
+    duration_ms = int((clock() - started) * 1000)
+    details: dict[str, Any] = {
+        "readFiles": plan.readFiles,
+        "modifiedFiles": plan.modifiedFiles,
+        "ctxd": {
+            "trigger": trigger,
+            "path": path,
+            "summarizer": result.summarizer,
+            "model": result.model,
+            "durationMs": duration_ms,
+            "usage": result.usage,
+            "cost": result.cost,
+            "failures": failures,
+            "messagesSummarized": len(plan.messagesToSummarize),
+            "turnPrefixMessages": len(plan.turnPrefixMessages),
+            "instructions": instructions,
+        },
+    }
+    entry: dict[str, Any] = {
+        "type": "compaction",
+        "summary": summary,
+        "firstKeptEntryId": plan.firstKeptEntryId,
+        "tokensBefore": plan.tokensBefore,
+        "details": details,
+    }
+    if result.usage:
+        entry["usage"] = _pi_usage(result.usage, result.cost)
+
+    def write() -> tuple[str, Any]:
+        # One complete line, parented at the leaf that was summarised.
+        (new_id,) = session.append([entry], parent_id=leaf)
+        return new_id, build_context(session.file, session.tree, new_id, estimates=session.estimates)
+
+    entry_id, after = await guard(write)
+    details["ctxd"]["tokensAfter"] = after.estimatedTokens
+    _report(progress, "written", 1.0)
+    return CompactionOutcome(
+        entryId=entry_id,
+        leafId=leaf,
+        firstKeptEntryId=plan.firstKeptEntryId,
+        tokensBefore=plan.tokensBefore,
+        tokensAfter=after.estimatedTokens,
+        summary=summary,
+        trigger=trigger,
+        path=path,
+        summarizer=result.summarizer,
+        model=result.model,
+        durationMs=duration_ms,
+        usage=result.usage,
+        cost=result.cost,
+        failures=failures,
+        plan=plan,
+    )
+
+
+def _too_big(text: str, window: int, settings: CompactionSettings) -> bool:
+    """A summary that would not leave room: over the output limit twice, or over the target share."""
+    tokens = (js_len(text) + 3) // 4
+    limit = settings.output_limit() * 2
+    if settings.targetPercent:
+        limit = min(limit, int(window * settings.targetPercent))
+    return tokens > limit
+
+
+def _keep_last_turns(session: Session, plan: CompactionPlan, turns: int) -> CompactionPlan:
+    """Keep the last ``turns`` user turns verbatim (seed 002's takeLastTurns), or the planned kept
+    part if that is already smaller: the fallback must shrink the context, never grow it."""
+    file = session.file
+    path = session.tree.path_to_root(file.require(plan.leafId))
+    users = [i for i in path if file.heads[i].type == "message" and _role(file.heads[i]) == "user"]
+    if len(users) <= turns or file.lines[users[-turns]] <= plan.firstKeptLine:
+        return plan
+    try:
+        return plan_compaction(
+            session,
+            keep_recent_tokens=0,
+            leaf_id=plan.leafId,
+            cut_at=file.heads[users[-turns]].id,
+        )
+    except NothingToCompact:
+        return plan
+
+
+def _role(head: Any) -> str | None:
+    return head.message.role if head.message is not None else None
+
+
+def _pi_usage(usage: dict[str, int], cost: float | None) -> dict[str, Any]:
+    prompt = int(usage.get("prompt_tokens", usage.get("input", 0)))
+    completion = int(usage.get("completion_tokens", usage.get("output", 0)))
+    return {
+        "input": prompt,
+        "output": completion,
+        "cacheRead": 0,
+        "cacheWrite": 0,
+        "totalTokens": prompt + completion,
+        "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": cost or 0},
+    }
+
+
+def _report(progress: Progress | None, stage: str, fraction: float | None) -> None:
+    if progress is not None:
+        try:
+            progress(stage, fraction)
+        except Exception:  # progress is best effort
+            pass
+
+
+def _scaled(progress: Progress | None, lo: float, hi: float) -> Progress | None:
+    if progress is None:
+        return None
+
+    def inner(stage: str, fraction: float | None) -> None:
+        _report(progress, stage, None if fraction is None else lo + (hi - lo) * fraction)
+
+    return inner

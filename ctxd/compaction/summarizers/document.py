@@ -1,0 +1,232 @@
+"""The structured summary as data: parsing a summary's sections, merging an earlier summary into a new one,
+and rendering it back to markdown.
+
+Owns the section layout shared with the model summariser (Goal; Constraints & Preferences; Progress with
+Done / In Progress / Blocked; Key Decisions; Next Steps; Critical Context) plus the offline summariser's
+Turn Context and Abridged History parts. Parsing is lenient: any ``## `` heading starts a section, bullets
+and checkboxes are stripped, unknown sections are carried along verbatim.
+"""
+
+from __future__ import annotations
+
+import re
+
+import attrs
+
+HISTORY_TITLE = "Abridged History (newest first)"
+TURN_TITLE = "Turn Context (split turn)"
+NONE_ITEMS = frozenset({"none", "(none)", "(none recorded)", "(nothing recorded)", "n/a", "-", "nothing yet"})
+EARLIER = "(earlier) "
+LATEST = "Latest request: "
+LATER = "Later request: "
+STATS = "Newly summarised: "
+ANSWERED = "(answered; awaiting the user's next message)"
+DERIVED_LABELS = (
+    "Recently changed files:",
+    "Recently read files:",
+    "Recent commands:",
+    "Error seen:",
+    "Requested focus:",
+    "On that focus:",
+)
+"""Critical-context items the offline summariser derives afresh; an earlier one gives way to a new one."""
+
+_ITEM_RE = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+(?:\[[ xX]\]\s+)?(.*)$")
+_EXCHANGE_RE = re.compile(r"<exchange>\n.*?\n</exchange>", re.S)
+
+
+@attrs.define
+class SummaryDoc:
+    goal: list[str] = attrs.field(factory=list)
+    constraints: list[str] = attrs.field(factory=list)
+    done: list[str] = attrs.field(factory=list)
+    in_progress: list[str] = attrs.field(factory=list)
+    blocked: list[str] = attrs.field(factory=list)
+    decisions: list[str] = attrs.field(factory=list)
+    next_steps: list[str] = attrs.field(factory=list)
+    critical: list[str] = attrs.field(factory=list)
+    extra: list[tuple[str, str]] = attrs.field(factory=list)
+    """Other sections, ``(title, body)``, kept verbatim."""
+    turn_context: list[str] = attrs.field(factory=list)
+    history: list[str] = attrs.field(factory=list)
+    """Abridged exchanges, newest first, each a rendered ``<exchange>`` block."""
+
+
+def _items(body: str) -> list[str]:
+    items: list[str] = []
+    for line in body.splitlines():
+        if not line.strip():
+            continue
+        match = _ITEM_RE.match(line)
+        if match:
+            items.append(match.group(1).strip())
+        elif items and line[:1].isspace():
+            items[-1] = f"{items[-1]} {line.strip()}"
+        else:
+            items.append(line.strip())
+    return [i for i in items if i and i.lower() not in NONE_ITEMS]
+
+
+def _section_key(title: str) -> str:
+    t = title.strip().lower()
+    for key, prefix in (
+        ("goal", "goal"),
+        ("constraints", "constraints"),
+        ("progress", "progress"),
+        ("decisions", "key decisions"),
+        ("decisions", "decisions"),
+        ("next", "next steps"),
+        ("critical", "critical context"),
+        ("turn", "turn context"),
+        ("history", "abridged history"),
+    ):
+        if t.startswith(prefix):
+            return key
+    return ""
+
+
+def _split(text: str, marker: str) -> list[tuple[str, str]]:
+    """``(title, body)`` for each ``marker`` heading; text before the first heading has title ""."""
+    sections: list[tuple[str, list[str]]] = [("", [])]
+    for line in text.splitlines():
+        if line.startswith(marker) and not line.startswith(marker + "#"):
+            sections.append((line[len(marker) :].strip(), []))
+        else:
+            sections[-1][1].append(line)
+    return [(title, "\n".join(lines).strip()) for title, lines in sections]
+
+
+def parse_summary(text: str) -> SummaryDoc | None:
+    """The sections of ``text``, or None when it has none of the known headings (an unstructured summary)."""
+    doc = SummaryDoc()
+    known = False
+    for title, body in _split(text, "## "):
+        key = _section_key(title)
+        if not title:
+            continue
+        if key == "progress":
+            known = True
+            for sub, sub_body in _split(body, "### "):
+                s = sub.lower()
+                target = (
+                    doc.in_progress
+                    if s.startswith("in progress")
+                    else doc.blocked
+                    if s.startswith("blocked")
+                    else doc.done
+                )
+                target.extend(_items(sub_body))
+        elif key == "history":
+            doc.history.extend(_EXCHANGE_RE.findall(body))
+        elif key:
+            known = True
+            target_list = {
+                "goal": doc.goal,
+                "constraints": doc.constraints,
+                "decisions": doc.decisions,
+                "next": doc.next_steps,
+                "critical": doc.critical,
+                "turn": doc.turn_context,
+            }[key]
+            target_list.extend(_items(body))
+        elif body:
+            doc.extra.append((title, body))
+    return doc if known else None
+
+
+def _norm(item: str) -> str:
+    if item.startswith(EARLIER):
+        item = item[len(EARLIER) :]
+    return " ".join(item.lower().split())
+
+
+def dedupe(items: list[str]) -> list[str]:
+    seen: set[str] = set()
+    out: list[str] = []
+    for item in items:
+        key = _norm(item)
+        if key and key not in seen:
+            seen.add(key)
+            out.append(item)
+    return out
+
+
+def cap(items: list[str], limit: int, *, head: int = 0) -> list[str]:
+    """At most ``limit`` items: the first ``head`` and the most recent rest."""
+    if len(items) <= limit:
+        return items
+    return items[:head] + items[len(items) - (limit - head) :]
+
+
+def _carried(old: list[str], limit: int) -> list[str]:
+    """Items of an earlier state, marked as such; items already carried once, or finished, are dropped."""
+    return [EARLIER + i for i in old if not i.startswith(EARLIER) and not i.endswith(ANSWERED)][:limit]
+
+
+def _label(item: str) -> str | None:
+    return next((label for label in DERIVED_LABELS if item.startswith(label)), None)
+
+
+def _merge_critical(old: list[str], new: list[str]) -> list[str]:
+    fresh = {_label(i) for i in new} - {None}
+    kept = [i for i in old if not i.startswith(STATS) and _label(i) not in fresh]
+    return cap(dedupe(new + kept), 30, head=30)
+
+
+def merge(old: SummaryDoc, new: SummaryDoc) -> SummaryDoc:
+    """``new`` with ``old`` folded in: lasting facts kept and added to, current state taken from ``new``."""
+    goal = [g for g in old.goal if not g.startswith(LATEST)]
+    known = {_norm(g.removeprefix(LATER)) for g in goal}
+    for item in new.goal:
+        plain = _norm(item.removeprefix(LATEST).removeprefix(LATER))
+        if item.startswith(LATEST):
+            goal.append(item)
+        elif plain not in known:
+            goal.append(LATER + item.removeprefix(LATER) if goal else item)
+        known.add(plain)
+    goal = dedupe(goal)
+    latest = [g for g in goal if g.startswith(LATEST)]
+    rest = [g for g in goal if not g.startswith(LATEST)]
+    return SummaryDoc(
+        goal=cap(rest, 5, head=2) + latest[-1:],
+        constraints=cap(dedupe(old.constraints + new.constraints), 20, head=8),
+        done=cap(dedupe(old.done + new.done), 30),
+        in_progress=dedupe(new.in_progress + _carried(old.in_progress, 3)),
+        blocked=dedupe(new.blocked + _carried(old.blocked, 3)),
+        decisions=cap(dedupe(old.decisions + new.decisions), 20),
+        next_steps=new.next_steps or old.next_steps,
+        critical=_merge_critical(old.critical, new.critical),
+        extra=[(t, b) for t, b in old.extra if t not in {nt for nt, _ in new.extra}] + new.extra,
+        turn_context=list(new.turn_context),
+        history=new.history + old.history,
+    )
+
+
+def _bullets(items: list[str], prefix: str = "- ", empty: str = "(none recorded)") -> list[str]:
+    if not items:
+        return [f"- {empty}"]
+    return [f"{prefix}{item}" for item in items]
+
+
+def render(doc: SummaryDoc, history: list[str] | None = None, history_note: str | None = None) -> str:
+    """Markdown for ``doc``; ``history`` overrides ``doc.history`` (already cut to a budget)."""
+    lines: list[str] = ["## Goal", *_bullets(doc.goal, empty="(not stated)"), ""]
+    lines += ["## Constraints & Preferences", *_bullets(doc.constraints), ""]
+    lines += ["## Progress", "### Done", *_bullets(doc.done, "- [x] ", "(nothing recorded)"), ""]
+    lines += ["### In Progress", *_bullets(doc.in_progress, "- [ ] ", "(nothing under way)"), ""]
+    lines += ["### Blocked", *_bullets(doc.blocked, empty="(none)"), ""]
+    lines += ["## Key Decisions", *_bullets(doc.decisions), ""]
+    steps = [f"{n}. {s}" for n, s in enumerate(doc.next_steps, 1)] or ["- (none recorded)"]
+    lines += ["## Next Steps", *steps, ""]
+    lines += ["## Critical Context", *_bullets(doc.critical), ""]
+    for title, body in doc.extra:
+        lines += [f"## {title}", body, ""]
+    if doc.turn_context:
+        lines += [f"## {TURN_TITLE}", *_bullets(doc.turn_context), ""]
+    blocks = doc.history if history is None else history
+    if blocks:
+        lines += [f"## {HISTORY_TITLE}", *blocks]
+        if history_note:
+            lines.append(history_note)
+        lines.append("")
+    return "\n".join(lines).rstrip() + "\n"

@@ -1,0 +1,185 @@
+"""The pygls server: lifecycle, the method table, notifications, progress and the client hook.
+
+Handlers are thin: structure the params (a dict) into their attrs class, call the service, return
+its JSON.  All registration happens in :func:`create_server`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import attrs
+from lsprotocol import types as lsp
+from pygls.lsp.server import LanguageServer
+from pygls.protocol import JsonRPCNotification, JsonRPCRequestMessage, JsonRPCResponseMessage, default_converter
+from pygls.protocol.language_server import LanguageServerProtocol, lsp_method
+
+from ctxd import __version__
+from ctxd.compaction.engine import HookDecision
+from ctxd.compaction.plan import CompactionPlan
+from ctxd.errors import CtxdError
+from ctxd.server.errors import to_jsonrpc
+from ctxd.service import protocol as p
+from ctxd.service.config import Config, config_from_json
+from ctxd.service.service import Service
+from ctxd.service.watch import Watcher
+
+log = logging.getLogger(__name__)
+
+
+def _keep_dict(obj: dict[str, Any], cls: type) -> Any:
+    # pygls turns unknown methods' params into namedtuples (renaming keys); keep plain dicts.
+    return cls(**obj)
+
+
+def converter_factory() -> Any:
+    converter = default_converter()  # type: ignore[no-untyped-call]
+    for cls in (JsonRPCRequestMessage, JsonRPCNotification, JsonRPCResponseMessage):
+        converter.register_structure_hook(cls, _keep_dict)
+    return converter
+
+
+class CtxdProtocol(LanguageServerProtocol):
+    @lsp_method(lsp.INITIALIZE)
+    def lsp_initialize(self, params: lsp.InitializeParams) -> Any:
+        result = yield from super().lsp_initialize(params)
+        result.capabilities.experimental = {
+            "ctxd": {
+                "version": __version__,
+                "methods": list(p.METHODS),
+                "notifications": list(p.NOTIFICATIONS),
+                "clientRequests": [p.COMPACT_WILL_RUN],
+            }
+        }
+        return result
+
+
+class CtxdServer(LanguageServer):
+    def __init__(self, config: Config | None = None) -> None:
+        super().__init__("ctxd", __version__, protocol_cls=CtxdProtocol, converter_factory=converter_factory)
+        self.config = config or Config()
+        self.service = Service(self.config, self._notify)
+        self.watcher: Watcher | None = None
+        self.hook_supported = False
+        self.shutdown_requested = False
+
+    def _notify(self, method: str, payload: Any) -> None:
+        self.protocol.notify(method, payload)
+
+    def log_to_client(self, level: lsp.MessageType, message: str) -> None:
+        self.protocol.notify(lsp.WINDOW_LOG_MESSAGE, lsp.LogMessageParams(type=level, message=message))
+
+    async def will_run_hook(self, plan: CompactionPlan) -> HookDecision | None:
+        payload = {"plan": plan.to_json(), "session": None}
+        try:
+            reply = await asyncio.wait_for(self.protocol.send_request_async(p.COMPACT_WILL_RUN, payload), 30)
+        except Exception as exc:  # the hook is advisory: a failing client does not stop compaction
+            log.warning("compact/willRun failed: %s", exc)
+            return None
+        if not isinstance(reply, dict):
+            return None
+        summary = reply.get("summary")
+        return HookDecision(cancel=bool(reply.get("cancel")), summary=summary if isinstance(summary, str) else None)
+
+
+Handler = Callable[[CtxdServer, Any], Awaitable[Any]]
+
+
+def _method(server: CtxdServer, name: str, cls: type, call: Callable[[Service, Any], Awaitable[Any]]) -> None:
+    @server.feature(name)
+    async def handler(ls: CtxdServer, params: Any) -> Any:
+        try:
+            typed: Any = p.structure_params(params, cls)
+            return await call(ls.service, typed)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            if not isinstance(exc, p.InvalidParams | CtxdError):
+                log.exception("%s failed", name)  # a bug: report it, keep serving
+            raise to_jsonrpc(exc) from exc
+
+    handler.__name__ = f"handle_{name.replace('/', '_')}"
+
+
+def create_server(config: Config | None = None) -> CtxdServer:
+    server = CtxdServer(config)
+    s = p  # short alias for the table
+
+    _method(server, s.SESSION_LIST, s.SessionListParams, lambda svc, a: svc.session_list(a))
+    _method(server, s.SESSION_OPEN, s.SessionParams, lambda svc, a: svc.session_open(a))
+    _method(server, s.SESSION_CREATE, s.SessionCreateParams, lambda svc, a: svc.session_create(a))
+    _method(server, s.SESSION_TREE, s.SessionTreeParams, lambda svc, a: svc.session_tree(a))
+    _method(server, s.SESSION_ENTRY, s.SessionEntryParams, lambda svc, a: svc.session_entry(a))
+    _method(server, s.SESSION_LABEL, s.SessionLabelParams, lambda svc, a: svc.session_label(a))
+    _method(server, s.SESSION_FORK, s.SessionEntryParams, lambda svc, a: svc.session_fork(a))
+    _method(server, s.SESSION_STATS, s.SessionParams, lambda svc, a: svc.session_stats(a))
+    _method(server, s.CONTEXT_BUILD, s.ContextBuildParams, lambda svc, a: svc.context_build(a))
+    _method(server, s.BRANCH, s.BranchParams, lambda svc, a: svc.branch(a))
+
+    @server.feature(s.SESSION_APPEND)
+    async def append(ls: CtxdServer, params: Any) -> Any:
+        try:
+            typed = s.structure_params(params, s.SessionAppendParams)
+            explicit = isinstance(params, dict) and "parentId" in params
+            return await ls.service.session_append(typed, explicit_parent=explicit)
+        except Exception as exc:
+            raise to_jsonrpc(exc) from exc
+
+    @server.feature(s.COMPACT)
+    async def compact(ls: CtxdServer, params: Any) -> Any:
+        try:
+            typed = s.structure_params(params, s.CompactParams)
+        except Exception as exc:
+            raise to_jsonrpc(exc) from exc
+        token = typed.workDoneToken
+        progress = None
+        if token is not None and not typed.dryRun:
+            ls.work_done_progress.begin(token, lsp.WorkDoneProgressBegin(title="ctxd: compacting", percentage=0))
+
+            def progress(stage: str, fraction: float | None) -> None:
+                pct = None if fraction is None else int(fraction * 100)
+                ls.work_done_progress.report(token, lsp.WorkDoneProgressReport(message=stage, percentage=pct))
+
+        try:
+            return await ls.service.compact(typed, progress)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            raise to_jsonrpc(exc) from exc
+        finally:
+            if token is not None and not typed.dryRun:
+                ls.work_done_progress.end(token, lsp.WorkDoneProgressEnd(message="done"))
+
+    @server.feature(lsp.INITIALIZE)
+    def initialize(ls: CtxdServer, params: lsp.InitializeParams) -> None:
+        problems: list[str] = []
+        options = params.initialization_options
+        if options is not None and not isinstance(options, dict):
+            options = attrs.asdict(options) if attrs.has(type(options)) else None
+        ls.config = config_from_json(options, problems, base=ls.config)
+        ls.service = Service(ls.config, ls._notify)
+        hooks = (options or {}).get("hooks") if isinstance(options, dict) else None
+        ls.hook_supported = isinstance(hooks, dict) and bool(hooks.get("compactWillRun"))
+        if ls.hook_supported:
+            ls.service.hook = ls.will_run_hook
+        for problem in problems:
+            log.warning("configuration: %s", problem)
+            ls.log_to_client(lsp.MessageType.Warning, f"ctxd configuration: {problem}")
+
+    @server.feature(lsp.INITIALIZED)
+    async def initialized(ls: CtxdServer, params: lsp.InitializedParams) -> None:
+        if ls.config.watch:
+            ls.watcher = Watcher(ls.config.roots, ls.service.file_changed, step_ms=ls.config.watchStepMs)
+            ls.service.run_task(ls.watcher.run(), "watcher")
+
+    @server.feature(lsp.SHUTDOWN)
+    async def shutdown(ls: CtxdServer, params: Any) -> None:
+        ls.shutdown_requested = True
+        if ls.watcher is not None:
+            ls.watcher.stop()
+        await ls.service.close()
+
+    return server

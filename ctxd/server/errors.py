@@ -1,0 +1,37 @@
+"""The one place where ctxd's errors become JSON-RPC errors.
+
+Codes (documented in docs/protocol.md):
+    -32602  invalid params (``data.field`` names the field)
+    -32001  unknown session          -32002  unknown entry       -32003  invalid entry
+    -32010  unusable session file    -32011  bad header          -32012  unsupported version
+    -32013  read-only session        -32020  compaction failed   -32800  cancelled
+    -32603  internal error (a bug; the daemon keeps running)
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
+
+from ctxd.errors import CtxdError
+from ctxd.service.protocol import InvalidParams
+
+
+class CtxdJsonRpcError(JsonRpcException):
+    CODE = -32000
+
+
+def to_jsonrpc(exc: BaseException) -> JsonRpcException:
+    if isinstance(exc, JsonRpcException):
+        return exc
+    if isinstance(exc, InvalidParams):
+        data: dict[str, Any] = {"field": exc.field} if exc.field else {}
+        return JsonRpcInvalidParams(message=str(exc), data=data)
+    if isinstance(exc, CtxdError):
+        return CtxdJsonRpcError(message=exc.message, code=exc.code, data=_redacted(exc.data))
+    return CtxdJsonRpcError(message=f"internal error: {type(exc).__name__}: {exc}", code=-32603)
+
+
+def _redacted(data: dict[str, Any]) -> dict[str, Any]:
+    return {k: ("***" if "key" in k.lower() else v) for k, v in data.items()}

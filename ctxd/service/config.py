@@ -1,0 +1,136 @@
+"""The daemon's configuration: one defaulted, typed tree.
+
+It arrives as ``initializationOptions`` (camelCase JSON) from a client, or, for the CLI, from a
+JSON config file and ``CTXD_*`` environment variables.  Invalid values are reported and replaced
+by their defaults; they never stop the daemon.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+import attrs
+
+from ctxd.compaction.settings import CompactionSettings
+from ctxd.store.listing import default_roots
+from ctxd.store.session_file import Durability
+
+
+@attrs.define
+class Config:
+    roots: list[str] = attrs.field(factory=default_roots)
+    """Session roots: only files under these are served."""
+    watch: bool = True
+    durability: str = "flush"
+    """flush | fsync | fsync-batch"""
+    autoCompact: bool = True
+    promptCacheTtlSeconds: float | None = None
+    """With a TTL, threshold compactions wait until just before the prompt cache would expire."""
+    compaction: CompactionSettings = attrs.field(factory=CompactionSettings)
+    watchStepMs: int = 10
+
+    @property
+    def durability_mode(self) -> Durability:
+        return Durability(self.durability)
+
+    def to_json(self) -> dict[str, Any]:
+        out = attrs.asdict(self)
+        out["compaction"]["apiKey"] = "***" if self.compaction.apiKey else None
+        return out
+
+
+def _positive(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and value > 0
+
+
+def config_from_json(data: Any, problems: list[str] | None = None, *, base: Config | None = None) -> Config:
+    """A Config from camelCase JSON over ``base`` (default: the defaults).
+
+    ``model``/``apiBase``/``apiKey`` may sit at the top level too."""
+    problems = problems if problems is not None else []
+    cfg = attrs.evolve(base, compaction=attrs.evolve(base.compaction)) if base is not None else Config()
+    if data is None:
+        return cfg
+    if not isinstance(data, dict):
+        problems.append(f"configuration must be an object, not {type(data).__name__}; using defaults")
+        return cfg
+    roots = data.get("roots", data.get("sessionRoots"))
+    if roots is not None:
+        if isinstance(roots, str):
+            roots = [roots]
+        if isinstance(roots, list) and all(isinstance(r, str) and r for r in roots):
+            cfg.roots = [os.path.abspath(os.path.expanduser(r)) for r in roots]
+        else:
+            problems.append(f"roots: expected a list of paths, got {roots!r}; using {cfg.roots}")
+    for key in ("watch", "autoCompact"):
+        if key in data:
+            if isinstance(data[key], bool):
+                setattr(cfg, key, data[key])
+            else:
+                problems.append(f"{key}: expected true or false, got {data[key]!r}")
+    if "durability" in data:
+        if data["durability"] in {d.value for d in Durability}:
+            cfg.durability = data["durability"]
+        else:
+            problems.append(f"durability: expected flush, fsync or fsync-batch, got {data['durability']!r}")
+    for key in ("promptCacheTtlSeconds",):
+        if key in data:
+            if data[key] is None or _positive(data[key]):
+                setattr(cfg, key, data[key])
+            else:
+                problems.append(f"{key}: expected a positive number, got {data[key]!r}")
+    if "watchStepMs" in data:
+        if _positive(data["watchStepMs"]):
+            cfg.watchStepMs = int(data["watchStepMs"])
+        else:
+            problems.append(f"watchStepMs: expected a positive number, got {data['watchStepMs']!r}")
+    compaction = dict(data.get("compaction") or {}) if isinstance(data.get("compaction", {}), dict) else {}
+    if not isinstance(data.get("compaction", {}), dict):
+        problems.append("compaction: expected an object; using defaults")
+    for key in ("model", "apiBase", "apiKey"):
+        if key in data and key not in compaction:
+            compaction[key] = data[key]
+    cfg.compaction = CompactionSettings.from_json(compaction, problems, base=cfg.compaction)
+    known = {f.name for f in attrs.fields(Config)} | {"sessionRoots", "model", "apiBase", "apiKey", "hooks", "client"}
+    for key in data:
+        if key not in known:
+            problems.append(f"unknown option {key!r} ignored")
+    return cfg
+
+
+ENV_KEYS = {
+    "CTXD_ROOTS": "roots",
+    "CTXD_MODEL": "model",
+    "CTXD_API_BASE": "apiBase",
+    "CTXD_API_KEY": "apiKey",
+    "CTXD_DURABILITY": "durability",
+}
+
+
+def load_cli_config(path: str | None = None, environ: dict[str, str] | None = None) -> tuple[Config, list[str]]:
+    """The CLI's configuration: ``path`` (or $CTXD_CONFIG, or ~/.config/ctxd/config.json) then env."""
+    environ = dict(os.environ if environ is None else environ)
+    problems: list[str] = []
+    data: dict[str, Any] = {}
+    candidate = path or environ.get("CTXD_CONFIG") or os.path.expanduser("~/.config/ctxd/config.json")
+    if candidate and os.path.exists(candidate):
+        try:
+            with open(candidate, encoding="utf-8") as f:
+                loaded = json.load(f)
+            if isinstance(loaded, dict):
+                data.update(loaded)
+            else:
+                problems.append(f"{candidate}: expected a JSON object")
+        except (OSError, ValueError) as exc:
+            problems.append(f"{candidate}: {exc}")
+    elif path:
+        problems.append(f"{path}: no such config file")
+    for env, key in ENV_KEYS.items():
+        if environ.get(env):
+            data[key] = environ[env].split(os.pathsep) if key == "roots" else environ[env]
+    for env, key in (("CTXD_AUTO_COMPACT", "autoCompact"), ("CTXD_WATCH", "watch")):
+        if env in environ:
+            data[key] = environ[env].lower() not in ("0", "false", "no", "off")
+    return config_from_json(data, problems), problems

@@ -1,0 +1,257 @@
+"""ctxd's JSON-RPC protocol: method names, typed params and results, notification payloads.
+
+Every name here is a contract other tools read (docs/protocol.md documents each with an example).
+Params are structured from plain dicts with :func:`structure_params`, which names the offending
+field in its error; the server turns that into JSON-RPC -32602.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal, TypeVar
+
+import attrs
+import cattrs
+
+# --- method and notification names ------------------------------------------------------------
+
+SESSION_LIST = "session/list"
+SESSION_OPEN = "session/open"
+SESSION_CREATE = "session/create"
+SESSION_APPEND = "session/append"
+SESSION_TREE = "session/tree"
+SESSION_ENTRY = "session/entry"
+SESSION_LABEL = "session/label"
+SESSION_FORK = "session/fork"
+SESSION_STATS = "session/stats"
+CONTEXT_BUILD = "context/build"
+COMPACT = "compact"
+BRANCH = "branch"
+METHODS = (
+    SESSION_LIST,
+    SESSION_OPEN,
+    SESSION_CREATE,
+    SESSION_APPEND,
+    SESSION_TREE,
+    SESSION_ENTRY,
+    SESSION_LABEL,
+    SESSION_FORK,
+    SESSION_STATS,
+    CONTEXT_BUILD,
+    COMPACT,
+    BRANCH,
+)
+
+DID_CHANGE = "session/didChange"
+DID_CREATE = "session/didCreate"
+DID_DELETE = "session/didDelete"
+COMPACTION_STATUS = "compaction/status"
+CONTEXT_USAGE = "context/usage"
+NOTIFICATIONS = (DID_CHANGE, DID_CREATE, DID_DELETE, COMPACTION_STATUS, CONTEXT_USAGE)
+
+COMPACT_WILL_RUN = "compact/willRun"
+"""Server -> client request before a compaction, when the client declared support."""
+
+
+class InvalidParams(ValueError):
+    """Params that do not fit a method: ``field`` names the culprit."""
+
+    def __init__(self, message: str, field: str | None = None) -> None:
+        super().__init__(message)
+        self.field = field
+
+
+# --- params -----------------------------------------------------------------------------------
+
+
+@attrs.define
+class SessionListParams:
+    roots: list[str] | None = None
+    cwd: str | None = None
+
+
+@attrs.define
+class SessionParams:
+    session: str
+    """A session file path (absolute or relative to a root) or a session id."""
+
+
+@attrs.define
+class SessionCreateParams:
+    cwd: str
+    root: str | None = None
+    name: str | None = None
+
+
+@attrs.define
+class SessionAppendParams:
+    session: str
+    entries: list[dict[str, Any]] = attrs.field(factory=list)
+    """Complete or partial entries; missing id, parentId and timestamp are filled in."""
+    messages: list[dict[str, Any]] = attrs.field(factory=list)
+    """Plain AgentMessages, wrapped as ``message`` entries after ``entries``."""
+    parentId: str | None = None
+    """Parent of the first entry (default: the leaf). Explicit null starts a new root."""
+    durability: Literal["flush", "fsync", "fsync-batch"] | None = None
+
+
+@attrs.define
+class SessionTreeParams:
+    session: str
+    collapse: int = 8
+    offset: int = 0
+    limit: int | None = None
+
+
+@attrs.define
+class SessionEntryParams:
+    session: str
+    entryId: str
+
+
+@attrs.define
+class SessionLabelParams:
+    session: str
+    entryId: str
+    label: str | None = None
+
+
+@attrs.define
+class ContextBuildParams:
+    session: str
+    leafId: str | None = None
+    format: Literal["pi", "openai"] = "pi"
+    truncateToolResults: bool = False
+    contextWindow: int | None = None
+    includeMessages: bool = True
+
+
+@attrs.define
+class CompactParams:
+    session: str
+    instructions: str | None = None
+    dryRun: bool = False
+    leafId: str | None = None
+    keepRecentTokens: int | None = None
+    workDoneToken: str | int | None = None
+
+
+@attrs.define
+class BranchParams:
+    session: str
+    entryId: str
+    summarize: bool = False
+    instructions: str | None = None
+
+
+# --- notification payloads ---------------------------------------------------------------------
+
+
+@attrs.define
+class DidChange:
+    session: str
+    """The session file's path."""
+    sessionId: str | None
+    ids: list[str]
+    """Entries added (empty for a session that is not open, or after a reload)."""
+    leafId: str | None
+    origin: Literal["ctxd", "external"]
+    """ctxd wrote it, or another process did."""
+    reloaded: bool = False
+    """The file was truncated or replaced and read again."""
+
+
+@attrs.define
+class DidCreate:
+    session: str
+    sessionId: str | None = None
+
+
+@attrs.define
+class DidDelete:
+    session: str
+
+
+@attrs.define
+class CompactionStatus:
+    session: str
+    state: Literal["running", "succeeded", "failed", "cancelled"]
+    trigger: str
+    tokensBefore: int | None = None
+    tokensAfter: int | None = None
+    error: str | None = None
+    entryId: str | None = None
+    retry: bool = False
+    """After an overflow: the client should retry its request once."""
+    path: str | None = None
+    """How the summary was made (model, offline, fallback-…)."""
+
+
+@attrs.define
+class ContextUsage:
+    session: str
+    tokens: int
+    window: int
+    percent: float
+    threshold: int
+    leafId: str | None = None
+
+
+# --- structuring ----------------------------------------------------------------------------
+
+P = TypeVar("P")
+_converter = cattrs.Converter(forbid_extra_keys=False)
+
+
+def _strict(kind: type, accept: tuple[type, ...], reject: tuple[type, ...] = ()) -> None:
+    # cattrs would turn 5 into "5" and "3" into 3; a protocol should say the type is wrong instead.
+    def hook(value: Any, _: Any) -> Any:
+        if not isinstance(value, accept) or isinstance(value, reject):
+            raise TypeError(f"expected {kind.__name__}, got {type(value).__name__}")
+        return value
+
+    _converter.register_structure_hook(kind, hook)
+
+
+_strict(str, (str,))
+_strict(int, (int,), (bool,))
+_strict(bool, (bool,))
+_strict(float, (int, float), (bool,))
+
+
+def structure_params(params: Any, cls: type[P]) -> P:
+    """``params`` (a dict) as ``cls``, or InvalidParams naming the field that does not fit."""
+    if params is None:
+        params = {}
+    if not isinstance(params, dict):
+        raise InvalidParams(f"params must be an object, not {type(params).__name__}")
+    fields = {f.name: f for f in attrs.fields(cls)}  # type: ignore[arg-type]
+    for name, field in fields.items():
+        if field.default is attrs.NOTHING and name not in params:
+            raise InvalidParams(f"missing required field {name!r}", name)
+    try:
+        return _converter.structure(params, cls)
+    except cattrs.ClassValidationError as exc:
+        field = _culprit(exc)
+        raise InvalidParams(f"invalid value for field {field!r}: {_reason(exc)}", field) from None
+    except (TypeError, ValueError) as exc:
+        raise InvalidParams(f"invalid params: {exc}") from None
+
+
+def _culprit(exc: cattrs.ClassValidationError) -> str | None:
+    for sub in exc.exceptions:
+        note = getattr(sub, "__notes__", None) or []
+        for n in note:
+            if "attribute" in str(n):
+                return str(n).split("attribute", 1)[1].split()[0].strip("'`\"")
+    return None
+
+
+def _reason(exc: BaseException) -> str:
+    inner = getattr(exc, "exceptions", None)
+    if inner:
+        return _reason(inner[0])
+    return str(exc) or type(exc).__name__
+
+
+def to_json(obj: Any) -> Any:
+    return _converter.unstructure(obj)

@@ -1,0 +1,73 @@
+"""Watching session roots with watchfiles (inotify), so files written by agents show up at once.
+
+Roots that do not exist yet are picked up when they appear; a root that vanishes is survived.
+Only ``*.jsonl`` files are reported.  Every change is handed to ``on_change(path, kind)`` with
+kind "added", "modified" or "deleted"; the receiver re-reads from its saved offset, so coalesced
+or missed events lose nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+from collections.abc import Awaitable, Callable
+
+log = logging.getLogger(__name__)
+
+OnChange = Callable[[str, str], Awaitable[None]]
+RESCAN_SECONDS = 1.0
+
+
+class Watcher:
+    def __init__(self, roots: list[str], on_change: OnChange, *, step_ms: int = 10) -> None:
+        self.roots = roots
+        self.on_change = on_change
+        self.step_ms = step_ms
+        self._stop = asyncio.Event()
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    async def run(self) -> None:
+        from watchfiles import Change, awatch
+
+        kinds = {Change.added: "added", Change.modified: "modified", Change.deleted: "deleted"}
+        while not self._stop.is_set():
+            existing = [r for r in self.roots if os.path.isdir(r)]
+            if not existing:
+                await self._sleep(RESCAN_SECONDS)
+                continue
+            try:
+                async for changes in awatch(
+                    *existing,
+                    stop_event=self._stop,
+                    step=self.step_ms,
+                    debounce=400,
+                    rust_timeout=int(RESCAN_SECONDS * 1000),
+                    yield_on_timeout=True,
+                    recursive=True,
+                    ignore_permission_denied=True,
+                ):
+                    # Deletions first, then additions, then modifications, in path order.
+                    order = {"deleted": 0, "added": 1, "modified": 2}
+                    events = sorted(
+                        {(path, kinds[c]) for c, path in changes if path.endswith(".jsonl") and c in kinds},
+                        key=lambda e: (order[e[1]], e[0]),
+                    )
+                    for path, kind in events:
+                        try:
+                            await self.on_change(path, kind)
+                        except Exception:
+                            log.exception("handling %s of %s failed", kind, path)
+                    if [r for r in self.roots if os.path.isdir(r)] != existing:
+                        break  # a root appeared or vanished: watch the new set
+            except (FileNotFoundError, RuntimeError, OSError) as exc:
+                log.warning("watching %s stopped (%s); restarting", existing, exc)
+                await self._sleep(0.2)
+
+    async def _sleep(self, seconds: float) -> None:
+        try:
+            await asyncio.wait_for(self._stop.wait(), seconds)
+        except TimeoutError:
+            pass
