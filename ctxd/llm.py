@@ -208,12 +208,13 @@ def _classify(exc: BaseException) -> tuple[ErrorKind, int | None]:
         return "auth", status
     if "NotFoundError" in names or status == 404:
         return "not_found", status
+    # litellm reports a refused or dropped connection as an InternalServerError whose text says so.
+    if "APIConnectionError" in names or isinstance(exc, ConnectionError) or "Connection error" in str(exc):
+        return "connection", None
     if names & {"InternalServerError", "ServiceUnavailableError", "BadGatewayError"} or (
         status is not None and status >= 500
     ):
         return "server", status
-    if "APIConnectionError" in names or isinstance(exc, ConnectionError):
-        return "connection", status
     if "BadRequestError" in names or status == 400:
         return "bad_request", status
     return "other", status
@@ -271,7 +272,10 @@ async def complete(
 
     Raises :class:`LLMError` on any failure; ``asyncio.CancelledError`` propagates unchanged.
     """
-    lm = await load_async()
+    try:
+        lm = await load_async()
+    except Exception as exc:  # a broken install must fail the call, not the caller
+        raise LLMError("other", f"litellm could not be loaded: {type(exc).__name__}: {exc}") from None
     kwargs: dict[str, Any] = {
         "model": model,
         "messages": [dict(m) for m in messages],
@@ -312,10 +316,9 @@ async def complete(
 @functools.lru_cache(maxsize=256)
 def model_context_window(model: str) -> int | None:
     """The model's input window in tokens from litellm's bundled model map, or None when it is unknown."""
-    lm = _load()
     with stdout_to_stderr():
         try:
-            info = lm.get_model_info(model)
+            info = _load().get_model_info(model)
         except Exception:
             return None
     if not isinstance(info, Mapping):
@@ -332,10 +335,9 @@ def count_tokens(model: str, messages_openai: Sequence[Mapping[str, Any]]) -> in
 
     Falls back to characters / 4 if litellm cannot count them.
     """
-    lm = _load()
     with stdout_to_stderr():
         try:
-            return int(lm.token_counter(model=model, messages=[dict(m) for m in messages_openai]))
+            return int(_load().token_counter(model=model, messages=[dict(m) for m in messages_openai]))
         except Exception as exc:
             log.debug("token_counter failed for %s: %s", model, type(exc).__name__)
     chars = 0

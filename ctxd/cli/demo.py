@@ -30,11 +30,13 @@ def _user(text: str) -> dict[str, Any]:
     return {"type": "message", "message": {"role": "user", "content": text, "timestamp": int(time.time() * 1000)}}
 
 
-def _assistant(text: str, calls: list[tuple[str, str, dict[str, Any]]] = (), *, total: int = 0) -> dict[str, Any]:  # type: ignore[assignment]
+def _assistant(
+    text: str, calls: list[tuple[str, str, dict[str, Any]]] | None = None, *, total: int = 0
+) -> dict[str, Any]:
     content: list[dict[str, Any]] = []
     if text:
         content.append({"type": "text", "text": text})
-    for call_id, name, arguments in calls:
+    for call_id, name, arguments in calls or []:
         content.append({"type": "toolCall", "id": call_id, "name": name, "arguments": arguments})
     usage = {"input": total - 200, "output": 200, "cacheRead": 0, "cacheWrite": 0, "totalTokens": total}
     return {
@@ -68,8 +70,14 @@ def _result(call_id: str, name: str, text: str, *, error: bool = False) -> dict[
 FILE_BODY = "\n".join(f"export function step{i}(x: number) {{ return x + {i}; }}" for i in range(60))
 
 
+SYSTEM_PROMPT_TOKENS = 2_400
+
+
 def write_sample(root: str) -> Session:
-    """A small but real session: a tool loop, a labelled entry, a session name, and a branch."""
+    """A small but real session: three tool-loop turns, a label and a session name.
+
+    Assistant usage is what a provider would report: the system prompt plus everything so far.
+    """
     path = create_session(root, "/home/dev/calc")
     session = Session.open(path)
     session.append([{"type": "model_change", "provider": "anthropic", "modelId": "claude-sonnet-4-5"}])
@@ -79,36 +87,25 @@ def write_sample(root: str) -> Session:
         ("Also add a test for negative numbers, please use vitest.", "t2"),
         ("Now make the CLI print results with two decimals.", "t3"),
     ]
-    total = 3000
+
+    def total() -> int:
+        ctx = build_context(session.file, session.tree, estimates=session.estimates)
+        return SYSTEM_PROMPT_TOKENS + ctx.estimatedTokens
+
     for n, (request, tag) in enumerate(turns):
         session.append([_user(request)])
-        total += 1500
         session.append(
-            [
-                _assistant("Let me look at the code.", [(f"{tag}a", "read", {"path": f"src/file{n}.ts"})], total=total),
-                _result(f"{tag}a", "read", FILE_BODY),
-            ]
+            [_assistant("Let me look at the code.", [(f"{tag}a", "read", {"path": f"src/file{n}.ts"})], total=total())]
         )
-        total += 2500
-        session.append(
-            [
-                _assistant(
-                    "",
-                    [(f"{tag}b", "edit", {"path": f"src/file{n}.ts", "oldText": "x +", "newText": "x -"})],
-                    total=total,
-                ),
-                _result(f"{tag}b", "edit", "Successfully replaced text."),
-                _assistant("", [(f"{tag}c", "bash", {"command": "npx vitest run"})], total=total + 300),
-                _result(f"{tag}c", "bash", "✓ 12 tests passed"),
-                _assistant(f"Done: step {n + 1} is fixed and the tests pass.", total=total + 600),
-            ]
-        )
-    # Label the first answer, then go back and try another way from the second request.
+        session.append([_result(f"{tag}a", "read", FILE_BODY)])
+        edit = {"path": f"src/file{n}.ts", "oldText": "x +", "newText": "x -"}
+        session.append([_assistant("", [(f"{tag}b", "edit", edit)], total=total())])
+        session.append([_result(f"{tag}b", "edit", "Successfully replaced text.")])
+        session.append([_assistant("", [(f"{tag}c", "bash", {"command": "npx vitest run"})], total=total())])
+        session.append([_result(f"{tag}c", "bash", "✓ 12 tests passed")])
+        session.append([_assistant(f"Done: step {n + 1} is fixed and the tests pass.", total=total())])
     ids = session.path_ids()
-    session.append([{"type": "label", "targetId": ids[6], "label": "first fix"}])
-    second_request = ids[10]
-    session.move_leaf(second_request)
-    session.append([_assistant("Alternative: use Intl.NumberFormat instead of manual rounding.", total=9000)])
+    session.append([{"type": "label", "targetId": ids[9], "label": "first fix"}])
     return session
 
 
@@ -137,13 +134,13 @@ def run_demo() -> int:
         openai = to_openai(ctx.agent_messages())
         _say(f"as OpenAI chat messages: {len(openai)} messages, roles {[m['role'] for m in openai][:8]}…")
 
-        _heading("4. the leaf survives a restart (pi lands on it too)")
-        reopened = Session.open(session.path)
-        _say(f"leaf after reopening: {reopened.leaf_id()} (was {session.leaf_id()})")
-
         from ctxd.cli import demo_more
 
         demo_more.run(session, root, _say, _heading)
+
+        _heading("9. the leaf survives a restart (pi lands on it too)")
+        reopened = Session.open(session.path)
+        _say(f"leaf after reopening: {reopened.leaf_id()} (was {session.leaf_id()})")
     return 0
 
 

@@ -150,11 +150,13 @@ async def compact(
     instructions = instructions or settings.customInstructions
     chosen = summarizer or summarizer_for(settings)
     if result is None:
+        file_context = format_file_blocks(plan.readFiles, plan.modifiedFiles).strip() or None
         request = SummaryRequest(
             messages=plan.messagesToSummarize,
             previous_summary=plan.previousSummary,
             turn_prefix=plan.turnPrefixMessages,
             custom_instructions=instructions,
+            file_context=file_context,
         )
         try:
             result = await chosen.summarize(request, _scaled(progress, 0.05, 0.85))
@@ -165,11 +167,10 @@ async def compact(
     if result is None:
         # Fallback 1: the same model on a pruned input (no thinking, no images, oversized text cut).
         _report(progress, "model failed; retrying on a pruned input", 0.6)
-        pruned = SummaryRequest(
+        pruned = attrs.evolve(
+            request,
             messages=prune_messages(plan.messagesToSummarize),
-            previous_summary=plan.previousSummary,
             turn_prefix=prune_messages(plan.turnPrefixMessages),
-            custom_instructions=instructions,
         )
         try:
             result = await chosen.summarize(pruned, _scaled(progress, 0.6, 0.85))

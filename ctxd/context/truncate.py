@@ -23,18 +23,22 @@ def limit_chars(context_window: int) -> int:
 
 
 def truncate_text(text: str, limit: int, *, hint: str | None = None) -> str:
+    """``text`` cut to at most ``limit`` characters including the notice (but never below
+    MIN_KEEP kept characters)."""
     if len(text) <= limit:
         return text
-    keep = max(MIN_KEEP, limit)
+
+    def notice(removed: int) -> str:
+        return (
+            f"\n\n[ctxd truncated this tool result: {removed:,} of {len(text):,} characters removed to fit the "
+            f"context window. {hint or DEFAULT_HINT}]"
+        )
+
+    keep = max(MIN_KEEP, limit - len(notice(len(text))))
     cut = text.rfind("\n", int(keep * 0.8), keep)
     if cut <= 0:
         cut = keep
-    removed = len(text) - cut
-    notice = (
-        f"\n\n[ctxd truncated this tool result: {removed:,} of {len(text):,} characters removed to fit the "
-        f"context window. {hint or DEFAULT_HINT}]"
-    )
-    return text[:cut] + notice
+    return text[:cut] + notice(len(text) - cut)
 
 
 def result_chars(message: Mapping[str, Any]) -> int:

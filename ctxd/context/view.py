@@ -93,7 +93,8 @@ def preview(entry: Mapping[str, Any]) -> tuple[str, str]:
             ]
             if m.get("errorMessage"):
                 text = f"[{m.get('stopReason', 'error')}] {m.get('errorMessage')} {text}"
-            shown = text.strip() or ("thinking…" if content else "")
+            thinks = any(isinstance(b, Mapping) and b.get("type") == "thinking" for b in content)
+            shown = text.strip() or ("thinking…" if thinks and not calls else "")
             if calls:
                 shown = (shown + " " if shown else "") + "→ " + ", ".join(calls)
             return role, one_line(shown)

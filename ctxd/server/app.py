@@ -13,6 +13,7 @@ from typing import Any
 
 import attrs
 from lsprotocol import types as lsp
+from pygls.exceptions import JsonRpcInvalidRequest
 from pygls.lsp.server import LanguageServer
 from pygls.protocol import JsonRPCNotification, JsonRPCRequestMessage, JsonRPCResponseMessage, default_converter
 from pygls.protocol.language_server import LanguageServerProtocol, lsp_method
@@ -43,8 +44,15 @@ def converter_factory() -> Any:
 
 
 class CtxdProtocol(LanguageServerProtocol):
+    initialize_seen = False
+
     @lsp_method(lsp.INITIALIZE)
     def lsp_initialize(self, params: lsp.InitializeParams) -> Any:
+        # A second initialize would replace the configuration (roots included) and the service
+        # under a watcher still bound to the old one: the LSP allows it once.
+        if self.initialize_seen:
+            raise JsonRpcInvalidRequest("initialize may be sent only once")
+        self.initialize_seen = True
         result = yield from super().lsp_initialize(params)
         result.capabilities.experimental = {
             "ctxd": {
@@ -72,8 +80,8 @@ class CtxdServer(LanguageServer):
     def log_to_client(self, level: lsp.MessageType, message: str) -> None:
         self.protocol.notify(lsp.WINDOW_LOG_MESSAGE, lsp.LogMessageParams(type=level, message=message))
 
-    async def will_run_hook(self, plan: CompactionPlan) -> HookDecision | None:
-        payload = {"plan": plan.to_json(), "session": None}
+    async def will_run_hook(self, session: str, trigger: str, plan: CompactionPlan) -> HookDecision | None:
+        payload = {"session": session, "trigger": trigger, "plan": plan.to_json()}
         try:
             reply = await asyncio.wait_for(self.protocol.send_request_async(p.COMPACT_WILL_RUN, payload), 30)
         except Exception as exc:  # the hook is advisory: a failing client does not stop compaction
@@ -171,7 +179,7 @@ def create_server(config: Config | None = None) -> CtxdServer:
 
     @server.feature(lsp.INITIALIZED)
     async def initialized(ls: CtxdServer, params: lsp.InitializedParams) -> None:
-        if ls.config.watch:
+        if ls.config.watch and ls.watcher is None:
             ls.watcher = Watcher(ls.config.roots, ls.service.file_changed, step_ms=ls.config.watchStepMs)
             ls.service.run_task(ls.watcher.run(), "watcher")
 

@@ -218,6 +218,16 @@ _strict(bool, (bool,))
 _strict(float, (int, float), (bool,))
 
 
+def _token(value: Any, _: Any) -> Any:
+    # A progress token (LSP's ProgressToken): cattrs has no hook for a str | int union.
+    if value is None or (isinstance(value, str | int) and not isinstance(value, bool)):
+        return value
+    raise TypeError(f"expected a string or an integer, got {type(value).__name__}")
+
+
+_converter.register_structure_hook(str | int | None, _token)
+
+
 def structure_params(params: Any, cls: type[P]) -> P:
     """``params`` (a dict) as ``cls``, or InvalidParams naming the field that does not fit."""
     if params is None:

@@ -9,6 +9,8 @@ Notifications leave through ``notify(method, payload)``: the server sends them, 
 from __future__ import annotations
 
 import asyncio
+import functools
+import json
 import logging
 import os
 import time
@@ -16,8 +18,10 @@ from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 from ctxd.compaction.branching import branch as run_branch
-from ctxd.compaction.engine import Hook, compact, dry_run
+from ctxd.compaction.engine import HookDecision, compact, dry_run
 from ctxd.compaction.overflow import decide
+from ctxd.compaction.plan import CompactionPlan, NothingToCompact
+from ctxd.compaction.replay import truncate_by_replay
 from ctxd.compaction.settings import CompactionSettings
 from ctxd.compaction.summarizers import Progress
 from ctxd.context.build import build_context
@@ -35,6 +39,7 @@ from ctxd.tree.session import Session
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 Notify = Callable[[str, Any], None]
+SessionHook = Callable[[str, str, CompactionPlan], Awaitable[HookDecision | None]]
 
 
 class Service:
@@ -42,9 +47,12 @@ class Service:
         self.config = config
         self.notify: Notify = notify or (lambda method, payload: None)
         self.registry = Registry(config.roots)
-        self.hook: Hook | None = None
+        self.hook: SessionHook | None = None
+        """The client's compact/willRun hook, called with the session's path, the trigger and the plan."""
         self._model_window: dict[str, int | None] = {}
         self._tasks: set[asyncio.Task[Any]] = set()
+        self._announced: set[str] = set()
+        """Session files announced with session/didCreate (by a method or by the watcher)."""
 
     # --- plumbing -----------------------------------------------------------------------------
 
@@ -79,7 +87,8 @@ class Service:
             opened.session.file.close()
 
     async def _open(self, ref: str) -> OpenSession:
-        path = self.registry.resolve(ref)
+        # Resolving an id may read every session header under the roots: not on the event loop.
+        path = await asyncio.to_thread(self.registry.resolve, ref)
         opened = self.registry.get(path)
         if opened is not None:
             return opened
@@ -144,9 +153,9 @@ class Service:
             raise CtxdError(f"root {root!r} is not a configured session root", root=root)
         path = await asyncio.to_thread(create_session, root, params.cwd)
         opened = await self._open(path)
+        self._did_create(opened.session.path, opened.session.file.session_id)
         if params.name:
             await self._append(opened, [{"type": "session_info", "name": params.name}], None, use_leaf=True)
-        self._emit(p.DID_CREATE, p.DidCreate(opened.session.path, opened.session.file.session_id))
         return await self._with(path, self._info)
 
     async def session_append(self, params: p.SessionAppendParams, *, explicit_parent: bool) -> dict[str, Any]:
@@ -262,7 +271,7 @@ class Service:
     async def session_fork(self, params: p.SessionEntryParams) -> dict[str, Any]:
         path = await self._with(params.session, lambda o: o.session.fork(params.entryId))
         forked = await self._open(path)
-        self._emit(p.DID_CREATE, p.DidCreate(path, forked.session.file.session_id))
+        self._did_create(path, forked.session.file.session_id)
         return {
             "path": path,
             "sessionId": forked.session.file.session_id,
@@ -334,9 +343,14 @@ class Service:
     async def compact(self, params: p.CompactParams, progress: Progress | None = None) -> dict[str, Any]:
         settings = self._settings(params.keepRecentTokens)
         if params.dryRun:
-            return await self._with(
-                params.session, lambda o: dry_run(o.session, settings, leaf_id=params.leafId).to_json()
-            )
+
+            def plan(o: OpenSession) -> dict[str, Any]:
+                try:
+                    return dry_run(o.session, settings, leaf_id=params.leafId).to_json()
+                except NothingToCompact as exc:  # as a real compaction reports it, not as a bug
+                    raise CompactionError(f"nothing to compact: {exc}", path=o.session.path) from exc
+
+            return await self._with(params.session, plan)
         opened = await self._open(params.session)
         return await self._compact(opened, settings, "manual", params.leafId, params.instructions, progress)
 
@@ -363,7 +377,7 @@ class Service:
                 leaf_id=leaf,
                 instructions=instructions,
                 progress=progress,
-                hook=self.hook,
+                hook=None if self.hook is None else functools.partial(self.hook, s.path, trigger),
                 guard=lambda fn: self._locked_call(opened, fn),
             )
         except (asyncio.CancelledError, CancelledError):
@@ -449,8 +463,44 @@ class Service:
             await self._compact(opened, self.config.compaction, trigger, leaf, None, retry=retry)
         except CtxdError as exc:
             log.warning("auto-compaction of %s failed: %s", opened.session.path, exc.message)
+            if trigger == "overflow" and leaf is not None and leaf not in opened.truncation_attempted:
+                # Nothing left to summarise: cut oversized tool results instead (once per overflow).
+                opened.truncation_attempted.add(leaf)
+                await self._truncate(opened, leaf)
+
+    async def _truncate(self, opened: OpenSession, leaf: str) -> None:
+        s = opened.session
+        window = self.window()
+        outcome = await self._locked_call(opened, lambda: truncate_by_replay(s, window, leaf_id=leaf))
+        if not outcome.truncated:
+            self._emit(
+                p.COMPACTION_STATUS,
+                p.CompactionStatus(s.path, "failed", "overflow", error="nothing to compact and nothing to truncate"),
+            )
+            return
+        self._emit(
+            p.COMPACTION_STATUS,
+            p.CompactionStatus(
+                s.path,
+                "succeeded",
+                "overflow",
+                outcome.tokensBefore,
+                outcome.tokensAfter,
+                entryId=outcome.leafId,
+                retry=True,
+                path="truncate-tool-results",
+            ),
+        )
+        self._emit(p.DID_CHANGE, p.DidChange(s.path, s.file.session_id, [], s.leaf_id(), "ctxd"))
 
     # --- live changes (from the watcher) ------------------------------------------------------
+
+    def _did_create(self, path: str, session_id: str | None) -> None:
+        # Our own new files reach the watcher too, often before the method that wrote them is done:
+        # announce each file once, whoever sees it first.
+        if path not in self._announced:
+            self._announced.add(path)
+            self._emit(p.DID_CREATE, p.DidCreate(path, session_id))
 
     async def file_changed(self, path: str, kind: str) -> None:
         """A session file under a root was added, modified or deleted by someone (maybe us)."""
@@ -459,10 +509,11 @@ class Service:
         if kind == "deleted":
             if opened is not None or not os.path.exists(path):
                 self.registry.drop(real)
+                self._announced.discard(real)
                 self._emit(p.DID_DELETE, p.DidDelete(real))
             return
         if kind == "added" and opened is None:
-            self._emit(p.DID_CREATE, p.DidCreate(real))
+            self._did_create(real, await asyncio.to_thread(_header_id, real))
             return
         if opened is None:
             self._emit(p.DID_CHANGE, p.DidChange(real, None, [], None, "external"))
@@ -488,6 +539,17 @@ class Service:
         self._emit(p.CONTEXT_USAGE, self._usage(s, ctx.contextTokens))
         if any(_role(s, i) == "assistant" for i in new):
             self._maybe_auto_compact(opened, decision)
+
+
+def _header_id(path: str) -> str | None:
+    """The session id in a file's header line, if it can be read yet."""
+    try:
+        with open(path, "rb") as f:
+            header = json.loads(f.readline(1 << 20))
+    except (OSError, ValueError):
+        return None
+    session_id = header.get("id") if isinstance(header, dict) else None
+    return session_id if isinstance(session_id, str) else None
 
 
 def _role(s: Session, i: int) -> str | None:

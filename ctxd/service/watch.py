@@ -33,8 +33,12 @@ class Watcher:
         from watchfiles import Change, awatch
 
         kinds = {Change.added: "added", Change.modified: "modified", Change.deleted: "deleted"}
+        previous: set[str] | None = None
         while not self._stop.is_set():
             existing = [r for r in self.roots if os.path.isdir(r)]
+            # Roots that appeared since the last watch may already hold files (made with the root).
+            appeared = [] if previous is None else [r for r in existing if r not in previous]
+            previous = set(existing)
             if not existing:
                 await self._sleep(RESCAN_SECONDS)
                 continue
@@ -49,6 +53,12 @@ class Watcher:
                     recursive=True,
                     ignore_permission_denied=True,
                 ):
+                    if appeared:
+                        # The watch is live now: report what the new roots held before it began
+                        # (a file also reported by an event is harmless: the receiver re-reads).
+                        for path in await asyncio.to_thread(_sessions_under, appeared):
+                            await self._deliver(path, "added")
+                        appeared = []
                     # Deletions first, then additions, then modifications, in path order.
                     order = {"deleted": 0, "added": 1, "modified": 2}
                     events = sorted(
@@ -56,18 +66,29 @@ class Watcher:
                         key=lambda e: (order[e[1]], e[0]),
                     )
                     for path, kind in events:
-                        try:
-                            await self.on_change(path, kind)
-                        except Exception:
-                            log.exception("handling %s of %s failed", kind, path)
+                        await self._deliver(path, kind)
                     if [r for r in self.roots if os.path.isdir(r)] != existing:
                         break  # a root appeared or vanished: watch the new set
             except (FileNotFoundError, RuntimeError, OSError) as exc:
                 log.warning("watching %s stopped (%s); restarting", existing, exc)
                 await self._sleep(0.2)
 
+    async def _deliver(self, path: str, kind: str) -> None:
+        try:
+            await self.on_change(path, kind)
+        except Exception:
+            log.exception("handling %s of %s failed", kind, path)
+
     async def _sleep(self, seconds: float) -> None:
         try:
             await asyncio.wait_for(self._stop.wait(), seconds)
         except TimeoutError:
             pass
+
+
+def _sessions_under(roots: list[str]) -> list[str]:
+    found: list[str] = []
+    for root in roots:
+        for directory, _, files in os.walk(root):
+            found.extend(os.path.join(directory, name) for name in sorted(files) if name.endswith(".jsonl"))
+    return found

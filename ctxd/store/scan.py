@@ -101,6 +101,13 @@ def parse_line(
     diagnostics.append(Diagnostic(path, line, f"malformed JSON: {error}", severity="error"))
 
 
+Bulk = Callable[[list[LineHead], list[int], list[int], int], bool]
+"""``bulk(heads, offsets, lengths, first_line)`` takes a chunk of consecutive well-formed lines at
+once, or returns False to have them indexed one by one."""
+
+_decode_lines = msgspec.json.Decoder(LineHead).decode_lines
+
+
 def scan(
     fd: int,
     start: int,
@@ -108,13 +115,13 @@ def scan(
     path: str,
     sink: Sink,
     diagnostics: list[Diagnostic],
-    fast: Callable[[LineHead, int, int, int], bool] | None = None,
+    bulk: Bulk | None = None,
 ) -> tuple[int, int]:
     """Index every complete line from byte ``start``; return (end offset consumed, next line number).
 
-    ``fast(head, offset, length, line)`` takes well-formed lines on the hot path and returns False
-    to pass a line on to ``sink`` instead.  A final line without its newline is left unconsumed:
-    it is still being written, or torn.
+    Each chunk of complete lines is decoded in one call when it is clean (the hot path); a chunk
+    with anything unusual is indexed line by line, reporting what is wrong.  A final line without
+    its newline is left unconsumed: it is still being written, or torn.
     """
     buf = bytearray(READ_CHUNK)
     view = memoryview(buf)
@@ -122,8 +129,6 @@ def scan(
     base = start
     line = first_line
     pread = os.preadv
-    decode = decode_head
-    error = msgspec.MsgspecError
     while True:
         if have == len(buf):
             # One line longer than the buffer: grow it.
@@ -134,25 +139,44 @@ def scan(
         if n <= 0:
             break
         have += n
-        pos = 0
-        find = buf.find
-        while True:
-            nl = find(b"\n", pos, have)
-            if nl < 0:
-                break
-            data = view[pos:nl]
-            try:
-                head = decode(data)
-            except error:
-                parse_line(data, base + pos, line, path, sink, diagnostics)
-            else:
-                if fast is None or not fast(head, base + pos, nl - pos, line):
-                    sink(ScannedLine(head, base + pos, nl - pos, line))
-            line += 1
-            pos = nl + 1
-        rest = have - pos
-        if pos:
-            view[:rest] = bytes(view[pos:have])  # a copy: source and target overlap
-        base += pos
+        end = buf.rfind(b"\n", 0, have) + 1
+        if end:
+            offsets: list[int] = []
+            lengths: list[int] = []
+            find = buf.find
+            pos = 0
+            while pos < end:
+                nl = find(b"\n", pos, end)
+                offsets.append(pos)
+                lengths.append(nl - pos)
+                pos = nl + 1
+            if not _bulk_chunk(view, end, offsets, lengths, base, line, bulk):
+                for off, length, number in zip(offsets, lengths, range(line, line + len(offsets)), strict=True):
+                    data = view[off : off + length]
+                    try:
+                        head = decode_head(data)
+                    except msgspec.MsgspecError:
+                        parse_line(data, base + off, number, path, sink, diagnostics)
+                    else:
+                        sink(ScannedLine(head, base + off, length, number))
+            line += len(offsets)
+        rest = have - end
+        if end:
+            view[:rest] = bytes(view[end:have])  # a copy: source and target overlap
+        base += end
         have = rest
     return base, line
+
+
+def _bulk_chunk(
+    view: memoryview, end: int, offsets: list[int], lengths: list[int], base: int, line: int, bulk: Bulk | None
+) -> bool:
+    if bulk is None or 0 in lengths:
+        return False
+    try:
+        heads = _decode_lines(view[:end])
+    except msgspec.MsgspecError:
+        return False
+    if len(heads) != len(offsets):
+        return False  # whitespace-only lines, or something decode_lines read differently
+    return bulk(heads, [base + o for o in offsets], lengths, line)

@@ -135,11 +135,11 @@ class SessionFile:
             st = os.stat(self.path)
         except FileNotFoundError as exc:
             raise SessionError("session file disappeared", path=self.path) from exc
+        if st.st_size == self._end and (st.st_dev, st.st_ino) == self._identity:
+            return RefreshResult(range(len(self.heads), len(self.heads)))
         if (st.st_dev, st.st_ino) != self._identity or st.st_size < self._end or self._header_changed():
             self.load()
             return RefreshResult(range(len(self.heads)), reloaded=True)
-        if st.st_size == self._end:
-            return RefreshResult(range(len(self.heads), len(self.heads)))
         fd = self._open_read()
         try:
             start = len(self.heads)
@@ -254,19 +254,20 @@ class SessionFile:
         chain: bool,
         mode: Durability,
     ) -> list[str]:
-        prepared, data = self._prepare(entries, parent_id, chain)
-        before = os.fstat(fd).st_size
-        if mode is Durability.FSYNC and len(prepared) > 1:
-            for one in prepared:
-                write_all(fd, dumps_line(one))
+        prepared, lines = self._prepare(entries, parent_id, chain)
+        data = b"".join(lines)
+        before = self._end  # caught up under the lock: the file ends here
+        if mode is Durability.FSYNC and len(lines) > 1:
+            for one in lines:
+                write_all(fd, one)
                 os.fsync(fd)
         else:
             write_all(fd, data)
             if mode is not Durability.FLUSH:
                 os.fsync(fd)
         after = os.fstat(fd).st_size
-        if before == self._end and after == before + len(data):
-            self._index_own(prepared, before)
+        if after == before + len(data):
+            self._index_own(prepared, lines, before)
         else:
             self.refresh()  # someone without the lock (pi) wrote meanwhile
         return [e["id"] for e in prepared]
@@ -347,22 +348,23 @@ class SessionFile:
     def _scan_from(self, fd: int, start: int) -> None:
         heads = self.heads
         index = self.index
-        offsets = self.offsets
-        lengths = self.lengths
-        lines = self.lines
 
-        def fast(head: LineHead, offset: int, length: int, line: int) -> bool:
-            hid = head.id
-            if hid is None or hid in index or head.type == "session":
+        def bulk(new: list[LineHead], offsets: list[int], lengths: list[int], line: int) -> bool:
+            ids = [h.id for h in new]
+            if None in ids or "session" in [h.type for h in new]:
                 return False
-            index[hid] = len(heads)
-            heads.append(head)
-            offsets.append(offset)
-            lengths.append(length)
-            lines.append(line)
+            unique = set(ids)
+            if len(unique) != len(ids) or not index.keys().isdisjoint(unique):
+                return False  # duplicates: the line-by-line path reports them
+            first = len(heads)
+            index.update(zip(ids, range(first, first + len(ids)), strict=True))  # type: ignore[arg-type]
+            heads.extend(new)
+            self.offsets.extend(offsets)
+            self.lengths.extend(lengths)
+            self.lines.extend(range(line, line + len(new)))
             return True
 
-        self._end, self._next_line = scan(fd, start, self._next_line, self.path, self._add, self.diagnostics, fast)
+        self._end, self._next_line = scan(fd, start, self._next_line, self.path, self._add, self.diagnostics, bulk)
 
     def _add(self, scanned: ScannedLine) -> None:
         head = scanned.head
@@ -436,14 +438,17 @@ class SessionFile:
             current = os.stat(self.path)
         except FileNotFoundError as exc:
             raise SessionError("session file disappeared", path=self.path) from exc
-        if (current.st_dev, current.st_ino) != (st.st_dev, st.st_ino):
+        identity = (st.st_dev, st.st_ino)
+        if (current.st_dev, current.st_ino) != identity or identity != self._identity:
             return False
         if self.version > CURRENT_VERSION:
             raise UnsupportedVersionError(
                 f"version {self.version} is newer than ctxd supports; not writing", path=self.path
             )
-        self.refresh()
-        size = os.fstat(fd).st_size
+        size = st.st_size
+        if size != self._end:
+            self.refresh()
+            size = os.fstat(fd).st_size
         if size > self._end:
             self._repair_tail(fd, size)
         if self.version < CURRENT_VERSION:
@@ -515,7 +520,7 @@ class SessionFile:
 
     def _prepare(
         self, entries: Sequence[dict[str, Any]], parent_id: str | None, chain: bool
-    ) -> tuple[list[dict[str, Any]], bytes]:
+    ) -> tuple[list[dict[str, Any]], list[bytes]]:
         if parent_id is LEAF:
             parent_id = self.leaf_id()
         elif parent_id is not None:
@@ -546,13 +551,11 @@ class SessionFile:
             prepared.append(entry)
             if chain:
                 parent = eid
-        data = b"".join(dumps_line(e) for e in prepared)
-        return prepared, data
+        return prepared, [dumps_line(e) for e in prepared]
 
-    def _index_own(self, prepared: list[dict[str, Any]], start: int) -> None:
+    def _index_own(self, prepared: list[dict[str, Any]], lines: list[bytes], start: int) -> None:
         offset = start
-        for entry in prepared:
-            line_bytes = dumps_line(entry)
+        for entry, line_bytes in zip(prepared, lines, strict=True):
             length = len(line_bytes) - 1
             try:
                 head = decode_head(line_bytes[:-1])

@@ -29,6 +29,8 @@ class TreeIndex:
         self.children: dict[int, list[int]] = {}
         self.roots: list[int] = []
         self.orphans: list[int] = []
+        self.cycles: list[int] = []
+        """Entries whose parent link would close a cycle (a corrupt file): kept as orphans."""
         self.labels: dict[int, str] = {}
         self.name: str | None = None
         self.last_compaction: list[int] = []
@@ -52,39 +54,49 @@ class TreeIndex:
         start = len(self.parent) if start is None else start
         heads = self.session.heads
         index = self.session.index
+        parent, depth, children = self.parent, self.depth, self.children
+        last_c, last_m, last_t = self.last_compaction, self.last_model, self.last_thinking
+        waiting = self._waiting
+        # The hot loop: one pass in file order, inlined (a hundred thousand entries per open).
         for i in range(start, len(heads)):
             head = heads[i]
             pid = head.parentId
-            p = NONE
-            if pid is not None:
-                p = index.get(pid, NONE)
-                if p == NONE or p >= i:
-                    # Orphan, or a parent that appears later in the file: resolved when it arrives.
-                    p = NONE
-                    self._waiting.setdefault(pid, []).append(i)
-            self.parent.append(p)
-            self.depth.append(0)
-            self.last_compaction.append(NONE)
-            self.last_model.append(NONE)
-            self.last_thinking.append(NONE)
-            if p == NONE and pid is None:
-                self.roots.append(i)
-            elif p == NONE:
-                self.orphans.append(i)
+            p = NONE if pid is None else index.get(pid, NONE)
+            if p >= i:
+                p = NONE  # a parent that appears later in the file: resolved when it arrives
+            if p == NONE:
+                depth.append(0)
+                last_c.append(NONE)
+                last_m.append(NONE)
+                last_t.append(NONE)
+                if pid is None:
+                    self.roots.append(i)
+                else:
+                    self.orphans.append(i)
+                    waiting.setdefault(pid, []).append(i)
             else:
-                self.children.setdefault(p, []).append(i)
-            self._inherit(i, p, head)
-            self._index_meta(i, head)
-            if head.id is not None and head.id in self._waiting:
-                self._adopt(i, self._waiting.pop(head.id))
+                depth.append(depth[p] + 1)
+                last_c.append(last_c[p])
+                last_m.append(last_m[p])
+                last_t.append(last_t[p])
+                kids = children.get(p)
+                if kids is None:
+                    children[p] = [i]
+                else:
+                    kids.append(i)
+            parent.append(p)
+            kind = head.type
+            if kind != "message":
+                self._own(i, head)
+                self._index_meta(i, head)
+            elif head.message is not None and head.message.role == "assistant":
+                last_m[i] = i
+            if waiting and head.id is not None and head.id in waiting:
+                self._adopt(i, waiting.pop(head.id))
         return range(start, len(heads))
 
-    def _inherit(self, i: int, p: int, head: LineHead) -> None:
-        if p != NONE:
-            self.depth[i] = self.depth[p] + 1
-            self.last_compaction[i] = self.last_compaction[p]
-            self.last_model[i] = self.last_model[p]
-            self.last_thinking[i] = self.last_thinking[p]
+    def _own(self, i: int, head: LineHead) -> None:
+        """What an entry itself sets for its subtree."""
         kind = head.type
         if kind == "compaction":
             self.last_compaction[i] = i
@@ -94,6 +106,14 @@ class TreeIndex:
             self.last_thinking[i] = i
         elif kind == "message" and head.message is not None and head.message.role == "assistant":
             self.last_model[i] = i
+
+    def _inherit(self, i: int, p: int, head: LineHead) -> None:
+        if p != NONE:
+            self.depth[i] = self.depth[p] + 1
+            self.last_compaction[i] = self.last_compaction[p]
+            self.last_model[i] = self.last_model[p]
+            self.last_thinking[i] = self.last_thinking[p]
+        self._own(i, head)
 
     def _index_meta(self, i: int, head: LineHead) -> None:
         if head.type == "label" and head.targetId:
@@ -114,6 +134,9 @@ class TreeIndex:
     def _adopt(self, parent: int, waiting: list[int]) -> None:
         """``parent`` arrived after children that name it: link them and re-derive their subtrees."""
         for child in waiting:
+            if self._is_above(child, parent):
+                self.cycles.append(child)  # linking would close a cycle: it stays an orphan
+                continue
             if child in self.orphans:
                 self.orphans.remove(child)
             self.parent[child] = parent
@@ -127,6 +150,16 @@ class TreeIndex:
                 seen.add(node)
                 self._inherit(node, self.parent[node], self.session.heads[node])
                 queue.extend(self.children.get(node, ()))
+
+    def _is_above(self, node: int, start: int) -> bool:
+        """True if ``node`` is ``start`` or one of its ancestors."""
+        limit = len(self.parent) + 1
+        while start != NONE and limit:
+            if start == node:
+                return True
+            start = self.parent[start]
+            limit -= 1
+        return False
 
     # --- queries ------------------------------------------------------------------------------
 

@@ -29,6 +29,9 @@ class SummaryRequest:
     previous_summary: str | None = None
     turn_prefix: list[dict[str, Any]] = attrs.field(factory=list)
     custom_instructions: str | None = None
+    file_context: str | None = None
+    """The files read and modified so far (``<read-files>``/``<modified-files>`` blocks), shown to a
+    model for context; the engine appends the final lists to the summary itself."""
     kind: SummaryKind = "compaction"
 
 

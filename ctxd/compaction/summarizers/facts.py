@@ -40,7 +40,10 @@ NEXT_RE = re.compile(
 _FENCE_RE = re.compile(r"```.*?(?:```|\Z)", re.S)
 _SPLIT_RE = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'`(\[])|\n+")
 _BULLET_RE = re.compile(r"^\s*(?:[-*+>]|\d+[.)])\s+")
-_EXIT_RE = re.compile(r"(?:exit(?:ed)?(?: with)? (?:code|status)|exit code)[:\s]+([1-9]\d*)", re.IGNORECASE)
+_EXIT_RE = re.compile(
+    r"(?:(?:the )?(?:command|process) )?(?:exit(?:ed)?(?: with)? (?:code|status)|exit code)[:\s]+([1-9]\d*)",
+    re.IGNORECASE,
+)
 
 MINE_CHARS = 4000
 """Only the first this-many characters of a message are mined for sentences (long pastes are data)."""
@@ -53,7 +56,9 @@ def sentences(text: str, pattern: re.Pattern[str], limit: int, *, max_len: int =
         text = _FENCE_RE.sub(" ", text)
     for raw in _SPLIT_RE.split(text[:MINE_CHARS]):
         sentence = _BULLET_RE.sub("", raw).strip()
-        if len(sentence) < 12 or sentence.endswith("?") or not pattern.search(sentence):
+        if len(sentence) < 12 or sentence.endswith(("?", ":")) or sentence.startswith("#"):
+            continue
+        if not pattern.search(sentence):
             continue
         out.append(middle_truncate(" ".join(sentence.split()), max_len))
         if len(out) >= limit:
@@ -62,11 +67,22 @@ def sentences(text: str, pattern: re.Pattern[str], limit: int, *, max_len: int =
 
 
 def first_line(text: str, limit: int) -> str:
-    """The first non-empty line of ``text``, whitespace collapsed, cut to ``limit``."""
-    for line in text.splitlines():
-        if line.strip():
+    """The first line of ``text`` with words in it, preferring one that is not a heading; whitespace collapsed,
+    cut to ``limit``."""
+    heading = ""
+    for raw in text.splitlines():
+        line = raw.strip().lstrip("#>*- ").strip()
+        if not any(c.isalnum() for c in line):
+            continue
+        if not raw.lstrip().startswith("#"):
             return middle_truncate(" ".join(line.split()), limit)
-    return ""
+        heading = heading or line
+    return middle_truncate(" ".join(heading.split()), limit)
+
+
+def substantive(text: str) -> bool:
+    """Whether a user message asks for something (not just "ok", "continue", "yes please")."""
+    return len(text.split()) >= 4 or len(text.strip()) >= 24
 
 
 def short(text: str, limit: int) -> str:
@@ -116,12 +132,16 @@ def _describe(name: str, arguments: Any, command: str | None, ops: list[tuple[Fi
 
 
 def _failed(result: Message, call: Call) -> bool:
-    if result.get("isError"):
-        return True
     if not call.command:
-        return False
+        return bool(result.get("isError"))
     text = content_text(result.get("content"), images=False)
-    return bool(text) and _EXIT_RE.search(text, max(0, len(text) - 300)) is not None
+    start = max(0, len(text) - 300)
+    exit_code = _EXIT_RE.search(text, start) if "xit" in text[start:] else None
+    if exit_code is not None and exit_code.group(1) == "1":
+        rest = (text[: exit_code.start()] + text[exit_code.end() :]).strip(" \n.:")
+        if not rest or rest == "(no output)":
+            return False  # exit 1 with no output: a search that found nothing (grep, rg, test), not a failure
+    return bool(result.get("isError")) or exit_code is not None
 
 
 @attrs.define
@@ -129,7 +149,11 @@ class Facts:
     messages: int = 0
     user_indices: list[int] = attrs.field(factory=list)
     first_user: str | None = None
+    first_request: str | None = None
+    """The first user message that asks for something (see :func:`substantive`)."""
     latest_user: str | None = None
+    latest_request: str | None = None
+    """The latest user message that asks for something (see :func:`substantive`)."""
     calls: dict[str, Call] = attrs.field(factory=dict)
     call_count: int = 0
     done_files: dict[str, FileOp] = attrs.field(factory=dict)
@@ -148,7 +172,9 @@ class Facts:
 
     @property
     def open_calls(self) -> list[Call]:
-        return [c for c in self.calls.values() if c.ok is None]
+        """Calls of the last exchange that never got a result (older ones are history, not work in progress)."""
+        since = self.user_indices[-1] if self.user_indices else 0
+        return [c for c in self.calls.values() if c.ok is None and c.index >= since]
 
     @property
     def unresolved(self) -> list[ErrorFact]:
@@ -239,14 +265,20 @@ def _scan(messages: Sequence[Message]) -> Facts:
                     late_assistant.append(text)
             if message.get("stopReason") == "error":
                 detail = str(message.get("errorMessage") or "unknown error")
-                errors.append(ErrorFact(index, None, "Model error: " + short(detail, 300)))
+                errors.append(ErrorFact(index, "model", "Model error: " + short(detail, 300)))
+            elif message.get("stopReason") in ("stop", "toolUse", "length"):
+                last_success["model"] = index
         elif role == "user":
             user_indices.append(index)
             text = content_text(message.get("content"))
             if text.strip():
                 if facts.first_user is None:
                     facts.first_user = text
+                if facts.first_request is None and substantive(text):
+                    facts.first_request = text
                 facts.latest_user = text
+                if substantive(text):
+                    facts.latest_request = text
                 if CONSTRAINT_RE.search(text, 0, MINE_CHARS):
                     if len(early_user) < MINED:
                         early_user.append(text)

@@ -58,6 +58,7 @@ class _Run:
         self.costs: list[float | None] = []
         self.calls = 0
         self.chunked = False
+        self.file_context: str | None = None
 
 
 def clean_output(text: str) -> str:
@@ -113,6 +114,7 @@ class LiteLLMSummarizer:
         self.backoff = backoff
         self.max_backoff = max_backoff
         self.max_chunks = max(1, max_chunks)
+        self._file_chars = 0
 
     def __repr__(self) -> str:  # never show the key
         return f"LiteLLMSummarizer(model={self.model!r}, api_base={self.api_base!r})"
@@ -121,6 +123,8 @@ class LiteLLMSummarizer:
 
     async def summarize(self, request: SummaryRequest, progress: Progress | None = None) -> SummaryResult:
         run = _Run()
+        run.file_context = request.file_context
+        self._file_chars = len(request.file_context or "") + 200 if request.file_context else 0
         window = self.context_window or await asyncio.to_thread(llm.model_context_window, self.model)
         window = window or DEFAULT_CONTEXT_WINDOW
         out_tokens = min(self.max_output_tokens, max(256, window // 4))
@@ -174,6 +178,7 @@ class LiteLLMSummarizer:
         """Transcript characters that fit next to the prompt, the previous summary and the output."""
         free_tokens = int((window - out_tokens) * SAFETY) - 64
         fixed = overhead_chars(kind, has_previous=previous_chars > 0, custom_instructions=custom)
+        fixed += self._file_chars if kind != "turn_prefix" else 0
         return free_tokens * CHARS_PER_TOKEN - fixed - previous_chars
 
     async def _summarize_part(
@@ -267,7 +272,10 @@ class LiteLLMSummarizer:
         out_tokens: int,
         run: _Run,
     ) -> str:
-        messages = build_messages(kind, conversation, previous_summary=previous, custom_instructions=custom)
+        files = run.file_context if kind != "turn_prefix" else None
+        messages = build_messages(
+            kind, conversation, previous_summary=previous, custom_instructions=custom, file_context=files
+        )
         failure = "no attempt made"
         attempts = self.retries + 1
         for attempt in range(attempts):

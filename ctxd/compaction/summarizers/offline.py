@@ -115,7 +115,9 @@ class OfflineSummarizer:
         bounds = exchange_bounds(messages, facts.user_indices)
         newest, cut_short = self._exchanges_newest_first(messages, bounds, facts)
         prefix_facts = scan(request.turn_prefix) if request.turn_prefix else None
-        latest_request = (prefix_facts.latest_user if prefix_facts else None) or facts.latest_user
+        latest_request = (
+            (prefix_facts.latest_user if prefix_facts else None) or facts.latest_request or facts.latest_user
+        )
 
         doc = SummaryDoc()
         self._goal(doc, facts, latest_request)
@@ -140,9 +142,10 @@ class OfflineSummarizer:
         return render(doc, history, note)
 
     def _goal(self, doc: SummaryDoc, facts: Facts, latest: str | None) -> None:
-        if facts.first_user:
-            doc.goal.append(short(facts.first_user, 400))
-        if latest and (facts.first_user is None or latest.strip() != facts.first_user.strip()):
+        first = facts.first_request or facts.first_user
+        if first:
+            doc.goal.append(short(first, 400))
+        if latest and (first is None or latest.strip() != first.strip()):
             doc.goal.append(LATEST + short(latest, 400))
         found: list[str] = []
         for text in facts.constraint_texts:

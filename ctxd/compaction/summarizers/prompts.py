@@ -115,12 +115,19 @@ def build_user_prompt(
     *,
     previous_summary: str | None = None,
     custom_instructions: str | None = None,
+    file_context: str | None = None,
 ) -> str:
-    """The user message: earlier summary (if any), the transcript, the task, and the user's own focus."""
+    """The user message: earlier summary (if any), the files touched, the transcript, the task, and the
+    user's own focus."""
     parts: list[str] = []
     previous = previous_summary.strip() if previous_summary else ""
     if previous:
         parts.append(f"<previous-summary>\n{previous}\n</previous-summary>")
+    if file_context and file_context.strip():
+        parts.append(
+            "Files touched in this session so far (for context; the lists are attached to the note "
+            f"separately, do not repeat them):\n{file_context.strip()}"
+        )
     parts.append(f"<conversation>\n{conversation}\n</conversation>")
     parts.append(instructions(kind, has_previous=bool(previous)))
     if custom_instructions and custom_instructions.strip():
@@ -137,6 +144,7 @@ def build_messages(
     *,
     previous_summary: str | None = None,
     custom_instructions: str | None = None,
+    file_context: str | None = None,
 ) -> list[dict[str, Any]]:
     """OpenAI-format chat messages for one summarisation call."""
     return [
@@ -148,6 +156,7 @@ def build_messages(
                 conversation,
                 previous_summary=previous_summary,
                 custom_instructions=custom_instructions,
+                file_context=file_context,
             ),
         },
     ]

@@ -1,0 +1,624 @@
+"""The offline summariser, the transcript serialiser, summary merging and file-operation extraction."""
+
+from __future__ import annotations
+
+import copy
+import re
+import time
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from ctxd.compaction.fileops import (
+    FileOps,
+    call_command,
+    extract_file_ops,
+    file_lists,
+    format_file_blocks,
+    strip_file_blocks,
+)
+from ctxd.compaction.summarizers import (
+    AbridgedLimits,
+    OfflineSummarizer,
+    SummaryRequest,
+    create_summarizer,
+)
+from ctxd.compaction.summarizers.document import merge, parse_summary
+from ctxd.compaction.summarizers.serialize import (
+    TOOL_RESULT_CHARS,
+    middle_truncate,
+    plan_chunks,
+    serialize_conversation,
+    serialize_messages,
+)
+
+# --- message builders -------------------------------------------------------------------------------------------
+
+
+def user(text: str) -> dict[str, Any]:
+    return {"role": "user", "content": text, "timestamp": 1}
+
+
+def asst(*blocks: dict[str, Any], stop: str = "stop", error: str | None = None) -> dict[str, Any]:
+    message: dict[str, Any] = {"role": "assistant", "content": list(blocks), "provider": "p", "model": "m"}
+    message["stopReason"] = stop
+    if error:
+        message["errorMessage"] = error
+    return message
+
+
+def text(value: str) -> dict[str, Any]:
+    return {"type": "text", "text": value}
+
+
+def call(call_id: str, name: str, **arguments: Any) -> dict[str, Any]:
+    return {"type": "toolCall", "id": call_id, "name": name, "arguments": arguments}
+
+
+def result(call_id: str, name: str, output: str, error: bool = False) -> dict[str, Any]:
+    return {
+        "role": "toolResult",
+        "toolCallId": call_id,
+        "toolName": name,
+        "content": [{"type": "text", "text": output}],
+        "isError": error,
+    }
+
+
+def bash(command: str, output: str = "", code: int = 0) -> dict[str, Any]:
+    return {
+        "role": "bashExecution",
+        "command": command,
+        "output": output,
+        "exitCode": code,
+        "cancelled": False,
+        "truncated": False,
+    }
+
+
+def session() -> list[dict[str, Any]]:
+    return [
+        user(
+            "Add a --verbose flag to the CLI in src/cli.py. You must keep Python 3.8 compatibility. "
+            "Don't add new dependencies. Should I worry about Windows?"
+        ),
+        asst(text("Let me look at the CLI."), call("c1", "read", path="src/cli.py")),
+        result("c1", "read", "import argparse\n"),
+        asst(call("c2", "edit", path="src/cli.py", oldText="a", newText="b")),
+        result("c2", "edit", "Successfully replaced text"),
+        asst(call("c3", "bash", command="pytest -q")),
+        result("c3", "bash", "1 failed: test_verbose\nCommand exited with code 1", error=True),
+        asst(
+            text("The test fails because the default is wrong. I decided to use store_true instead of a string."),
+            call("c4", "edit", path="src/cli.py", oldText="x", newText="y"),
+        ),
+        result("c4", "edit", "Successfully replaced text"),
+        asst(call("c5", "bash", command="pytest -q")),
+        result("c5", "bash", "5 passed"),
+        asst(text("Added --verbose using store_true. All tests pass.")),
+        user("Now document it in docs/cli.md. I prefer short examples and please use British spelling."),
+        asst(call("c6", "write", path="docs/cli.md", content="# CLI\n"), call("c7", "bash", command="ls docs")),
+        result("c6", "write", "Wrote docs/cli.md"),
+        bash("make lint", "docs/cli.md:3: E501 line too long", code=2),
+        asst(text("Next I will fix the lint error in docs/cli.md."), stop="aborted"),
+    ]
+
+
+def build(messages: list[dict[str, Any]], **kw: Any) -> str:
+    limits = kw.pop("limits", None)
+    return OfflineSummarizer(limits).build(SummaryRequest(messages=messages, **kw))
+
+
+def section(summary: str, title: str) -> str:
+    match = re.search(rf"^## {re.escape(title)}\n(.*?)(?=^## |\Z)", summary, re.S | re.M)
+    assert match, f"no section {title!r} in:\n{summary}"
+    return match.group(1)
+
+
+def subsection(summary: str, title: str) -> str:
+    match = re.search(rf"^### {re.escape(title)}\n(.*?)(?=^##|\Z)", summary, re.S | re.M)
+    assert match, f"no subsection {title!r}"
+    return match.group(1)
+
+
+# --- the structured summary ---------------------------------------------------------------------------------
+
+
+async def test_offline_result_has_every_section_filled_from_the_conversation() -> None:
+    res = await OfflineSummarizer().summarize(SummaryRequest(messages=session()))
+    assert (res.summarizer, res.model, res.path, res.calls, res.usage) == ("offline", None, "offline", 0, None)
+    out = res.text
+    titles = re.findall(r"^##+ (.+)$", out, re.M)
+    assert titles[:10] == [
+        "Goal",
+        "Constraints & Preferences",
+        "Progress",
+        "Done",
+        "In Progress",
+        "Blocked",
+        "Key Decisions",
+        "Next Steps",
+        "Critical Context",
+        "Abridged History (newest first)",
+    ]
+    goal = section(out, "Goal")
+    assert "Add a --verbose flag" in goal
+    assert "Latest request: Now document it in docs/cli.md" in goal
+
+    constraints = section(out, "Constraints & Preferences")
+    assert "You must keep Python 3.8 compatibility." in constraints
+    assert "Don't add new dependencies." in constraints
+    assert "I prefer short examples and please use British spelling." in constraints
+    assert "Windows" not in constraints  # questions are not constraints
+
+    done = subsection(out, "Done")
+    assert "src/cli.py" in done and "docs/cli.md" in done
+    assert "`pytest -q`" in done
+    assert "Added --verbose using store_true" in done  # the answered request
+
+    in_progress = subsection(out, "In Progress")
+    assert "Now document it" in in_progress and "interrupted" in in_progress
+    assert "`ls docs`" in in_progress  # a tool call without a result
+
+    blocked = subsection(out, "Blocked")
+    assert "make lint" in blocked and "E501" in blocked
+    assert "pytest" not in blocked  # that failure was fixed by a later successful run
+
+    decisions = section(out, "Key Decisions")
+    assert "I decided to use store_true instead of a string." in decisions
+    assert "Let me look" not in decisions
+
+    steps = section(out, "Next Steps")
+    assert steps.startswith("1. ")
+    assert "make lint" in steps and "Next I will fix the lint error" in steps
+
+    critical = section(out, "Critical Context")
+    assert "1 failed: test_verbose" in critical and "(resolved later)" in critical
+    assert "`make lint` (failed)" in critical
+    assert "Newly summarised: 17 (2 from the user, 7 tool calls, 2 errors)" in critical
+
+
+def test_offline_output_is_deterministic_and_does_not_mutate_input() -> None:
+    messages = session()
+    before = copy.deepcopy(messages)
+    first = build(messages, previous_summary="## Goal\n- Earlier goal", custom_instructions="focus on verbose")
+    second = build(
+        copy.deepcopy(messages), previous_summary="## Goal\n- Earlier goal", custom_instructions="focus on verbose"
+    )
+    assert first == second
+    assert (
+        first.encode()
+        == build(messages, previous_summary="## Goal\n- Earlier goal", custom_instructions="focus on verbose").encode()
+    )
+    assert messages == before
+
+
+def test_model_errors_and_failed_edits_are_blocked_until_resolved() -> None:
+    messages = [
+        user("Refactor utils"),
+        asst(call("e1", "Edit", file_path="/p/utils.py", old_string="a", new_string="b")),
+        result("e1", "Edit", "old_string not found in file", error=True),
+        asst(stop="error", error="overloaded_error: Overloaded"),
+    ]
+    blocked = subsection(build(messages), "Blocked")
+    assert "Edit /p/utils.py failed: old_string not found in file" in blocked
+    assert "Model error: overloaded_error: Overloaded" in blocked
+    fixed = [*messages, asst(call("e2", "Edit", file_path="/p/utils.py", old_string="c", new_string="d"), stop="error")]
+    fixed.append(result("e2", "Edit", "ok"))
+    blocked = subsection(build(fixed), "Blocked")
+    assert "utils.py" not in blocked and "Model error" in blocked
+    recovered = subsection(build([*fixed, asst(text("All done."))]), "Blocked")
+    assert recovered == "- (none)\n\n"  # a later completed answer resolves the model error
+
+
+def test_acknowledgements_and_stale_open_calls_are_not_reported_as_current_work() -> None:
+    messages = [
+        user("/model"),
+        user("Migrate the settings loader to pydantic v2"),
+        asst(call("old", "read", path="stale.py")),  # never answered, then the user moved on
+        asst(call("g", "bash", command="grep -rn legacy_loader src")),
+        result("g", "bash", "(no output)\n\nCommand exited with code 1", error=True),
+        user("ok"),
+        asst(text("## Plan\nFirst step: update the models.")),
+    ]
+    out = build(messages)
+    assert section(out, "Goal") == "- Migrate the settings loader to pydantic v2\n\n"
+    assert subsection(out, "Blocked") == "- (none)\n\n"  # grep finding nothing is not a failure
+    in_progress = subsection(out, "In Progress")
+    assert "Migrate the settings loader to pydantic v2" in in_progress and "stale.py" not in in_progress
+    assert "-> First step: update the models." in subsection(out, "Done")
+
+
+def test_custom_instructions_pull_matching_sentences_into_critical_context() -> None:
+    out = build(session(), custom_instructions="Focus on the verbose flag")
+    critical = section(out, "Critical Context")
+    assert "Requested focus: Focus on the verbose flag" in critical
+    assert "On that focus: Added --verbose using store_true." in critical
+
+
+def test_empty_request_still_renders_every_section() -> None:
+    out = build([])
+    for title in ("Goal", "Constraints & Preferences", "Progress", "Key Decisions", "Next Steps", "Critical Context"):
+        assert f"## {title}\n" in out
+    assert "Abridged History" not in out
+
+
+async def test_create_summarizer_defaults_to_offline_for_branch_summaries() -> None:
+    summarizer = create_summarizer(None, total_chars=500)
+    res = await summarizer.summarize(SummaryRequest(messages=session(), kind="branch"))
+    assert res.summarizer == "offline" and "## Goal" in res.text
+    assert len(section(res.text, "Abridged History (newest first)")) <= 500 + 40
+
+
+# --- abridged history ----------------------------------------------------------------------------------------
+
+
+def exchanges(count: int, *, reply_chars: int = 50) -> list[dict[str, Any]]:
+    messages: list[dict[str, Any]] = []
+    for i in range(count):
+        messages.append(user(f"Request {i}: update module m{i}.py"))
+        messages.append(asst(call(f"r{i}", "read", path=f"src/m{i}.py"), call(f"w{i}", "write", path=f"src/m{i}.py")))
+        messages.append(result(f"r{i}", "read", "contents"))
+        messages.append(result(f"w{i}", "write", "ok"))
+        messages.append(asst(call(f"b{i}", "bash", command=f"pytest tests/test_m{i}.py")))
+        messages.append(result(f"b{i}", "bash", "passed"))
+        messages.append(asst(text(f"Reply {i}: " + "r" * reply_chars)))
+    return messages
+
+
+def history(summary: str) -> str:
+    return section(summary, "Abridged History (newest first)")
+
+
+def test_abridged_history_lists_exchanges_newest_first_with_their_work() -> None:
+    hist = history(build(exchanges(5)))
+    positions = [hist.index(f"User: Request {i}:") for i in range(5)]
+    assert positions == sorted(positions, reverse=True)
+    block = re.search(r"<exchange>\nUser: Request 3:.*?</exchange>", hist, re.S)
+    assert block is not None
+    assert "Changed: src/m3.py" in block.group(0)
+    assert "Viewed: src/m3.py" in block.group(0)
+    assert "Commands: `pytest tests/test_m3.py`" in block.group(0)
+    assert "Agent: Reply 3: rrr" in block.group(0)
+
+
+@pytest.mark.parametrize("budget", [400, 1500, 5000])
+def test_abridged_history_stops_at_the_total_budget(budget: int) -> None:
+    hist = history(build(exchanges(200), limits=AbridgedLimits(total_chars=budget)))
+    blocks = re.findall(r"<exchange>\n.*?\n</exchange>", hist, re.S)
+    assert blocks and sum(len(b) + 1 for b in blocks) <= budget
+    assert "User: Request 199:" in blocks[0]
+    assert "(older exchanges not shown)" in hist
+    assert "Request 0:" not in hist
+
+
+def test_abridged_fields_are_cut_in_the_middle_to_their_limits() -> None:
+    long_request = "BEGIN " + "q" * 5000 + " END"
+    long_reply = "START " + "a" * 9000 + " FINISH"
+    messages = [user(long_request), asst(text(long_reply))]
+    hist = history(build(messages))
+    user_line = next(line for line in hist.splitlines() if line.startswith("User: "))
+    agent_line = next(line for line in hist.splitlines() if line.startswith("Agent: "))
+    assert len(user_line) == len("User: ") + 1000
+    assert user_line.startswith("User: BEGIN") and user_line.endswith(" END") and "chars omitted" in user_line
+    assert len(agent_line) == len("Agent: ") + 2000
+    assert agent_line.startswith("Agent: START") and agent_line.endswith("FINISH")
+
+
+def test_abridged_lists_are_capped_and_paths_cut() -> None:
+    limits = AbridgedLimits(files_per_kind=3, action_chars=40, commands=2)
+    calls = [call(f"v{i}", "view", path=f"/very/long/directory/name/for/testing/file{i:02d}.py") for i in range(6)]
+    calls += [call(f"s{i}", "shell", command=["bash", "-lc", f"echo {i}"]) for i in range(4)]
+    hist = history(build([user("look around"), asst(*calls)], limits=limits))
+    viewed = next(line for line in hist.splitlines() if line.startswith("Viewed: "))
+    assert viewed.endswith("(+3 more)") and viewed.count(",") == 2
+    assert all(len(p) <= 40 for p in viewed.removeprefix("Viewed: ").removesuffix(" (+3 more)").split(", "))
+    assert "Commands: `echo 0`; `echo 1` (+2 more)" in hist
+    assert "Agent: (still working" in hist
+
+
+# --- merging an earlier summary --------------------------------------------------------------------------------
+
+PREVIOUS = """## Goal
+- Port the billing service to Rust
+- Latest request: set up the cargo workspace
+
+## Constraints & Preferences
+- Never use unsafe code.
+
+## Progress
+### Done
+- [x] Created the cargo workspace
+
+### In Progress
+- [ ] Porting invoice.rs
+
+### Blocked
+- (none)
+
+## Key Decisions
+- **Serde over hand-written parsing**: less code to maintain.
+
+## Next Steps
+1. Port invoice.rs
+
+## Critical Context
+- The old service lives in legacy/billing.py
+
+## Deployment Notes
+Deploy with `make ship`.
+
+<read-files>
+legacy/billing.py
+</read-files>
+
+<modified-files>
+Cargo.toml
+</modified-files>"""
+
+
+def test_previous_summary_is_merged_not_replaced() -> None:
+    out = build(session(), previous_summary=PREVIOUS)
+    assert "<read-files>" not in out and "<modified-files>" not in out
+    goal = section(out, "Goal")
+    assert "Port the billing service to Rust" in goal
+    assert "set up the cargo workspace" not in goal  # the stale latest request is replaced
+    assert "Later request: Add a --verbose flag" in goal
+    assert "Latest request: Now document it" in goal
+    assert "Never use unsafe code." in section(out, "Constraints & Preferences")
+    assert "You must keep Python 3.8 compatibility." in section(out, "Constraints & Preferences")
+    done = subsection(out, "Done")
+    assert done.index("Created the cargo workspace") < done.index("src/cli.py")
+    assert "(earlier) Porting invoice.rs" in subsection(out, "In Progress")
+    assert "**Serde over hand-written parsing**" in section(out, "Key Decisions")
+    assert "The old service lives in legacy/billing.py" in section(out, "Critical Context")
+    assert "Deploy with `make ship`." in section(out, "Deployment Notes")
+    assert out.count("## Goal") == 1
+
+
+def test_unstructured_previous_summary_is_kept_verbatim() -> None:
+    out = build(session(), previous_summary="We migrated the database to Postgres 16 and fixed the pool size.")
+    assert "We migrated the database to Postgres 16" in section(out, "Earlier Summary")
+
+
+def test_rolling_offline_summaries_carry_older_exchanges_and_drop_carried_state() -> None:
+    first = build(exchanges(3))
+    second = build(exchanges(6)[21:], previous_summary=first)
+    hist = history(second)
+    order = [hist.index(f"User: Request {i}:") for i in (5, 4, 3, 2, 1, 0)]
+    assert order == sorted(order)
+    third = build([user("one more thing")], previous_summary=second)
+    in_progress = subsection(third, "In Progress")
+    assert "(earlier)" not in in_progress  # the earlier latest request had been answered
+    critical = section(third, "Critical Context")
+    assert critical.count("Recent commands:") == 1 and critical.count("Newly summarised:") == 1
+    assert "src/m5.py" in critical  # derived facts from the earlier summary survive when nothing replaces them
+    fourth = build(session(), previous_summary=build([user("a"), asst(call("q", "bash", command="x"))]))
+    assert subsection(fourth, "In Progress").count("(earlier)") == 2
+    fifth = build([user("b")], previous_summary=fourth)
+    assert "(earlier) (earlier)" not in fifth
+    assert "(earlier) a" not in fifth  # carried once, then dropped
+
+
+def test_parse_and_merge_are_lenient_about_model_written_summaries() -> None:
+    parsed = parse_summary("Intro\n## Goal\nShip it\n## Progress\n* [x] built\n  with care\n## Next Steps\n1) test")
+    assert parsed is not None
+    assert (parsed.goal, parsed.done, parsed.next_steps) == (["Ship it"], ["built with care"], ["test"])
+    assert parse_summary("just prose") is None
+    merged = merge(parsed, parsed)
+    assert merged.done == ["built with care"] and merged.goal == ["Ship it"]
+
+
+def test_turn_prefix_gets_its_own_part() -> None:
+    prefix = [
+        user("Rename the config loader and update callers"),
+        asst(text("I'll use grep to find callers."), call("p1", "Grep", pattern="load_config")),
+        result("p1", "Grep", "a.py\nb.py"),
+        asst(call("p2", "MultiEdit", file_path="a.py", edits=[])),
+        result("p2", "MultiEdit", "ok"),
+    ]
+    out = build(session(), turn_prefix=prefix)
+    turn = section(out, "Turn Context (split turn)")
+    assert "Request: Rename the config loader and update callers" in turn
+    assert "Changed so far: a.py" in turn
+    assert "Agent's latest note: I'll use grep to find callers." in turn
+    assert "Latest request: Rename the config loader" in section(out, "Goal")
+    assert "see Turn Context" in subsection(out, "In Progress")
+
+
+# --- speed ----------------------------------------------------------------------------------------------------
+
+
+def test_offline_handles_100k_messages_quickly() -> None:
+    messages: list[dict[str, Any]] = []
+    for t in range(10_000):
+        messages.append(user(f"Request {t}: please update module m{t % 50}.py; you should avoid globals."))
+        for k in range(4):
+            cid = f"c{t}_{k}"
+            if k % 2:
+                messages.append(
+                    asst(text("I'll use pytest because it is simpler."), call(cid, "bash", command="pytest"))
+                )
+                messages.append(result(cid, "bash", "ok " * 50, error=t % 7 == 0))
+            else:
+                messages.append(asst(call(cid, "edit", path=f"src/m{t % 50}.py", oldText="a" * 50, newText="b")))
+                messages.append(result(cid, "edit", "Successfully replaced text"))
+        messages.append(asst(text(f"Done with request {t}.")))
+    assert len(messages) == 100_000
+    summarizer = OfflineSummarizer()
+    request = SummaryRequest(messages=messages)
+    best = float("inf")
+    for _ in range(2):
+        start = time.process_time()
+        out = summarizer.build(request)
+        best = min(best, time.process_time() - start)
+    assert best < 1.0, f"offline summary of 100k messages took {best:.2f}s of CPU"
+    assert "Request 9999" in out and len(out) < 40_000
+
+
+# --- serialisation ------------------------------------------------------------------------------------------
+
+
+@given(st.text(st.characters(blacklist_characters="["), max_size=400), st.integers(min_value=0, max_value=300))
+def test_middle_truncate_keeps_head_and_tail_within_the_limit(value: str, limit: int) -> None:
+    cut = middle_truncate(value, limit)
+    assert len(cut) <= limit
+    if len(value) <= limit:
+        assert cut == value
+    elif limit >= 40:
+        assert "chars omitted" in cut
+        head, tail = cut.split(" [...", 1)[0], cut.rsplit("...] ", 1)[1]
+        assert value.startswith(head) and value.endswith(tail)
+        assert len(head) >= len(tail) >= len(head) - 1 and len(head) > 0
+
+
+def test_transcript_labels_and_tool_result_cut() -> None:
+    messages = [
+        user("hi"),
+        asst(
+            {"type": "thinking", "thinking": "pondering"},
+            text("on it"),
+            call("x", "read", path="a.py", limit=10),
+            call("y", "bash", command="ls"),
+        ),
+        result("x", "read", "z" * 5000),
+        result("y", "bash", "boom", error=True),
+        bash("git status", "clean", code=1),
+        {"role": "custom", "customType": "note", "content": "remember this", "display": True},
+        {"role": "compactionSummary", "summary": "old summary", "tokensBefore": 5},
+        {
+            "role": "user",
+            "content": [{"type": "text", "text": "see"}, {"type": "image", "data": "AAA", "mimeType": "x"}],
+        },
+    ]
+    transcript = serialize_conversation(messages)
+    assert "[User]: hi" in transcript
+    assert "[Assistant thinking]: pondering" in transcript
+    assert "[Assistant]: on it" in transcript
+    assert '[Assistant tool calls]: read(path="a.py", limit=10); bash(command="ls")' in transcript
+    assert "[Tool result (error)]: boom" in transcript
+    assert "[User shell]: $ git status\nclean\n(exit code 1)" in transcript
+    assert "[Context (note)]: remember this" in transcript
+    assert "[Earlier summary]: old summary" in transcript
+    assert "[User]: see\n[image]" in transcript
+    piece = serialize_messages([messages[2]])[0]
+    assert len(piece) == len("[Tool result]: ") + TOOL_RESULT_CHARS
+
+
+@given(st.lists(st.integers(min_value=0, max_value=120), max_size=40), st.integers(min_value=1, max_value=300))
+def test_plan_chunks_covers_pieces_in_order_within_budget(sizes: list[int], budget: int) -> None:
+    pieces = ["x" * n for n in sizes]
+    ranges = plan_chunks(pieces, budget)
+    assert [i for a, b in ranges for i in range(a, b)] == list(range(len(pieces)))
+    for a, b in ranges:
+        assert b > a
+        assert b - a == 1 or len("\n\n".join(pieces[a:b])) <= budget
+
+
+# --- file operations ----------------------------------------------------------------------------------------
+
+CODEX_PATCH = """*** Begin Patch
+*** Add File: new/mod.rs
++fn main() {}
+*** Update File: src/lib.rs
+@@
+-a
++b
+*** Delete File: old.rs
+*** End Patch"""
+
+UNIFIED = """--- a/web/app.js
++++ b/web/app.js
+@@ -1 +1 @@
+-x
++y
+--- /dev/null
++++ b/web/new.js
+@@ -0,0 +1 @@
++z
+"""
+
+
+def test_file_ops_are_recognised_across_agents() -> None:
+    calls = [
+        call("1", "read", path="pi/read.ts"),
+        call("2", "write", path="pi/write.ts", content=""),
+        call("3", "edit", path="pi/edit.ts"),
+        call("4", "Read", file_path="cc/Read.py"),
+        call("5", "Write", file_path="cc/Write.py"),
+        call("6", "Edit", file_path="cc/Edit.py"),
+        call("7", "MultiEdit", file_path="cc/Multi.py"),
+        call("8", "NotebookEdit", notebook_path="nb/book.ipynb"),
+        call("9", "read_file", filePath="g/read_file.go"),
+        call("10", "write_file", file_path="g/write_file.go"),
+        call("11", "edit_file", target_file="cursor/edit_file.ts"),
+        call("12", "create_file", path="x/created.txt"),
+        call("13", "delete_file", path="x/deleted.txt"),
+        call("14", "apply_patch", input=CODEX_PATCH),
+        call("15", "apply_patch", patch=UNIFIED),
+        call("16", "str_replace_based_edit_tool", command="view", path="ed/viewed.md"),
+        call("17", "str_replace_based_edit_tool", command="str_replace", path="ed/replaced.md"),
+        call("18", "str_replace_based_edit_tool", command="create", path="ed/created.md"),
+        call("19", "view", path="v/viewed.c"),
+        call("20", "mcp__filesystem__read_file", path="mcp/read.txt"),
+        call("21", "shell", command=["apply_patch", "*** Begin Patch\n*** Update File: codex/shell.rs\n"]),
+        call("22", "grep", pattern="x", path="not/a/read.txt"),
+    ]
+    ops = extract_file_ops(
+        [
+            user("go"),
+            asst(*calls),
+            user(
+                "ignored",
+            ),
+            result("1", "read", "x"),
+        ]
+    )
+    assert ops.read == {"pi/read.ts", "cc/Read.py", "g/read_file.go", "ed/viewed.md", "v/viewed.c", "mcp/read.txt"}
+    assert ops.written == {"pi/write.ts", "cc/Write.py", "g/write_file.go"}
+    assert ops.edited == {
+        "pi/edit.ts",
+        "cc/Edit.py",
+        "cc/Multi.py",
+        "nb/book.ipynb",
+        "cursor/edit_file.ts",
+        "src/lib.rs",
+        "web/app.js",
+        "ed/replaced.md",
+        "codex/shell.rs",
+    }
+    assert ops.created == {"x/created.txt", "new/mod.rs", "web/new.js", "ed/created.md"}
+    assert ops.deleted == {"x/deleted.txt", "old.rs"}
+
+
+def test_commands_are_recognised_across_agents() -> None:
+    assert call_command("bash", {"command": "ls -la"}) == "ls -la"
+    assert call_command("Bash", {"command": "npm test", "timeout": 5}) == "npm test"
+    assert call_command("shell", {"command": ["bash", "-lc", "cargo build"]}) == "cargo build"
+    assert call_command("shell", {"command": ["git", "commit", "-m", "a b"]}) == "git commit -m 'a b'"
+    assert call_command("exec_command", {"cmd": "make"}) == "make"
+    assert call_command("run_terminal_cmd", {"command": "go test ./..."}) == "go test ./..."
+    assert call_command("read", {"command": "ls"}) is None
+    assert call_command("bash", {"command": 3}) is None
+
+
+def test_file_lists_follow_pis_rule_and_merge_previous_details() -> None:
+    ops = FileOps(read={"a.py", "b.py", "z.py"}, written={"b.py"}, edited={"c.py"}, created={"d.py"})
+    read, modified = file_lists(ops)
+    assert (read, modified) == (["a.py", "z.py"], ["b.py", "c.py", "d.py"])
+    previous = {"readFiles": ["old.py", "c.py", 7], "modifiedFiles": ["a.py", "e.py"]}
+    read, modified = file_lists(ops, previous)
+    assert read == ["old.py", "z.py"]
+    assert modified == ["a.py", "b.py", "c.py", "d.py", "e.py"]
+    assert file_lists(FileOps(), None) == ([], [])
+
+
+def test_file_blocks_format_and_strip() -> None:
+    blocks = format_file_blocks(["a.py", "b.py"], ["c.py"])
+    assert blocks == "\n\n<read-files>\na.py\nb.py\n</read-files>\n\n<modified-files>\nc.py\n</modified-files>"
+    assert format_file_blocks([], ["c.py"]) == "\n\n<modified-files>\nc.py\n</modified-files>"
+    assert format_file_blocks([], []) == ""
+    assert strip_file_blocks("## Goal\nx" + blocks) == "## Goal\nx"
+    assert strip_file_blocks("no blocks here") == "no blocks here"
