@@ -168,3 +168,20 @@ def test_tool_results_follow_their_calls_in_context(tmp_path: Path) -> None:
     path = write(tmp_path / "s.jsonl", [a, r])
     ctx = ctx_of(path)
     assert [m.role for m in ctx.messages] == ["assistant", "toolResult"]
+
+
+@pytest.mark.parametrize("name", ["before-compaction.jsonl", "large-session.jsonl", "all-entry-types-v3.jsonl"])
+def test_context_size_without_building_equals_the_built_context(name: str) -> None:
+    from ctxd.context.build import context_size
+
+    s = Session.open(str(reference("pi", name)))
+    estimates: dict[int, int] = {}
+    size = context_size(s.file, s.tree, estimates=estimates)
+    ctx = build_context(s.file, s.tree)
+    assert size.tokens == ctx.contextTokens and size.leafId == ctx.leafId
+    assert size.last is not None and size.last["role"] == ctx.messages[-1].role
+    for leaf in [s.tree.id_of(i) for i in range(0, len(s.file), 97)]:
+        assert (
+            context_size(s.file, s.tree, leaf, estimates=estimates).tokens
+            == build_context(s.file, s.tree, leaf).contextTokens
+        )

@@ -261,3 +261,73 @@ def _thinking(session: SessionFile, tree: TreeIndex, leaf: int) -> str:
     if i == NONE:
         return "off"
     return session.heads[i].thinkingLevel or "off"
+
+
+@attrs.define
+class Size:
+    """The context's size without building it: what a status bar and auto-compaction need."""
+
+    leafId: str | None
+    tokens: int
+    """pi's usage-based size (last trusted usage plus estimates after it)."""
+    last: dict[str, Any] | None
+    """The last message's role, stopReason and errorMessage (from the index)."""
+
+
+def context_size(
+    session: SessionFile, tree: TreeIndex, leaf_id: str | None = None, *, estimates: dict[int, int]
+) -> Size:
+    """Equal to ``build_context(...).contextTokens``, reading only bodies whose estimate is not cached.
+
+    Appending one message costs one body decode, not a rebuild of the whole context.
+    """
+    leaf = session.require(leaf_id) if leaf_id is not None else session.leaf_index()
+    if leaf is None:
+        return Size(None, 0, None)
+    tree.update()
+    path = context_path(tree, leaf)
+    heads = session.heads
+    if any(heads[i].type == "context_edit" for i in path.indices):
+        ctx = build_context(session, tree, heads[leaf].id, estimates=estimates)
+        last = ctx.messages[-1].message if ctx.messages else None
+        return Size(ctx.leafId, ctx.contextTokens, last)
+    comp = path.compaction
+    emitting = [i for i in path.indices if i != comp and heads[i].type in EMITTING]
+    missing = [i for i in ([comp] if comp != NONE else []) + emitting if i not in estimates]
+    for i, body in zip(missing, session.entries(missing), strict=True):
+        msg = entry_message(body)
+        estimates[i] = estimate_tokens(msg) if msg is not None else 0
+    # Usage is trusted only after the compaction (pi's rule, as in build_context).
+    after_comp = emitting
+    if comp != NONE and comp in path.indices:
+        later = set(path.indices[path.indices.index(comp) + 1 :])
+        after_comp = [i for i in emitting if i in later]
+    trailing = 0
+    tokens = None
+    for i in reversed(after_comp):
+        head_msg = heads[i].message
+        if (
+            head_msg is not None
+            and head_msg.role == "assistant"
+            and head_msg.usage is not None
+            and head_msg.stopReason not in ("aborted", "error")
+        ):
+            u = head_msg.usage
+            used = int(u.totalTokens) or int(u.input) + int(u.output) + int(u.cacheRead) + int(u.cacheWrite)
+            tokens = used + trailing
+            break
+        trailing += estimates[i]
+    if tokens is None:
+        tokens = sum(estimates[i] for i in emitting) + (estimates[comp] if comp != NONE else 0)
+    last = None
+    if emitting:
+        m = heads[emitting[-1]].message
+        role = (
+            m.role if m is not None else ("custom" if heads[emitting[-1]].type == "custom_message" else "branchSummary")
+        )
+        last = {
+            "role": role,
+            "stopReason": m.stopReason if m is not None else None,
+            "errorMessage": m.errorMessage if m is not None else None,
+        }
+    return Size(heads[leaf].id, tokens, last)

@@ -11,6 +11,9 @@ from typing import Any
 
 import msgspec
 
+CURRENT_VERSION = 3
+"""The session format version ctxd writes (pi's v3)."""
+
 Number = int | float
 
 

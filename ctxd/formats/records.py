@@ -15,8 +15,6 @@ from typing import Any, ClassVar, TypeVar
 import attrs
 import cattrs
 
-CURRENT_VERSION = 3
-
 THINKING_LEVELS = ("off", "minimal", "low", "medium", "high", "xhigh")
 STOP_REASONS = ("stop", "length", "toolUse", "error", "aborted", "pending", "deferred")
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 from lsprotocol import types as lsp
@@ -19,14 +19,16 @@ from pygls.protocol import JsonRPCNotification, JsonRPCRequestMessage, JsonRPCRe
 from pygls.protocol.language_server import LanguageServerProtocol, lsp_method
 
 from ctxd import __version__
-from ctxd.compaction.engine import HookDecision
-from ctxd.compaction.plan import CompactionPlan
 from ctxd.errors import CtxdError
 from ctxd.server.errors import to_jsonrpc
 from ctxd.service import protocol as p
 from ctxd.service.config import Config, config_from_json
 from ctxd.service.service import Service
 from ctxd.service.watch import Watcher
+
+if TYPE_CHECKING:
+    from ctxd.compaction.engine import HookDecision
+    from ctxd.compaction.plan import CompactionPlan
 
 log = logging.getLogger(__name__)
 

@@ -15,16 +15,11 @@ import logging
 import os
 import time
 from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from ctxd.compaction.branching import branch as run_branch
-from ctxd.compaction.engine import HookDecision, compact, dry_run
 from ctxd.compaction.overflow import decide
-from ctxd.compaction.plan import CompactionPlan, NothingToCompact
-from ctxd.compaction.replay import truncate_by_replay
 from ctxd.compaction.settings import CompactionSettings
-from ctxd.compaction.summarizers import Progress
-from ctxd.context.build import build_context
+from ctxd.context.build import Size, build_context, context_size
 from ctxd.context.openai import to_openai
 from ctxd.context.truncate import is_oversized, limit_chars, truncate_tool_result
 from ctxd.context.view import project
@@ -34,7 +29,13 @@ from ctxd.service.config import Config
 from ctxd.service.registry import OpenSession, Registry, inside
 from ctxd.store.create import create_session
 from ctxd.store.listing import list_sessions
+from ctxd.store.session_file import LEAF, Durability
 from ctxd.tree.session import Session
+
+if TYPE_CHECKING:  # the compaction engine loads on first use: it is not needed to start serving
+    from ctxd.compaction.engine import HookDecision
+    from ctxd.compaction.plan import CompactionPlan
+    from ctxd.compaction.summarizers import Progress
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -180,21 +181,19 @@ class Service:
         use_leaf: bool,
         mode: str | None = None,
     ) -> dict[str, Any]:
-        from ctxd.store.session_file import LEAF, Durability
-
         s = opened.session
 
-        def work() -> tuple[list[str], Any, Any]:
+        def work() -> tuple[list[str], Size, Any]:
             ids = s.append(
                 entries, parent_id=LEAF if use_leaf else parent, durability=Durability(mode) if mode else None
             )
-            ctx = build_context(s.file, s.tree, estimates=s.estimates)
-            return ids, ctx, self._decision(s, ctx)
+            size = context_size(s.file, s.tree, estimates=s.estimates)
+            return ids, size, self._decision(s, size)
 
         async with opened.lock:
-            ids, ctx, decision = await asyncio.to_thread(work)
+            ids, size, decision = await asyncio.to_thread(work)
         opened.last_activity = time.monotonic()
-        usage = self._usage(s, ctx.contextTokens)
+        usage = self._usage(s, size.tokens)
         self._emit(p.DID_CHANGE, p.DidChange(s.path, s.file.session_id, ids, s.leaf_id(), "ctxd"))
         self._emit(p.CONTEXT_USAGE, usage)
         self._maybe_auto_compact(opened, decision)
@@ -206,8 +205,8 @@ class Service:
             "reason": decision.reason,
         }
 
-    def _decision(self, s: Session, ctx: Any) -> Any:
-        last = ctx.messages[-1].message if ctx.messages else None
+    def _decision(self, s: Session, size: Size) -> Any:
+        last = size.last
         leaf = s.leaf()
         last_id = s.leaf_id()
         last_parent = None
@@ -217,7 +216,7 @@ class Service:
             last,
             last_id=last_id,
             last_parent=last_parent,
-            context_tokens=ctx.contextTokens,
+            context_tokens=size.tokens,
             window=self.window(),
             settings=self.config.compaction,
         )
@@ -341,6 +340,9 @@ class Service:
         return settings
 
     async def compact(self, params: p.CompactParams, progress: Progress | None = None) -> dict[str, Any]:
+        from ctxd.compaction.engine import dry_run
+        from ctxd.compaction.plan import NothingToCompact
+
         settings = self._settings(params.keepRecentTokens)
         if params.dryRun:
 
@@ -364,11 +366,13 @@ class Service:
         progress: Progress | None = None,
         retry: bool = False,
     ) -> dict[str, Any]:
+        from ctxd.compaction.engine import compact
+
         s = opened.session
         async with opened.lock:
             leaf = leaf_id or s.leaf_id()
-            before = await asyncio.to_thread(lambda: build_context(s.file, s.tree, leaf, estimates=s.estimates))
-        self._emit(p.COMPACTION_STATUS, p.CompactionStatus(s.path, "running", trigger, before.contextTokens))
+            before = await asyncio.to_thread(lambda: context_size(s.file, s.tree, leaf, estimates=s.estimates))
+        self._emit(p.COMPACTION_STATUS, p.CompactionStatus(s.path, "running", trigger, before.tokens))
         try:
             outcome = await compact(
                 s,
@@ -381,17 +385,17 @@ class Service:
                 guard=lambda fn: self._locked_call(opened, fn),
             )
         except (asyncio.CancelledError, CancelledError):
-            self._emit(p.COMPACTION_STATUS, p.CompactionStatus(s.path, "cancelled", trigger, before.contextTokens))
+            self._emit(p.COMPACTION_STATUS, p.CompactionStatus(s.path, "cancelled", trigger, before.tokens))
             raise
         except CtxdError as exc:
             self._emit(
                 p.COMPACTION_STATUS,
-                p.CompactionStatus(s.path, "failed", trigger, before.contextTokens, error=exc.message),
+                p.CompactionStatus(s.path, "failed", trigger, before.tokens, error=exc.message),
             )
             raise
         except Exception as exc:
             self._emit(
-                p.COMPACTION_STATUS, p.CompactionStatus(s.path, "failed", trigger, before.contextTokens, error=str(exc))
+                p.COMPACTION_STATUS, p.CompactionStatus(s.path, "failed", trigger, before.tokens, error=str(exc))
             )
             raise CompactionError(f"compaction failed: {exc}", session=s.path) from exc
         self._emit(
@@ -409,13 +413,15 @@ class Service:
         )
         self._emit(p.DID_CHANGE, p.DidChange(s.path, s.file.session_id, [outcome.entryId], s.leaf_id(), "ctxd"))
         async with opened.lock:
-            ctx = await asyncio.to_thread(lambda: build_context(s.file, s.tree, estimates=s.estimates))
-        self._emit(p.CONTEXT_USAGE, self._usage(s, ctx.contextTokens))
+            size = await asyncio.to_thread(lambda: context_size(s.file, s.tree, estimates=s.estimates))
+        self._emit(p.CONTEXT_USAGE, self._usage(s, size.tokens))
         out = outcome.to_json()
         out["retry"] = retry
         return out
 
     async def branch(self, params: p.BranchParams) -> dict[str, Any]:
+        from ctxd.compaction.branching import branch as run_branch
+
         opened = await self._open(params.session)
         s = opened.session
         async with opened.lock:
@@ -469,6 +475,8 @@ class Service:
                 await self._truncate(opened, leaf)
 
     async def _truncate(self, opened: OpenSession, leaf: str) -> None:
+        from ctxd.compaction.replay import truncate_by_replay
+
         s = opened.session
         window = self.window()
         outcome = await self._locked_call(opened, lambda: truncate_by_replay(s, window, leaf_id=leaf))
@@ -520,14 +528,14 @@ class Service:
             return
         s = opened.session
 
-        def work() -> tuple[Any, range, Any, Any]:
+        def work() -> tuple[Any, range, Size, Any]:
             result, new = s.refresh()
-            ctx = build_context(s.file, s.tree, estimates=s.estimates)
-            return result, new, ctx, self._decision(s, ctx)
+            size = context_size(s.file, s.tree, estimates=s.estimates)
+            return result, new, size, self._decision(s, size)
 
         try:
             async with opened.lock:
-                result, new, ctx, decision = await asyncio.to_thread(work)
+                result, new, size, decision = await asyncio.to_thread(work)
         except CtxdError as exc:
             log.warning("cannot refresh %s: %s", real, exc.message)
             return
@@ -536,7 +544,7 @@ class Service:
         ids = [] if result.reloaded else [s.tree.id_of(i) for i in result.added]
         opened.last_activity = time.monotonic()
         self._emit(p.DID_CHANGE, p.DidChange(real, s.file.session_id, ids, s.leaf_id(), "external", result.reloaded))
-        self._emit(p.CONTEXT_USAGE, self._usage(s, ctx.contextTokens))
+        self._emit(p.CONTEXT_USAGE, self._usage(s, size.tokens))
         if any(_role(s, i) == "assistant" for i in new):
             self._maybe_auto_compact(opened, decision)
 

@@ -7,8 +7,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from ctxd.formats.codec import dumps_line
-from ctxd.formats.records import CURRENT_VERSION
+from ctxd.formats.codec import CURRENT_VERSION, dumps_line
 from ctxd.store.files import Clock, atomic_write, create_private, iso_timestamp, uuid7
 from ctxd.store.listing import cwd_dirname, session_filename
 

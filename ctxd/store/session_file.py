@@ -24,9 +24,8 @@ from ctxd.errors import (
     SessionError,
     UnsupportedVersionError,
 )
-from ctxd.formats.codec import LineHead, decode_any, decode_head, dumps_line, head_from_dict
+from ctxd.formats.codec import CURRENT_VERSION, LineHead, decode_any, decode_head, dumps_line, head_from_dict
 from ctxd.formats.migrate import migrate_body, migrate_head_roles, migrate_heads
-from ctxd.formats.records import CURRENT_VERSION
 from ctxd.store.files import Clock, atomic_write, iso_timestamp, locked, new_entry_id, write_all
 from ctxd.store.scan import Diagnostic, ScannedLine, scan
 

@@ -7,8 +7,6 @@ does not exist (orphans) are reported and treated as roots; cycles cannot loop f
 
 from __future__ import annotations
 
-from collections import deque
-
 from ctxd.formats.codec import LineHead
 from ctxd.store.session_file import LEAF_MARKER, SessionFile
 
@@ -28,7 +26,7 @@ class TreeIndex:
         self.depth: list[int] = []
         self.children: dict[int, list[int]] = {}
         self.roots: list[int] = []
-        self.orphans: list[int] = []
+        self._orphans: dict[int, None] = {}
         self.cycles: list[int] = []
         """Entries whose parent link would close a cycle (a corrupt file): kept as orphans."""
         self.labels: dict[int, str] = {}
@@ -57,6 +55,7 @@ class TreeIndex:
         parent, depth, children = self.parent, self.depth, self.children
         last_c, last_m, last_t = self.last_compaction, self.last_model, self.last_thinking
         waiting = self._waiting
+        adopted = False
         # The hot loop: one pass in file order, inlined (a hundred thousand entries per open).
         for i in range(start, len(heads)):
             head = heads[i]
@@ -72,7 +71,7 @@ class TreeIndex:
                 if pid is None:
                     self.roots.append(i)
                 else:
-                    self.orphans.append(i)
+                    self._orphans[i] = None
                     waiting.setdefault(pid, []).append(i)
             else:
                 depth.append(depth[p] + 1)
@@ -92,7 +91,9 @@ class TreeIndex:
             elif head.message is not None and head.message.role == "assistant":
                 last_m[i] = i
             if waiting and head.id is not None and head.id in waiting:
-                self._adopt(i, waiting.pop(head.id))
+                adopted = self._adopt(i, waiting.pop(head.id)) or adopted
+        if adopted:
+            self._rederive()
         return range(start, len(heads))
 
     def _own(self, i: int, head: LineHead) -> None:
@@ -113,6 +114,9 @@ class TreeIndex:
             self.last_compaction[i] = self.last_compaction[p]
             self.last_model[i] = self.last_model[p]
             self.last_thinking[i] = self.last_thinking[p]
+        else:
+            self.depth[i] = 0
+            self.last_compaction[i] = self.last_model[i] = self.last_thinking[i] = NONE
         self._own(i, head)
 
     def _index_meta(self, i: int, head: LineHead) -> None:
@@ -131,25 +135,33 @@ class TreeIndex:
             if label:
                 self.labels[i] = label
 
-    def _adopt(self, parent: int, waiting: list[int]) -> None:
-        """``parent`` arrived after children that name it: link them and re-derive their subtrees."""
+    @property
+    def orphans(self) -> list[int]:
+        """Entries whose parent does not exist (treated as roots)."""
+        return list(self._orphans)
+
+    def _adopt(self, parent: int, waiting: list[int]) -> bool:
+        """``parent`` arrived after children that name it: link them (inherited state is re-derived
+        once, at the end of the update)."""
+        linked = False
         for child in waiting:
             if self._is_above(child, parent):
                 self.cycles.append(child)  # linking would close a cycle: it stays an orphan
                 continue
-            if child in self.orphans:
-                self.orphans.remove(child)
+            self._orphans.pop(child, None)
             self.parent[child] = parent
             self.children.setdefault(parent, []).append(child)
-            queue = deque([child])
-            seen = {parent}
-            while queue:
-                node = queue.popleft()
-                if node in seen:
-                    continue  # a cycle in a corrupt file: stop rather than loop
-                seen.add(node)
-                self._inherit(node, self.parent[node], self.session.heads[node])
-                queue.extend(self.children.get(node, ()))
+            linked = True
+        return linked
+
+    def _rederive(self) -> None:
+        """Depth and inherited state for the whole tree, parents before children (O(n))."""
+        stack = [*reversed(self.roots), *reversed(self._orphans)]
+        heads = self.session.heads
+        while stack:
+            node = stack.pop()
+            self._inherit(node, self.parent[node], heads[node])
+            stack.extend(reversed(self.children.get(node, ())))
 
     def _is_above(self, node: int, start: int) -> bool:
         """True if ``node`` is ``start`` or one of its ancestors."""
