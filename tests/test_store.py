@@ -250,3 +250,13 @@ def test_tool_result_factory_parents(tmp_path: Path) -> None:
     a = assistant(None, calls=[("c1", "read", {"path": "x"})])
     r = tool_result(a["id"], "c1")
     assert r["parentId"] == a["id"] and r["message"]["toolCallId"] == "c1"
+
+
+def test_duplicate_ids_are_reported_and_the_later_wins(tmp_path: Path) -> None:
+    a, b = chain(user, assistant)
+    dup = dict(a, message={"role": "user", "content": "second copy"})
+    path = write(tmp_path / "d.jsonl", [a, b, dup])
+    sf = SessionFile.open(path)
+    assert len(sf) == 3 and sf.index[a["id"]] == 2
+    assert sf.entry_by_id(a["id"])["message"]["content"] == "second copy"
+    assert [d.line for d in sf.diagnostics if "duplicate" in d.message] == [4]

@@ -91,6 +91,8 @@ class CtxdServer(LanguageServer):
             return None
         if not isinstance(reply, dict):
             return None
+        from ctxd.compaction.engine import HookDecision  # loaded lazily, with the engine
+
         summary = reply.get("summary")
         return HookDecision(cancel=bool(reply.get("cancel")), summary=summary if isinstance(summary, str) else None)
 

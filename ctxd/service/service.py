@@ -37,10 +37,12 @@ if TYPE_CHECKING:  # the compaction engine loads on first use: it is not needed 
     from ctxd.compaction.plan import CompactionPlan
     from ctxd.compaction.summarizers import Progress
 
+    SessionHook = Callable[[str, str, CompactionPlan], Awaitable[HookDecision | None]]
+    """The client's compact/willRun hook: (session path, trigger, plan) -> its decision."""
+
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 Notify = Callable[[str, Any], None]
-SessionHook = Callable[[str, str, CompactionPlan], Awaitable[HookDecision | None]]
 
 
 class Service:

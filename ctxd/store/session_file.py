@@ -352,11 +352,14 @@ class SessionFile:
             ids = [h.id for h in new]
             if None in ids or "session" in [h.type for h in new]:
                 return False
-            unique = set(ids)
-            if len(unique) != len(ids) or not index.keys().isdisjoint(unique):
-                return False  # duplicates: the line-by-line path reports them
             first = len(heads)
+            expected = len(index) + len(ids)
             index.update(zip(ids, range(first, first + len(ids)), strict=True))  # type: ignore[arg-type]
+            if len(index) != expected:
+                # A duplicate id: undo, and let the line-by-line path report it.
+                index.clear()
+                index.update((h.id, i) for i, h in enumerate(heads) if h.id is not None)
+                return False
             heads.extend(new)
             self.offsets.extend(offsets)
             self.lengths.extend(lengths)

@@ -56,20 +56,21 @@ class TreeIndex:
         last_c, last_m, last_t = self.last_compaction, self.last_model, self.last_thinking
         waiting = self._waiting
         adopted = False
+        get = index.get
+        new_heads = heads[start:]
+        parents = [NONE if (pid := h.parentId) is None else get(pid, NONE) for h in new_heads]
+        roots = self.roots
         # The hot loop: one pass in file order, inlined (a hundred thousand entries per open).
-        for i in range(start, len(heads)):
-            head = heads[i]
-            pid = head.parentId
-            p = NONE if pid is None else index.get(pid, NONE)
-            if p >= i:
-                p = NONE  # a parent that appears later in the file: resolved when it arrives
-            if p == NONE:
+        for i, head, p in zip(range(start, len(heads)), new_heads, parents, strict=True):
+            if p >= i or p == NONE:
+                p = NONE  # a root, an orphan, or a parent that appears later in the file
                 depth.append(0)
                 last_c.append(NONE)
                 last_m.append(NONE)
                 last_t.append(NONE)
+                pid = head.parentId
                 if pid is None:
-                    self.roots.append(i)
+                    roots.append(i)
                 else:
                     self._orphans[i] = None
                     waiting.setdefault(pid, []).append(i)
@@ -84,14 +85,13 @@ class TreeIndex:
                 else:
                     kids.append(i)
             parent.append(p)
-            kind = head.type
-            if kind != "message":
+            if head.type != "message":
                 self._own(i, head)
                 self._index_meta(i, head)
             elif head.message is not None and head.message.role == "assistant":
                 last_m[i] = i
-            if waiting and head.id is not None and head.id in waiting:
-                adopted = self._adopt(i, waiting.pop(head.id)) or adopted
+            if waiting and head.id in waiting:
+                adopted = self._adopt(i, waiting.pop(head.id)) or adopted  # type: ignore[arg-type]
         if adopted:
             self._rederive()
         return range(start, len(heads))

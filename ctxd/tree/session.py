@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import os
 from collections.abc import Sequence
 from typing import Any
@@ -17,7 +18,13 @@ class Session:
 
     def __init__(self, file: SessionFile) -> None:
         self.file = file
-        self.tree = TreeIndex(file)
+        enabled = gc.isenabled()
+        gc.disable()  # many small lists at once: the collector would only slow this down
+        try:
+            self.tree = TreeIndex(file)
+        finally:
+            if enabled:
+                gc.enable()
         self.estimates: dict[int, int] = {}
         """Token estimates by entry index (valid for one generation of the file)."""
         self._generation = file.generation
