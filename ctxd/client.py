@@ -41,6 +41,8 @@ NotificationCallback = Callable[[Any], Awaitable[None] | None]
 RequestHandler = Callable[[Any], Awaitable[Any] | Any]
 """Answers a request the daemon sends to the client (e.g. ``compact/willRun``) with its result."""
 Predicate = Callable[[Any], bool]
+Trace = Callable[[str, dict[str, Any]], None]
+"""Called with ("send" or "recv", message) for every JSON-RPC message on the wire."""
 
 SERVER_EXITED = -32099
 HISTORY = 10_000
@@ -118,7 +120,8 @@ class CtxdClient:
 
     ``command`` defaults to ``[sys.executable, "-m", "ctxd", "serve"]``.  ``initialization_options``
     is sent as ``initializationOptions`` (roots, watch, autoCompact, compaction, hooks, ...).
-    ``stderr`` is where the daemon's log goes (default: this process's stderr).
+    ``stderr`` is where the daemon's log goes (default: this process's stderr).  ``trace`` sees
+    every message sent and received (for logging or debugging).
     """
 
     def __init__(
@@ -130,6 +133,7 @@ class CtxdClient:
         cwd: str | None = None,
         stderr: int | IO[Any] | None = None,
         request_timeout: float | None = 120.0,
+        trace: Trace | None = None,
     ) -> None:
         self.command = list(command) if command is not None else default_command()
         self.initialization_options = dict(initialization_options or {})
@@ -137,6 +141,7 @@ class CtxdClient:
         self.cwd = cwd
         self.stderr = stderr
         self.request_timeout = request_timeout
+        self.trace = trace
         self.process: asyncio.subprocess.Process | None = None
         self.server_info: dict[str, Any] = {}
         self.capabilities: dict[str, Any] = {}
@@ -194,7 +199,7 @@ class CtxdClient:
         if process.returncode is None:
             with contextlib.suppress(ClientError, TimeoutError, ConnectionError):
                 await self.request("shutdown", None, timeout=timeout)
-            with contextlib.suppress(ConnectionError, RuntimeError):
+            with contextlib.suppress(ClientError, ConnectionError, RuntimeError):
                 await self.notify("exit", None)
             try:
                 await asyncio.wait_for(process.wait(), timeout)
@@ -236,6 +241,8 @@ class CtxdClient:
         process = self.process
         if process is None or process.stdin is None or process.stdin.is_closing():
             raise ServerExitedError("the ctxd daemon is not running")
+        if self.trace is not None:
+            self.trace("send", message)
         process.stdin.write(encode_frame(message))
         try:
             await process.stdin.drain()
@@ -359,6 +366,8 @@ class CtxdClient:
                 except ValueError:
                     continue
                 if isinstance(message, dict):
+                    if self.trace is not None:
+                        self.trace("recv", message)
                     await self._dispatch(message)
         except (asyncio.IncompleteReadError, ConnectionError, ValueError):
             return

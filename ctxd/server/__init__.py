@@ -43,8 +43,10 @@ def serve(tcp: str | None = None, config_path: str | None = None) -> int:
             return 2
         server.start_tcp(host, int(port))
         return 0
+    from ctxd.server.stdio import serve_stdio
+
     out = _protect_stdout()
-    server.start_io(sys.stdin.buffer, out)  # type: ignore[arg-type]
+    serve_stdio(server, sys.stdin.buffer, out)  # type: ignore[arg-type]
     # pygls exits 0 on `exit` even without `shutdown`; the LSP says 1.
     return 0 if server.shutdown_requested else 1
 

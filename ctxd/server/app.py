@@ -35,7 +35,10 @@ log = logging.getLogger(__name__)
 
 def _keep_dict(obj: dict[str, Any], cls: type) -> Any:
     # pygls turns unknown methods' params into namedtuples (renaming keys); keep plain dicts.
-    return cls(**obj)
+    # JSON-RPC lets a request omit "params" (and a message may carry extra members): without
+    # defaults, cls(**obj) would fail and the request would never be answered.
+    names = [f.name for f in attrs.fields(cls)]
+    return cls(**{name: obj.get(name) for name in names})
 
 
 def converter_factory() -> Any:

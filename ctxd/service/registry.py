@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import os
 import time
+from typing import Any
 
 import attrs
 
@@ -22,6 +23,9 @@ class OpenSession:
     scheduled: asyncio.TimerHandle | None = None
     truncation_attempted: set[str] = attrs.field(factory=set)
     """Overflow errors (entry ids) for which tool-result truncation was already tried."""
+    queue: list[Any] = attrs.field(factory=list)
+    """Appends waiting for the writer (group commit)."""
+    writer: asyncio.Task[None] | None = None
 
 
 def inside(path: str, roots: list[str]) -> bool:
@@ -38,11 +42,20 @@ class Registry:
         self.roots = roots
         self.open: dict[str, OpenSession] = {}
         self._ids: dict[str, str] = {}
+        self._resolved: dict[str, str] = {}
 
     def resolve(self, ref: str) -> str:
         """The real path of the session ``ref`` names (a path, relative to a root, or an id)."""
         if not isinstance(ref, str) or not ref:
             raise SessionNotFoundError("session must be a non-empty string")
+        known = self._resolved.get(ref)
+        if known is not None and known in self.open:
+            return known  # an open session named the same way before: already checked
+        path = self._resolve(ref)
+        self._resolved[ref] = path
+        return path
+
+    def _resolve(self, ref: str) -> str:
         candidates = [ref] if os.path.isabs(ref) else [os.path.join(root, ref) for root in self.roots]
         for candidate in candidates:
             if os.path.isfile(candidate):
@@ -87,4 +100,5 @@ class Registry:
         return opened
 
     def drop(self, path: str) -> OpenSession | None:
+        self._resolved = {k: v for k, v in self._resolved.items() if v != path}
         return self.open.pop(path, None)

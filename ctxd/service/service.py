@@ -17,6 +17,8 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
+import attrs
+
 from ctxd.compaction.overflow import decide
 from ctxd.compaction.settings import CompactionSettings
 from ctxd.context.build import Size, build_context, context_size
@@ -183,29 +185,64 @@ class Service:
         use_leaf: bool,
         mode: str | None = None,
     ) -> dict[str, Any]:
+        """Queue an append; concurrent appends to one session are written together, in order, by
+        one worker-thread hop (group commit), each still acknowledged only once written."""
+        future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+        opened.queue.append(_Append(entries, parent, use_leaf, mode, future))
+        if opened.writer is None or opened.writer.done():
+            opened.writer = self.run_task(self._drain(opened), f"writer {opened.session.path}")
+        return await future
+
+    async def _drain(self, opened: OpenSession) -> None:
         s = opened.session
+        while opened.queue:
+            batch, opened.queue = opened.queue, []
 
-        def work() -> tuple[list[str], Size, Any]:
-            ids = s.append(
-                entries, parent_id=LEAF if use_leaf else parent, durability=Durability(mode) if mode else None
-            )
-            size = context_size(s.file, s.tree, estimates=s.estimates)
-            return ids, size, self._decision(s, size)
+            def work(batch: list[_Append] = batch) -> tuple[list[list[str] | BaseException], Size, Any]:
+                results: list[list[str] | BaseException] = []
+                for item in batch:
+                    try:
+                        results.append(
+                            s.append(
+                                item.entries,
+                                parent_id=LEAF if item.use_leaf else item.parent,
+                                durability=Durability(item.mode) if item.mode else None,
+                            )
+                        )
+                    except Exception as exc:  # one bad append fails alone
+                        results.append(exc)
+                size = context_size(s.file, s.tree, estimates=s.estimates)
+                return results, size, self._decision(s, size)
 
-        async with opened.lock:
-            ids, size, decision = await asyncio.to_thread(work)
-        opened.last_activity = time.monotonic()
-        usage = self._usage(s, size.tokens)
-        self._emit(p.DID_CHANGE, p.DidChange(s.path, s.file.session_id, ids, s.leaf_id(), "ctxd"))
-        self._emit(p.CONTEXT_USAGE, usage)
-        self._maybe_auto_compact(opened, decision)
-        return {
-            "ids": ids,
-            "leafId": s.leaf_id(),
-            "usage": p.to_json(usage),
-            "compactionDue": decision.trigger is not None,
-            "reason": decision.reason,
-        }
+            try:
+                async with opened.lock:
+                    results, size, decision = await asyncio.to_thread(work)
+            except BaseException as exc:
+                for item in batch:
+                    if not item.future.done():
+                        item.future.set_exception(exc if isinstance(exc, Exception) else CtxdError(str(exc)))
+                if not isinstance(exc, Exception):
+                    raise
+                continue
+            opened.last_activity = time.monotonic()
+            usage = self._usage(s, size.tokens)
+            leaf = s.leaf_id()
+            for item, result in zip(batch, results, strict=True):
+                if isinstance(result, BaseException):
+                    item.future.set_exception(result)
+                    continue
+                self._emit(p.DID_CHANGE, p.DidChange(s.path, s.file.session_id, result, leaf, "ctxd"))
+                item.future.set_result(
+                    {
+                        "ids": result,
+                        "leafId": leaf,
+                        "usage": p.to_json(usage),
+                        "compactionDue": decision.trigger is not None,
+                        "reason": decision.reason,
+                    }
+                )
+            self._emit(p.CONTEXT_USAGE, usage)
+            self._maybe_auto_compact(opened, decision)
 
     def _decision(self, s: Session, size: Size) -> Any:
         last = size.last
@@ -334,8 +371,6 @@ class Service:
     # --- compaction and branching -------------------------------------------------------------
 
     def _settings(self, keep_recent: int | None) -> CompactionSettings:
-        import attrs
-
         settings = attrs.evolve(self.config.compaction)
         if keep_recent is not None:
             settings.keepRecentTokens = keep_recent
@@ -565,3 +600,12 @@ def _header_id(path: str) -> str | None:
 def _role(s: Session, i: int) -> str | None:
     message = s.file.heads[i].message
     return message.role if message is not None else None
+
+
+@attrs.define
+class _Append:
+    entries: list[dict[str, Any]]
+    parent: str | None
+    use_leaf: bool
+    mode: str | None
+    future: asyncio.Future[dict[str, Any]]
