@@ -23,6 +23,7 @@ SESSION_ENTRY = "session/entry"
 SESSION_LABEL = "session/label"
 SESSION_FORK = "session/fork"
 SESSION_STATS = "session/stats"
+SESSION_LEDGER = "session/ledger"
 CONTEXT_BUILD = "context/build"
 COMPACT = "compact"
 BRANCH = "branch"
@@ -36,6 +37,7 @@ METHODS = (
     SESSION_LABEL,
     SESSION_FORK,
     SESSION_STATS,
+    SESSION_LEDGER,
     CONTEXT_BUILD,
     COMPACT,
     BRANCH,

@@ -343,6 +343,47 @@ class Service:
 
         return await self._with(params.session, work)
 
+    async def session_ledger(self, params: p.SessionParams) -> dict[str, Any]:
+        """Every compaction in the session, newest first: when, why, tokens, model, cost, duration."""
+
+        def work(opened: OpenSession) -> dict[str, Any]:
+            s = opened.session
+            heads = s.file.heads
+            wanted = [i for i, h in enumerate(heads) if h.type == "compaction"]
+            leaf = s.leaf()
+            active = set(s.tree.path_to_root(leaf)) if leaf is not None else set()
+            rows = []
+            for i, body in zip(wanted, s.file.entries(wanted), strict=True):
+                raw_details = body.get("details")
+                details: dict[str, Any] = raw_details if isinstance(raw_details, dict) else {}
+                raw_ledger = details.get("ctxd")
+                ledger: dict[str, Any] = raw_ledger if isinstance(raw_ledger, dict) else {}
+                summary = str(body.get("summary", ""))
+                rows.append(
+                    {
+                        "entryId": body.get("id"),
+                        "line": s.file.lines[i],
+                        "timestamp": body.get("timestamp"),
+                        "trigger": ledger.get("trigger"),
+                        "tokensBefore": body.get("tokensBefore"),
+                        "tokensAfter": ledger.get("tokensAfter"),
+                        "summarizer": ledger.get("summarizer") or ("hook" if body.get("fromHook") else None),
+                        "model": ledger.get("model"),
+                        "path": ledger.get("path"),
+                        "cost": ledger.get("cost"),
+                        "durationMs": ledger.get("durationMs"),
+                        "failures": ledger.get("failures", []),
+                        "firstKeptEntryId": body.get("firstKeptEntryId"),
+                        "onActivePath": i in active,
+                        "madeBy": "ctxd" if ledger else "other",
+                        "summaryPreview": " ".join(summary.split())[:200],
+                    }
+                )
+            rows.reverse()
+            return {"session": s.path, "compactions": rows}
+
+        return await self._with(params.session, work)
+
     # --- context ------------------------------------------------------------------------------
 
     async def context_build(self, params: p.ContextBuildParams) -> dict[str, Any]:
