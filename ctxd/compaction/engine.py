@@ -29,7 +29,6 @@ from ctxd.compaction.summarizers import (
     SummaryResult,
     create_summarizer,
 )
-from ctxd.context.build import build_context
 from ctxd.context.tokens import js_len
 from ctxd.errors import CancelledError, CompactionError
 from ctxd.tree.session import Session
@@ -213,6 +212,9 @@ async def compact(
             "messagesSummarized": len(plan.messagesToSummarize),
             "turnPrefixMessages": len(plan.turnPrefixMessages),
             "instructions": instructions,
+            # The new context: the summary, then the kept messages (plan.estimatedTokensAfter
+            # counts those without a summary allowance here).
+            "tokensAfter": (js_len(summary) + 3) // 4 + plan.estimatedTokensAfter,
         },
     }
     entry: dict[str, Any] = {
@@ -225,20 +227,20 @@ async def compact(
     if result.usage:
         entry["usage"] = _pi_usage(result.usage, result.cost)
 
-    def write() -> tuple[str, Any]:
+    def write() -> str:
         # One complete line, parented at the leaf that was summarised.
         (new_id,) = session.append([entry], parent_id=leaf)
-        return new_id, build_context(session.file, session.tree, new_id, estimates=session.estimates)
+        return new_id
 
-    entry_id, after = await guard(write)
-    details["ctxd"]["tokensAfter"] = after.estimatedTokens
+    entry_id = await guard(write)
+    tokens_after = int(details["ctxd"]["tokensAfter"])
     _report(progress, "written", 1.0)
     return CompactionOutcome(
         entryId=entry_id,
         leafId=leaf,
         firstKeptEntryId=plan.firstKeptEntryId,
         tokensBefore=plan.tokensBefore,
-        tokensAfter=after.estimatedTokens,
+        tokensAfter=tokens_after,
         summary=summary,
         trigger=trigger,
         path=path,

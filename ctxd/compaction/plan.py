@@ -14,7 +14,7 @@ from typing import Any
 import attrs
 
 from ctxd.compaction.fileops import extract_file_ops, file_lists
-from ctxd.context.build import Context, build_context, entry_message
+from ctxd.context.build import Context, context_size, entry_message
 from ctxd.context.tokens import estimate_tokens
 from ctxd.tree.index import NONE
 from ctxd.tree.session import Session
@@ -103,8 +103,11 @@ def plan_compaction(
             path = path[1:]
     else:
         path = tree.path_to_root(leaf)
-    if context is None:
-        context = build_context(file, tree, heads[leaf].id, estimates=session.estimates)
+    tokens_before = (
+        context.contextTokens
+        if context is not None
+        else context_size(file, tree, heads[leaf].id, estimates=session.estimates).tokens
+    )
 
     # Bodies of the entries that can contribute (the compaction itself never does: its summary is
     # carried as ``previousSummary``).
@@ -185,9 +188,8 @@ def plan_compaction(
     ops = extract_file_ops([*to_summarize, *prefix])
     read_files, modified_files = file_lists(ops, previous_details)
 
-    kept_ids = {heads[i].id for i in path[cut:]}
-    kept = [m for m in context.messages if m.entryId in kept_ids]
-    after = summary_tokens + sum(m.tokens for m in kept)
+    kept = [i for i in path[cut:] if messages.get(i) is not None]
+    after = summary_tokens + sum(tokens(i) for i in kept)
     return CompactionPlan(
         leafId=heads[leaf].id or "",
         firstKeptEntryId=heads[path[cut]].id or "",
@@ -196,7 +198,7 @@ def plan_compaction(
         turnStartLine=file.lines[path[turn_start]] if split and turn_start is not None else None,
         messagesToSummarize=to_summarize,
         turnPrefixMessages=prefix,
-        tokensBefore=context.contextTokens,
+        tokensBefore=tokens_before,
         estimatedTokensAfter=after,
         previousSummary=previous_summary,
         previousCompactionId=heads[prev].id if prev != NONE else None,

@@ -320,3 +320,11 @@ async def test_litellm_path_prompt_carries_previous_summary_files_and_instructio
         assert failed.path == "fallback-keep-last-turns" and len(failed.failures) == 2
         lines = Path(s.path).read_bytes()[size:].splitlines()
         assert len(lines) == 1 and json.loads(lines[0])["id"] == failed.entryId
+
+
+async def test_tokens_after_is_recorded_and_matches_the_new_context(tmp_path: Path) -> None:
+    s = session_at(tmp_path, conversation())
+    out = await compact(s, SMALL, summarizer=Scripted("ok"))
+    written = s.file.entry_by_id(out.entryId)
+    ctx = build_context(s.file, s.tree)
+    assert written["details"]["ctxd"]["tokensAfter"] == out.tokensAfter == ctx.estimatedTokens == ctx.contextTokens
