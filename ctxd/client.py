@@ -269,7 +269,7 @@ class CtxdClient:
         try:
             await self._send(message)
             limit = timeout if timeout is not None else self.request_timeout
-            return await asyncio.wait_for(future, limit)
+            return await asyncio.wait_for(asyncio.shield(future), limit)  # shielded: still pending below
         except (asyncio.CancelledError, TimeoutError):
             if not future.done():
                 with contextlib.suppress(ClientError, ConnectionError, RuntimeError):

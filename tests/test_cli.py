@@ -80,3 +80,15 @@ def test_demo_runs() -> None:
     out = ctxd("demo")
     assert out.returncode == 0, out.stderr
     assert "◀ leaf" in out.stdout and "the context for the next request" in out.stdout
+
+
+def test_exact_token_counts_for_a_named_model(tmp_path: Path) -> None:
+    e = chain(lambda p: user(p, "word " * 1000), assistant)
+    path = write(tmp_path / "s.jsonl", e)
+    out = ctxd("context", path, "--json", "--count-model", "gpt-4o")
+    assert out.returncode == 0, out.stderr
+    exact = json.loads(out.stdout)["exactTokens"]
+    assert exact["model"] == "gpt-4o" and len(exact["perMessage"]) == 2
+    # 1,000 words are 1,000 tokens in o200k (pi's estimate says 1,250); a message adds a few more.
+    assert 1_000 <= exact["perMessage"][0] <= 1_020
+    assert exact["tokens"] >= exact["perMessage"][0] and json.loads(out.stdout)["estimatedTokens"] >= 1_250

@@ -75,10 +75,11 @@ def cmd_context(args: argparse.Namespace) -> int:
         problems: list[str] = []
         out["openai"] = to_openai(messages, problems)
         out["diagnostics"].extend({"line": None, "message": p} for p in problems)
-        if args.count_model:
-            from ctxd.llm import count_tokens
+    if args.count_model:
+        from ctxd.context.exact import exact_tokens
 
-            out["exactTokens"] = {"model": args.count_model, "tokens": count_tokens(args.count_model, out["openai"])}
+        total, each = exact_tokens(messages, args.count_model)
+        out["exactTokens"] = {"model": args.count_model, "tokens": total, "perMessage": each}
     if args.json:
         _dump(out)
     elif args.format == "openai":

@@ -86,7 +86,7 @@ async def branch(
     if not summarize or old is None or old == target:
         marker = session.move_leaf(target_id) if old != target else None
         return BranchOutcome(target_id, old_id, None, marker, None, 0, None)
-    budget = max(1_000, settings.window() - BRANCH_RESERVE)
+    budget = max(1_000, settings.resolved_window() - BRANCH_RESERVE)
     messages, _ids = abandoned_messages(session, old, target, budget)
     if not messages:
         marker = session.move_leaf(target_id)

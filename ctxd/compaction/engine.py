@@ -96,7 +96,7 @@ def summarizer_for(settings: CompactionSettings) -> Summarizer:
 
 def dry_run(session: Session, settings: CompactionSettings, *, leaf_id: str | None = None) -> CompactionPlan:
     """The plan for a compaction now: writes nothing, calls no model."""
-    window = settings.window()
+    window = settings.resolved_window()
     plan = plan_compaction(session, keep_recent_tokens=settings.keep_recent(window), leaf_id=leaf_id)
     allowance = SUMMARY_ALLOWANCE_TOKENS
     if plan.previousSummary:
@@ -126,7 +126,7 @@ async def compact(
     leaf = leaf_id or session.leaf_id()
     if leaf is None:
         raise CompactionError("the session is empty: nothing to compact", path=session.path)
-    window = settings.window()
+    window = settings.resolved_window()
     try:
         plan = await guard(
             lambda: plan_compaction(session, keep_recent_tokens=settings.keep_recent(window), leaf_id=leaf)

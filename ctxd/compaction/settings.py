@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import attrs
@@ -36,6 +37,13 @@ class CompactionSettings:
 
     def window(self, model_window: int | None = None) -> int:
         return self.contextWindow or model_window or DEFAULT_CONTEXT_WINDOW
+
+    def resolved_window(self) -> int:
+        """The explicit window, else the configured model's from litellm's bundled map, else the
+        default (200k)."""
+        if self.contextWindow or not self.model:
+            return self.window()
+        return self.window(_model_window(self.model))
 
     def threshold(self, window: int) -> int:
         """Context size above which compaction is due."""
@@ -80,3 +88,10 @@ class CompactionSettings:
             elif problems is not None:
                 problems.append(f"compaction.{field.name}: invalid value {value!r}; using {default!r}")
         return out
+
+
+@functools.lru_cache(maxsize=32)
+def _model_window(model: str) -> int | None:
+    from ctxd.llm import model_context_window
+
+    return model_context_window(model)

@@ -125,6 +125,8 @@ class ContextBuildParams:
     truncateToolResults: bool = False
     contextWindow: int | None = None
     includeMessages: bool = True
+    countModel: str | None = None
+    """Also count tokens exactly with this model's tokenizer (litellm, offline)."""
 
 
 @attrs.define

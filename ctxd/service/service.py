@@ -54,7 +54,6 @@ class Service:
         self.registry = Registry(config.roots)
         self.hook: SessionHook | None = None
         """The client's compact/willRun hook, called with the session's path, the trigger and the plan."""
-        self._model_window: dict[str, int | None] = {}
         self._tasks: set[asyncio.Task[Any]] = set()
         self._announced: set[str] = set()
         """Session files announced with session/didCreate (by a method or by the watcher)."""
@@ -110,15 +109,7 @@ class Service:
             return await asyncio.to_thread(fn)
 
     def window(self, settings: CompactionSettings | None = None) -> int:
-        settings = settings or self.config.compaction
-        model = settings.model
-        if settings.contextWindow or not model:
-            return settings.window()
-        if model not in self._model_window:
-            from ctxd.llm import model_context_window
-
-            self._model_window[model] = model_context_window(model)
-        return settings.window(self._model_window[model])
+        return (settings or self.config.compaction).resolved_window()
 
     # --- sessions -----------------------------------------------------------------------------
 
@@ -405,6 +396,11 @@ class Service:
                 out["openai"] = to_openai(messages, problems)
                 out["diagnostics"] = out["diagnostics"] + [{"line": None, "message": m} for m in problems]
             out["usage"] = p.to_json(self._usage(s, ctx.contextTokens))
+            if params.countModel:
+                from ctxd.context.exact import exact_tokens
+
+                total, each = exact_tokens(messages, params.countModel)
+                out["exactTokens"] = {"model": params.countModel, "tokens": total, "perMessage": each}
             return out
 
         return await self._with(params.session, work)
