@@ -138,7 +138,13 @@ def run_demo() -> int:
 
         demo_more.run(session, root, _say, _heading)
 
+        _heading("8. the daemon: a scripted client, and another process writing the file")
+        from ctxd.cli import demo_daemon
+
+        demo_daemon.run(session.path, root, _say)
+
         _heading("9. the leaf survives a restart (pi lands on it too)")
+        session.refresh()  # the daemon and the other process wrote to it meanwhile
         reopened = Session.open(session.path)
         _say(f"leaf after reopening: {reopened.leaf_id()} (was {session.leaf_id()})")
     return 0
