@@ -73,8 +73,9 @@ async def _drive(path: str, root: str, say: Say) -> None:
         await asyncio.sleep(0.05)
         plan = await client.request("compact", {"session": path, "dryRun": True, "keepRecentTokens": 200})
         say(
-            f"-> compact (dry run): keep from line {plan['firstKeptLine']}, summarise "
-            f"{plan['messagesToSummarize']} messages, {plan['tokensBefore']:,} -> ~{plan['estimatedTokensAfter']:,}"
+            f"-> compact (dry run): keep from line {plan['firstKeptLine']}, summarise {plan['messagesToSummarize']}"
+            f" messages (+{plan['turnPrefixMessages']} of a split turn), {plan['tokensBefore']:,}"
+            f" -> ~{plan['estimatedTokensAfter']:,} tokens"
         )
         ledger = await client.request("session/ledger", {"session": path})
         say(f"-> session/ledger: {len(ledger['compactions'])} compaction(s) on record")
