@@ -515,6 +515,9 @@ class Service:
 
     def _maybe_auto_compact(self, opened: OpenSession, decision: Any) -> None:
         if not self.config.autoCompact or not self.config.compaction.enabled or decision.trigger is None:
+            if opened.scheduled is not None:
+                opened.scheduled.cancel()  # no longer due (compacted elsewhere, or disabled)
+                opened.scheduled = None
             return
         if opened.compaction is not None and not opened.compaction.done():
             return
