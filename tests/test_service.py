@@ -7,6 +7,8 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from ctxd.compaction.settings import CompactionSettings
 from ctxd.compaction.summarizers import SummaryRequest, SummaryResult
 from ctxd.service import protocol as p
@@ -135,4 +137,41 @@ async def test_reads_during_a_compaction_see_the_state_before_it(tmp_path: Path,
     out = await asyncio.wait_for(task, 10)
     written = opened.session.file.entry_by_id(out["entryId"])
     assert written["parentId"] == leaf_before
+    await svc.close()
+
+
+async def test_a_growing_claude_transcript_updates_live(tmp_path: Path) -> None:
+    from conftest import reference
+
+    from ctxd.service.watch import Watcher
+
+    claude_root = tmp_path / "claude"
+    (claude_root / "-proj").mkdir(parents=True)
+    first = reference("claude", "incremental-turn-1.jsonl").read_bytes()
+    second = reference("claude", "incremental-turn-2.jsonl").read_bytes()
+    path = claude_root / "-proj" / "s.jsonl"
+    path.write_bytes(first)
+    rec = Recorder()
+    config = Config(roots=[str(tmp_path / "pi")], transcriptRoots=[str(claude_root)], watch=True)
+    svc = Service(config, rec)
+    opened = await svc.session_open(p.SessionParams(session=str(path)))
+    watcher = Watcher(config.all_roots, svc.file_changed, step_ms=10)
+    task = asyncio.ensure_future(watcher.run())
+    await asyncio.sleep(0.3)  # the watcher is up
+    with open(path, "ab") as f:
+        f.write(second[len(first) :])
+    for _ in range(200):
+        changes = [c for c in rec.of(p.DID_CHANGE) if c["origin"] == "external" and c["ids"]]
+        if changes:
+            break
+        await asyncio.sleep(0.02)
+    assert changes and changes[0]["session"] == str(path)
+    tree = await svc.session_tree(p.SessionTreeParams(session=str(path), collapse=0))
+    assert tree["entries"] > opened["entries"] and any(r["id"] in changes[0]["ids"] for r in tree["rows"])
+    with pytest.raises(Exception, match="read-only"):
+        await svc.session_append(
+            p.SessionAppendParams(session=str(path), messages=[{"role": "user", "content": "x"}]), explicit_parent=False
+        )
+    watcher.stop()
+    await asyncio.wait_for(task, 5)
     await svc.close()

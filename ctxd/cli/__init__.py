@@ -66,6 +66,7 @@ def _parser() -> argparse.ArgumentParser:
     k.add_argument("--dry-run", action="store_true", help="plan only: write nothing, call no model")
     k.add_argument("--keep-recent-tokens", type=int)
     k.add_argument("--json", action="store_true")
+    k.add_argument("--fork-root", help="where a pi fork of a Claude Code / Codex transcript goes (default: pi's root)")
 
     sub.add_parser("demo", help="show what ctxd does on a sample session")
 

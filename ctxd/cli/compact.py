@@ -9,6 +9,7 @@ import sys
 
 from ctxd.compaction.engine import compact, dry_run
 from ctxd.compaction.settings import CompactionSettings
+from ctxd.errors import CompactionError
 from ctxd.tree.session import Session
 
 DRY_RUN_KEYS = (
@@ -49,11 +50,25 @@ def run_compact(args: argparse.Namespace) -> int:
                 f" tokens {plan.tokensBefore:,} -> about {plan.estimatedTokensAfter:,}"
             )
         return 0
+    forked_from = None
+    if session.file.read_only:
+        # Another agent's transcript is never written: compact a pi fork of it instead.
+        from ctxd.store.listing import default_roots
+
+        leaf = session.leaf_id()
+        if leaf is None:
+            raise CompactionError("the transcript is empty: nothing to compact", path=session.path)
+        forked_from = session.path
+        session = Session.open(session.fork(leaf, root=args.fork_root or default_roots()[0]))
+        print(f"{forked_from} is read-only; compacting a pi fork: {session.path}", file=sys.stderr)
     outcome = asyncio.run(
         compact(session, settings, instructions=args.instructions, progress=None if args.json else _progress)
     )
     if args.json:
-        json.dump(outcome.to_json(), sys.stdout, indent=2)
+        result = outcome.to_json()
+        if forked_from:
+            result.update(session=session.path, forkedFrom=forked_from)
+        json.dump(result, sys.stdout, indent=2)
         sys.stdout.write("\n")
     else:
         print(

@@ -14,14 +14,16 @@ from typing import Any
 import attrs
 
 from ctxd.compaction.settings import CompactionSettings
-from ctxd.store.listing import default_roots
+from ctxd.store.listing import default_roots, default_transcript_roots
 from ctxd.store.session_file import Durability
 
 
 @attrs.define
 class Config:
     roots: list[str] = attrs.field(factory=default_roots)
-    """Session roots: only files under these are served."""
+    """pi session roots (read-write; new sessions go into the first)."""
+    transcriptRoots: list[str] = attrs.field(factory=default_transcript_roots)
+    """Claude Code and Codex session folders (read-only); by default those that exist."""
     watch: bool = True
     durability: str = "flush"
     """flush | fsync | fsync-batch"""
@@ -30,6 +32,11 @@ class Config:
     """With a TTL, threshold compactions wait until just before the prompt cache would expire."""
     compaction: CompactionSettings = attrs.field(factory=CompactionSettings)
     watchStepMs: int = 10
+
+    @property
+    def all_roots(self) -> list[str]:
+        """Every root served: only files under these can be reached."""
+        return [*self.roots, *(r for r in self.transcriptRoots if r not in self.roots)]
 
     @property
     def durability_mode(self) -> Durability:
@@ -64,6 +71,12 @@ def config_from_json(data: Any, problems: list[str] | None = None, *, base: Conf
             cfg.roots = [os.path.abspath(os.path.expanduser(r)) for r in roots]
         else:
             problems.append(f"roots: expected a list of paths, got {roots!r}; using {cfg.roots}")
+    transcripts = data.get("transcriptRoots")
+    if transcripts is not None:
+        if isinstance(transcripts, list) and all(isinstance(r, str) and r for r in transcripts):
+            cfg.transcriptRoots = [os.path.abspath(os.path.expanduser(r)) for r in transcripts]
+        else:
+            problems.append(f"transcriptRoots: expected a list of paths, got {transcripts!r}")
     for key in ("watch", "autoCompact"):
         if key in data:
             if isinstance(data[key], bool):
@@ -102,6 +115,7 @@ def config_from_json(data: Any, problems: list[str] | None = None, *, base: Conf
 
 ENV_KEYS = {
     "CTXD_ROOTS": "roots",
+    "CTXD_TRANSCRIPT_ROOTS": "transcriptRoots",
     "CTXD_MODEL": "model",
     "CTXD_API_BASE": "apiBase",
     "CTXD_API_KEY": "apiKey",
@@ -129,7 +143,7 @@ def load_cli_config(path: str | None = None, environ: dict[str, str] | None = No
         problems.append(f"{path}: no such config file")
     for env, key in ENV_KEYS.items():
         if environ.get(env):
-            data[key] = environ[env].split(os.pathsep) if key == "roots" else environ[env]
+            data[key] = environ[env].split(os.pathsep) if key in ("roots", "transcriptRoots") else environ[env]
     for env, key in (("CTXD_AUTO_COMPACT", "autoCompact"), ("CTXD_WATCH", "watch")):
         if env in environ:
             data[key] = environ[env].lower() not in ("0", "false", "no", "off")

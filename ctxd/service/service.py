@@ -51,7 +51,7 @@ class Service:
     def __init__(self, config: Config, notify: Notify | None = None) -> None:
         self.config = config
         self.notify: Notify = notify or (lambda method, payload: None)
-        self.registry = Registry(config.roots)
+        self.registry = Registry(config.all_roots)
         self.hook: SessionHook | None = None
         """The client's compact/willRun hook, called with the session's path, the trigger and the plan."""
         self._tasks: set[asyncio.Task[Any]] = set()
@@ -114,9 +114,9 @@ class Service:
     # --- sessions -----------------------------------------------------------------------------
 
     async def session_list(self, params: p.SessionListParams) -> dict[str, Any]:
-        roots = self.config.roots
+        roots = self.config.all_roots
         if params.roots:
-            outside = [r for r in params.roots if not inside(r, self.config.roots)]
+            outside = [r for r in params.roots if not inside(r, self.config.all_roots)]
             if outside:
                 raise CtxdError(f"roots outside the configured roots: {outside}", roots=outside)
             roots = params.roots
@@ -428,6 +428,17 @@ class Service:
 
             return await self._with(params.session, plan)
         opened = await self._open(params.session)
+        if opened.session.file.read_only:
+            # Another agent's transcript is never written: compact a pi fork of it instead.
+            source = opened.session.path
+            leaf = params.leafId or opened.session.leaf_id()
+            if leaf is None:
+                raise CompactionError("the transcript is empty: nothing to compact", path=source)
+            fork = await self._with(params.session, lambda o: o.session.fork(leaf, root=self.config.roots[0]))
+            forked = await self._open(fork)
+            self._emit(p.DID_CREATE, p.DidCreate(fork, forked.session.file.session_id))
+            out = await self._compact(forked, settings, "manual", None, params.instructions, progress)
+            return {**out, "session": fork, "forkedFrom": source}
         return await self._compact(opened, settings, "manual", params.leafId, params.instructions, progress)
 
     async def _compact(

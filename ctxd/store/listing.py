@@ -20,6 +20,14 @@ def default_roots() -> list[str]:
     return [os.path.join(agent_dir, "sessions")]
 
 
+def default_transcript_roots() -> list[str]:
+    """Claude Code's and Codex's session folders, where they exist."""
+    home = os.path.expanduser("~")
+    claude = os.path.join(os.environ.get("CLAUDE_CONFIG_DIR") or os.path.join(home, ".claude"), "projects")
+    codex = os.path.join(os.environ.get("CODEX_HOME") or os.path.join(home, ".codex"), "sessions")
+    return [root for root in (claude, codex) if os.path.isdir(root)]
+
+
 def cwd_dirname(cwd: str) -> str:
     """pi's directory name for a working directory: ``--home-me-proj--``."""
     trimmed = cwd[1:] if cwd[:1] in ("/", "\\") else cwd
@@ -44,6 +52,9 @@ class SessionSummary:
     entries: int
     parentSession: str | None = None
     error: str | None = None
+    agent: str = "pi"
+    """Whose session: "pi" (read-write), or "claude" / "codex" (read-only transcripts)."""
+    readOnly: bool = False
 
     def to_json(self) -> dict[str, Any]:
         return attrs.asdict(self)
@@ -70,6 +81,12 @@ def summarize_file(path: str, root: str = "") -> SessionSummary:
         data = f.read()
     first_nl = data.find(b"\n")
     summary = SessionSummary(path, "", "", root, None, "", "", st.st_mtime, st.st_size, data.count(b"\n") - 1)
+    from ctxd.formats.transcripts import detect
+
+    kind = detect(data[: first_nl if first_nl >= 0 else len(data)])
+    if kind in ("claude", "codex"):
+        _summarize_transcript(kind, data, summary)
+        return summary
     try:
         header = decode_any(data[: first_nl if first_nl >= 0 else len(data)])
     except Exception:
@@ -105,6 +122,68 @@ def summarize_file(path: str, root: str = "") -> SessionSummary:
             break
         pos = data.find(b'"role":"user"', pos + 1)
     return summary
+
+
+def _lines_with(data: bytes, needle: bytes, *, last: bool = False) -> Iterable[Any]:
+    """Decoded JSON objects of the lines containing ``needle`` (first to last, or last to first)."""
+    pos = data.rfind(needle) if last else data.find(needle)
+    while pos >= 0:
+        try:
+            obj = decode_any(_line_at(data, pos))
+        except Exception:
+            obj = None
+        if isinstance(obj, dict):
+            yield obj
+        pos = (
+            data.rfind(needle, 0, data.rfind(b"\n", 0, pos) + 1)
+            if last
+            else data.find(needle, data.find(b"\n", pos) + 1 or len(data))
+        )
+        if pos < 0:
+            return
+
+
+def _summarize_transcript(kind: str, data: bytes, summary: SessionSummary) -> None:
+    """Id, cwd, name and first request of a Claude Code or Codex transcript (read-only)."""
+    summary.agent = kind
+    summary.readOnly = True
+    if kind == "claude":
+        for obj in _lines_with(data, b'"sessionId"'):
+            summary.id = str(obj.get("sessionId", ""))
+            summary.cwd = str(obj.get("cwd", ""))
+            summary.created = str(obj.get("timestamp", ""))
+            break
+        for obj in _lines_with(data, b'"summary"', last=True):
+            if obj.get("type") == "summary" and isinstance(obj.get("summary"), str):
+                summary.name = obj["summary"]
+                break
+        for obj in _lines_with(data, b'"user"'):
+            message = obj.get("message")
+            if obj.get("type") == "user" and not obj.get("isMeta") and isinstance(message, dict):
+                text = _text_of(message.get("content"))
+                if text and not text.startswith("<"):
+                    summary.title = " ".join(text.split())[:120]
+                    break
+        parts = summary.path.split(os.sep)
+        if len(parts) >= 3 and parts[-2] == "subagents":
+            summary.parentSession = os.sep.join(parts[:-2]) + SESSION_SUFFIX
+    else:
+        for obj in _lines_with(data, b'"session_meta"'):
+            payload = obj.get("payload") if isinstance(obj.get("payload"), dict) else {}
+            summary.id = str(payload.get("id", ""))
+            summary.cwd = str(payload.get("cwd", ""))
+            summary.created = str(payload.get("timestamp", obj.get("timestamp", "")))
+            break
+        for obj in _lines_with(data, b'"user"'):
+            payload = obj.get("payload") if isinstance(obj.get("payload"), dict) else {}
+            if payload.get("type") == "message" and payload.get("role") == "user":
+                text = " ".join(
+                    str(b.get("text", "")) for b in payload.get("content") or [] if isinstance(b, dict)
+                ).strip()
+                if text and not text.startswith("<") and not text.startswith("#"):
+                    summary.title = " ".join(text.split())[:120]
+                    break
+    summary.entries = data.count(b"\n")
 
 
 def iter_session_files(root: str) -> Iterable[str]:

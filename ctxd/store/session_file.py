@@ -63,6 +63,9 @@ class SessionFile:
     """An indexed pi session file. Not safe for concurrent use without the caller's own locking
     except :meth:`append`, which serialises itself (across threads and processes)."""
 
+    read_only = False
+    """True for other agents' transcripts (see :mod:`ctxd.store.transcript`)."""
+
     def __init__(self, path: str, *, durability: Durability = Durability.FLUSH, clock: Clock = time.time):
         self.path = os.path.abspath(path)
         self.durability = durability

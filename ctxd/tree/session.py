@@ -10,6 +10,7 @@ from typing import Any
 from ctxd.store.create import create_session
 from ctxd.store.files import new_entry_id
 from ctxd.store.session_file import LEAF, LEAF_MARKER, Durability, RefreshResult, SessionFile
+from ctxd.store.transcript import open_session_file
 from ctxd.tree.index import NONE, TreeIndex
 
 
@@ -31,7 +32,8 @@ class Session:
 
     @classmethod
     def open(cls, path: str, *, durability: Durability = Durability.FLUSH) -> Session:
-        return cls(SessionFile.open(path, durability=durability))
+        """A pi session, or a read-only Claude Code / Codex transcript."""
+        return cls(open_session_file(path, durability=durability))
 
     @property
     def path(self) -> str:

@@ -1,0 +1,650 @@
+"""Claude Code transcripts (``~/.claude/projects/<munged cwd>/<session>.jsonl``) as pi v3 entries.
+
+What maps to what:
+
+==============================================  ==================================================================
+Claude line                                     pi entry
+==============================================  ==================================================================
+``assistant`` lines sharing ``message.id``      ONE ``message`` (assistant): id = the first line's uuid, blocks in
+                                                order (text, thinking, redacted_thinking -> thinking with
+                                                ``redacted``, tool_use -> toolCall), usage/model of the last line,
+                                                ``stopReason`` from ``stop_reason``
+``user`` with ``tool_result`` blocks            one ``message`` (toolResult) per block, chained; other blocks of the
+                                                line follow as a user message
+``user`` (text / images)                        ``message`` (user); string content kept as a string
+``user`` with ``isMeta``                        ``custom`` ``claude.user.meta``
+``system`` ``compact_boundary`` + the next      ONE ``compaction`` (id = the boundary's uuid, parent = the entry of
+``user`` with ``isCompactSummary``              ``logicalParentUuid``, summary = the summary line's text)
+``summary`` (session titles)                    ``session_info`` ``{name}``
+anything else (system, progress, attachment,    ``custom`` ``claude.<type>[.<subtype>]`` with ``data`` = the line
+file-history-snapshot, queue-operation, ...)
+==============================================  ==================================================================
+
+Decisions where the format is ambiguous:
+
+- Ids: Claude's ``uuid`` is kept; lines without one get ``line_id(n)`` (8 hex digits of the line number); the
+  second and later entries made from one line get ``<uuid>.<k>``. A line's uuid then stands for the LAST entry
+  made from it, so its children chain after all of them. A repeated uuid is reported and the line skipped.
+- Lines without a uuid (file-history-snapshot, queue-operation, summary) are *spliced* into the main chain: each
+  is parented to the current main-chain tail, and a later line whose parent is that tail is parented to the
+  spliced entry instead. The chain stays linear, with no one-entry side branches; the same holds for lines
+  before the first message (the first ``parentUuid: null`` line chains after them, so the file is one tree).
+- Tool results: a result parented (by ``parentUuid``) to a merged assistant entry chains after the results
+  already hanging there, so when Claude interleaves ``tool_use`` lines of one response with their results, the
+  results still form one chain under the assistant (not siblings). When ``parentUuid`` is missing or unknown the
+  result goes under the entry holding its ``tool_use``. The nearest message ancestor of every toolResult is
+  the assistant holding its toolCall (custom entries such as snapshots or progress may sit in between; they do
+  not enter the context).
+- ``stopReason``: end_turn -> stop, tool_use -> toolUse, max_tokens / model_context_window_exceeded -> length,
+  other values -> stop; with no ``stop_reason`` on any line (Claude logs ``null`` while streaming) it is toolUse
+  when the message holds a toolCall, else stop. ``isApiErrorMessage`` lines -> ``error`` with ``errorMessage``.
+- Usage: input_tokens -> input, output_tokens -> output, cache_read_input_tokens -> cacheRead,
+  cache_creation_input_tokens -> cacheWrite, totalTokens = their sum. Messages of the ``<synthetic>`` model
+  (interruptions, API errors) carry no usage: they were never an API response, and a zero usage would read as an
+  empty context.
+- Compaction: ``firstKeptEntryId`` is the compaction's OWN id. Claude keeps nothing verbatim across the
+  boundary, so the context at any leaf after it is the summary followed by the entries after the compaction.
+  pi's builder reads an id not before the compaction as "nothing kept"; ctxd's builder treats the compaction
+  itself as the first kept entry (inclusive ancestor) and emits the same messages without a diagnostic (a
+  later entry, such as the compaction's first child, would not be an ancestor and would be reported). The id
+  is also stable while the file grows. ``tokensBefore`` = ``compactMetadata.preTokens``; ``details`` =
+  ``{trigger, preTokens, source: "claude"}``. An ``isCompactSummary`` line with no boundary before it becomes a
+  compaction of its own (tokensBefore 0).
+- Sidechains (``isSidechain``, older layout): placed as ``parentUuid`` says; a sidechain root (no parent) goes
+  under the assistant entry whose Task/Agent toolCall has the same prompt, else it is a root. They never move
+  the main-chain leaf. In a subagent file (``agent-*.jsonl``, or no path and the first line is a sidechain line
+  with an ``agentId``) every line is main-chain.
+- Leaf: the last main-chain entry in file order. Spliced lines are on the main chain, so it may be a title or a
+  snapshot written after the last message; its path is the conversation, and those entries add nothing to the
+  context.
+- ``isMeta`` user lines are custom entries, as specified; note that Claude Code does send some of them (command
+  caveats, skill bodies) to the model, so ctxd's context for a Claude session can be slightly smaller than
+  Claude's.
+- Header: ``id`` = ``sessionId`` (a subagent file: its file stem, with ``sessionId``, ``agentId`` and
+  ``parentSession`` as extras), ``cwd``, ``timestamp`` of the first dated line, ``cliVersion`` (Claude's
+  ``version``; pi's ``version`` is the format's), ``gitBranch``, ``model`` (the first real model).
+- ``toolUseResult`` (Claude's structured copy of a tool's output) is not copied into the entry: it duplicates
+  the result text and can be large; the source line (``ctxdSource.lines``) still has it.
+- Blocks that fit no pi block (server tool use, web search results, documents, ...) become text blocks holding
+  ``[<type>] <json>`` (a short marker when the JSON exceeds 4000 characters).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from ctxd.formats.transcripts._base import (
+    EPOCH_ISO,
+    IdAllocator,
+    Transcript,
+    as_bytes,
+    as_dict,
+    as_int,
+    as_str,
+    complete_lines,
+    decode_line,
+    finish_entries,
+    iso_ms,
+    line_id,
+    opaque_block,
+)
+
+ROOT = ""
+"""Key of the virtual root in the splice map (never an entry id)."""
+
+STOP_REASONS = {
+    "end_turn": "stop",
+    "tool_use": "toolUse",
+    "max_tokens": "length",
+    "model_context_window_exceeded": "length",
+    "stop_sequence": "stop",
+    "pause_turn": "stop",
+    "refusal": "stop",
+}
+TASK_TOOLS = frozenset({"Task", "Agent"})
+
+
+def map_claude(data: bytes, path: str = "") -> Transcript:
+    """Map a Claude Code transcript (the whole file's bytes) onto pi v3 entries; never raises."""
+    mapper = _ClaudeMapper(path if isinstance(path, str) else "")
+    try:
+        for number, raw in complete_lines(as_bytes(data)):
+            obj, reason = decode_line(number, raw)
+            if obj is None:
+                if reason:
+                    mapper.diagnostics.append((number, reason))
+                continue
+            try:
+                mapper.line(number, obj)
+            except Exception as exc:  # a shape nobody foresaw: report it, serve the rest
+                mapper.diagnostics.append((number, f"could not map: {exc!r}"))
+    except Exception as exc:
+        mapper.diagnostics.append((0, f"mapping stopped: {exc!r}"))
+    return mapper.result()
+
+
+def claude_subagent_files(session_path: str) -> list[str]:
+    """Subagent transcripts of a Claude session: ``<session>/subagents/agent-*.jsonl`` (newer layout) and
+    ``agent-*.jsonl`` beside the session whose lines carry the session's id (older layout). Never raises."""
+    try:
+        main = Path(session_path)
+        if main.name.startswith("agent-"):
+            return []
+        found: list[str] = []
+        nested = main.parent / main.stem / "subagents"
+        try:
+            if nested.is_dir():
+                found.extend(str(p) for p in sorted(nested.glob("agent-*.jsonl")) if p.is_file())
+        except OSError:
+            pass
+        session_id = _first_session_id(main) or main.stem
+        try:
+            beside = sorted(main.parent.glob("agent-*.jsonl"))
+        except OSError:
+            beside = []
+        found.extend(str(p) for p in beside if p.is_file() and _first_session_id(p) == session_id)
+        return found
+    except Exception:
+        return []
+
+
+def _first_session_id(path: Path, max_lines: int = 20) -> str | None:
+    """The first ``sessionId`` in the first few lines of a file, or None."""
+    try:
+        with path.open("rb") as f:
+            for number, raw in enumerate(f, 1):
+                if number > max_lines:
+                    break
+                obj, _ = decode_line(number, raw)
+                if obj is not None and isinstance(obj.get("sessionId"), str):
+                    return str(obj["sessionId"])
+    except OSError:
+        return None
+    return None
+
+
+def _parent_session(path: str, session_id: str | None) -> str | None:
+    """The main session file of a subagent file at ``path``."""
+    p = Path(path)
+    if p.parent.name == "subagents":
+        return str(p.parent.parent) + ".jsonl"
+    if session_id:
+        return str(p.parent / f"{session_id}.jsonl")
+    return None
+
+
+def claude_usage(value: Any) -> dict[str, Any] | None:
+    if not isinstance(value, dict):
+        return None
+    inp = as_int(value.get("input_tokens"))
+    out = as_int(value.get("output_tokens"))
+    read = as_int(value.get("cache_read_input_tokens"))
+    write = as_int(value.get("cache_creation_input_tokens"))
+    return {
+        "input": inp,
+        "output": out,
+        "cacheRead": read,
+        "cacheWrite": write,
+        "totalTokens": inp + out + read + write,
+    }
+
+
+def _image_block(block: dict[str, Any]) -> dict[str, Any]:
+    source = as_dict(block.get("source"))
+    data = source.get("data")
+    if source.get("type") == "base64" and isinstance(data, str):
+        return {"type": "image", "data": data, "mimeType": as_str(source.get("media_type")) or "image/png"}
+    url = source.get("url")
+    if isinstance(url, str):
+        return {"type": "text", "text": f"[image: {url}]"}
+    return opaque_block("image", block)
+
+
+def _content_block(block: Any) -> dict[str, Any]:
+    """A user-side block (user message or tool result content) as a pi text or image block."""
+    if isinstance(block, str):
+        return {"type": "text", "text": block}
+    if not isinstance(block, dict):
+        return opaque_block("block", block)
+    kind = block.get("type")
+    if kind == "text" and isinstance(block.get("text"), str):
+        return {"type": "text", "text": block["text"]}
+    if kind == "image":
+        return _image_block(block)
+    return opaque_block(kind if isinstance(kind, str) and kind else "block", block)
+
+
+def _assistant_blocks(content: Any) -> list[dict[str, Any]]:
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}] if content else []
+    if not isinstance(content, list):
+        return []
+    out: list[dict[str, Any]] = []
+    for block in content:
+        if not isinstance(block, dict):
+            out.append(_content_block(block))
+            continue
+        kind = block.get("type")
+        if kind == "text" and isinstance(block.get("text"), str):
+            out.append({"type": "text", "text": block["text"]})
+        elif kind == "thinking" and isinstance(block.get("thinking"), str):
+            thinking: dict[str, Any] = {"type": "thinking", "thinking": block["thinking"]}
+            if isinstance(block.get("signature"), str):
+                thinking["thinkingSignature"] = block["signature"]
+            out.append(thinking)
+        elif kind == "redacted_thinking":
+            redacted: dict[str, Any] = {"type": "thinking", "thinking": "", "redacted": True}
+            if isinstance(block.get("data"), str):
+                redacted["thinkingSignature"] = block["data"]
+            out.append(redacted)
+        elif kind == "tool_use":
+            args = block.get("input")
+            out.append(
+                {
+                    "type": "toolCall",
+                    "id": as_str(block.get("id")) or "",
+                    "name": as_str(block.get("name")) or "",
+                    "arguments": args if isinstance(args, dict) else ({} if args is None else {"input": args}),
+                }
+            )
+        else:
+            out.append(_content_block(block))
+    return out
+
+
+def _text_of(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = [b["text"] for b in content if isinstance(b, dict) and isinstance(b.get("text"), str)]
+        return "\n".join(parts)
+    return ""
+
+
+class _ClaudeMapper:
+    def __init__(self, path: str) -> None:
+        self.path = path
+        # A subagent file is known by its name; without a path, by its first line (see ``line``).
+        self.subagent: bool | None = os.path.basename(path).startswith("agent-") if path else None
+        self.entries: list[dict[str, Any]] = []
+        self.lines: list[int] = []
+        self.diagnostics: list[tuple[int, str]] = []
+        self.ids = IdAllocator()
+        self.by_id: dict[str, dict[str, Any]] = {}
+        self.alias: dict[str, str] = {}
+        """Source uuid -> the entry standing for that line (merged lines -> the merged entry)."""
+        self.after: dict[str, str] = {}
+        """Splice map: entry id (or ROOT) -> the entry chained after it that later children hang from."""
+        self.responses: dict[str, dict[str, Any]] = {}
+        """``message.id`` -> its merged assistant entry."""
+        self.raw_stop: dict[str, str] = {}
+        self.api_errors: set[str] = set()
+        self.tool_owner: dict[str, tuple[str, str]] = {}
+        """tool_use id -> (entry id, tool name)."""
+        self.task_prompts: dict[str, str] = {}
+        self.filled: set[str] = set()
+        self.main_leaf: str | None = None
+        self.last_entry: str | None = None
+        self.first_ts: str | None = None
+        self.last_ts: str | None = None
+        self.meta: dict[str, str] = {}
+
+    # --- per line --------------------------------------------------------------------------------
+
+    def line(self, number: int, obj: dict[str, Any]) -> None:
+        kind = obj.get("type")
+        kind = kind if isinstance(kind, str) else ""
+        ts = as_str(obj.get("timestamp"))
+        if ts:
+            self.first_ts = self.first_ts or ts
+            self.last_ts = ts
+        self._note_meta(obj)
+        if self.subagent is None and "isSidechain" in obj:
+            self.subagent = obj.get("isSidechain") is True and isinstance(obj.get("agentId"), str)
+        uuid = as_str(obj.get("uuid")) or None
+        if uuid is not None and uuid in self.alias:
+            self.diagnostics.append((number, f"duplicate uuid {uuid}; line skipped"))
+            return
+        main = bool(self.subagent) or obj.get("isSidechain") is not True
+        stamp = ts or self.last_ts
+        message = obj.get("message")
+        if kind == "assistant" and isinstance(message, dict):
+            self._assistant(number, obj, uuid, main, stamp, message)
+        elif kind == "user" and isinstance(message, dict):
+            if obj.get("isCompactSummary") is True:
+                self._compact_summary(number, obj, uuid, main, stamp, message)
+            elif obj.get("isMeta") is True:
+                self._custom(number, obj, uuid, main, stamp, "claude.user.meta")
+            else:
+                self._user(number, obj, uuid, main, stamp, message)
+        elif kind == "system" and obj.get("subtype") == "compact_boundary":
+            self._boundary(number, obj, uuid, main, stamp)
+        elif kind == "summary" and isinstance(obj.get("summary"), str):
+            self._title(number, obj, uuid, main, stamp)
+        else:
+            if kind in ("user", "assistant"):
+                self.diagnostics.append((number, f"{kind} line without a message object; kept as a custom entry"))
+            subtype = obj.get("subtype")
+            custom_type = f"claude.{kind or 'unknown'}"
+            if isinstance(subtype, str) and subtype:
+                custom_type += f".{subtype}"
+            self._custom(number, obj, uuid, main, stamp, custom_type)
+
+    def _note_meta(self, obj: dict[str, Any]) -> None:
+        for src, dst in (
+            ("sessionId", "sessionId"),
+            ("cwd", "cwd"),
+            ("version", "cliVersion"),
+            ("gitBranch", "gitBranch"),
+            ("agentId", "agentId"),
+        ):
+            value = obj.get(src)
+            if dst not in self.meta and isinstance(value, str) and value:
+                self.meta[dst] = value
+
+    # --- placement -------------------------------------------------------------------------------
+
+    def _tail(self, eid: str | None) -> str | None:
+        """The entry new children of ``eid`` hang from: ``eid`` itself or the last entry spliced after it."""
+        start = ROOT if eid is None else eid
+        key = start
+        while key in self.after:
+            key = self.after[key]
+        if key != start and self.after.get(start) != key:
+            self.after[start] = key  # path compression: same answer, no repeated walks
+        return None if key == ROOT else key
+
+    def _parent(
+        self, number: int, obj: dict[str, Any], uuid: str | None, main: bool, prompt: str | None = None
+    ) -> str | None:
+        parent = obj.get("parentUuid")
+        if isinstance(parent, str) and parent:
+            target = self.alias.get(parent)
+            if target is not None:
+                return self._tail(target)
+            self.diagnostics.append((number, f"parentUuid {parent} is not in the file; attached to the previous entry"))
+            if main:
+                return self._tail(self.main_leaf)
+        if uuid is None or main:
+            # A uuid-less line splices after the main-chain tail; a main-chain root chains after the lines
+            # spliced before the first message (if any), so the file stays one tree.
+            return self._tail(self.main_leaf if uuid is None else None)
+        # A sidechain root: under the entry whose Task call launched it, when that is identifiable.
+        return self.task_prompts.get(prompt) if prompt else None
+
+    def _add(
+        self,
+        eid: str,
+        kind: str,
+        parent: str | None,
+        stamp: str | None,
+        number: int,
+        source_kind: str,
+        fields: dict[str, Any],
+        main: bool,
+        *,
+        splice: bool = False,
+    ) -> dict[str, Any]:
+        entry: dict[str, Any] = {"type": kind, "id": eid, "parentId": parent, "timestamp": stamp}
+        entry.update(fields)
+        entry["ctxdSource"] = {"lines": [number], "kind": source_kind}
+        self.entries.append(entry)
+        self.lines.append(number)
+        self.by_id[eid] = entry
+        if splice:
+            self.after[ROOT if parent is None else parent] = eid
+        if main:
+            self.main_leaf = eid
+        self.last_entry = eid
+        return entry
+
+    # --- line kinds ------------------------------------------------------------------------------
+
+    def _assistant(
+        self, number: int, obj: dict[str, Any], uuid: str | None, main: bool, stamp: str | None, message: dict[str, Any]
+    ) -> None:
+        response_id = as_str(message.get("id")) or None
+        blocks = _assistant_blocks(message.get("content"))
+        entry = self.responses.get(response_id) if response_id else None
+        if entry is not None:
+            content = entry["message"]["content"]
+            for block in blocks:
+                if block not in content:
+                    content.append(block)
+            entry["ctxdSource"]["lines"].append(number)
+        else:
+            parent = self._parent(number, obj, uuid, main)
+            eid = self.ids.take(uuid or line_id(number))
+            msg: dict[str, Any] = {
+                "role": "assistant",
+                "content": blocks,
+                "api": "anthropic-messages",
+                "provider": "anthropic",
+                "model": "",
+                "stopReason": "stop",
+                "timestamp": iso_ms(stamp),
+            }
+            if response_id:
+                msg["responseId"] = response_id
+            entry = self._add(eid, "message", parent, stamp, number, "assistant", {"message": msg}, main)
+            if response_id:
+                self.responses[response_id] = entry
+        eid = entry["id"]
+        if uuid:
+            self.alias[uuid] = eid
+        self._update_response(entry, message, obj)
+        for block in blocks:
+            if block["type"] != "toolCall":
+                continue
+            self.tool_owner.setdefault(block["id"], (eid, block["name"]))
+            prompt = block["arguments"].get("prompt")
+            if block["name"] in TASK_TOOLS and isinstance(prompt, str):
+                self.task_prompts.setdefault(prompt, eid)
+
+    def _update_response(self, entry: dict[str, Any], message: dict[str, Any], obj: dict[str, Any]) -> None:
+        msg = entry["message"]
+        eid = entry["id"]
+        model = as_str(message.get("model"))
+        if model:
+            msg["model"] = model
+            if model != "<synthetic>":
+                self.meta.setdefault("model", model)
+        usage = claude_usage(message.get("usage"))
+        if usage is not None and msg["model"] != "<synthetic>":
+            msg["usage"] = usage
+        raw = message.get("stop_reason")
+        if isinstance(raw, str) and raw:
+            self.raw_stop[eid] = raw
+        if obj.get("isApiErrorMessage") is True:
+            self.api_errors.add(eid)
+        if eid in self.api_errors:
+            msg["stopReason"] = "error"
+            msg["errorMessage"] = _text_of(msg["content"]) or "API error"
+            msg.pop("usage", None)
+        elif eid in self.raw_stop:
+            msg["stopReason"] = STOP_REASONS.get(self.raw_stop[eid], "stop")
+        else:
+            has_call = any(b.get("type") == "toolCall" for b in msg["content"])
+            msg["stopReason"] = "toolUse" if has_call else "stop"
+
+    def _user(
+        self, number: int, obj: dict[str, Any], uuid: str | None, main: bool, stamp: str | None, message: dict[str, Any]
+    ) -> None:
+        content = message.get("content")
+        ms = iso_ms(stamp)
+        results: list[dict[str, Any]] = []
+        rest: Any = content
+        if isinstance(content, list):
+            results = [b for b in content if isinstance(b, dict) and b.get("type") == "tool_result"]
+            if results:
+                rest = [b for b in content if not (isinstance(b, dict) and b.get("type") == "tool_result")]
+        bodies: list[dict[str, Any]] = [self._tool_result(number, block, ms) for block in results]
+        if not results or rest:
+            if isinstance(rest, str):
+                user_content: Any = rest
+            else:
+                user_content = [_content_block(b) for b in rest] if isinstance(rest, list) else []
+            bodies.append({"role": "user", "content": user_content, "timestamp": ms})
+
+        # The first entry's parent.
+        target: str | None = None
+        parent_uuid = as_str(obj.get("parentUuid"))
+        if results:
+            target = self.alias.get(parent_uuid) if parent_uuid else None
+            if target is None:
+                owner = self.tool_owner.get(bodies[0]["toolCallId"])
+                target = owner[0] if owner else None
+        if target is not None:
+            parent = self._tail(target)
+        else:
+            parent = self._parent(number, obj, uuid, main, prompt=_text_of(content) or None)
+
+        base = uuid or line_id(number)
+        previous: str | None = None
+        for k, body in enumerate(bodies):
+            eid = self.ids.take(base if k == 0 else f"{base}.{k}")
+            where = parent if previous is None else previous
+            self._add(eid, "message", where, stamp, number, "user", {"message": body}, main)
+            if previous is not None:
+                self.after[previous] = eid
+            elif uuid is None:
+                self.after[ROOT if where is None else where] = eid
+            elif results and target is not None and where is not None and self._is_assistant(target):
+                # Later results of the same response chain after this one rather than becoming siblings.
+                self.after[where] = eid
+            previous = eid
+        if uuid and previous is not None:
+            self.alias[uuid] = previous
+
+    def _is_assistant(self, eid: str) -> bool:
+        entry = self.by_id.get(eid)
+        return entry is not None and entry.get("type") == "message" and entry["message"].get("role") == "assistant"
+
+    def _tool_result(self, number: int, block: dict[str, Any], ms: int | None) -> dict[str, Any]:
+        call_id = as_str(block.get("tool_use_id")) or ""
+        owner = self.tool_owner.get(call_id)
+        if owner is None:
+            self.diagnostics.append((number, f"tool_result for unknown tool_use_id {call_id!r}"))
+        content = block.get("content")
+        if isinstance(content, str):
+            blocks = [{"type": "text", "text": content}]
+        elif isinstance(content, list):
+            blocks = [_content_block(b) for b in content]
+        else:
+            blocks = []
+        return {
+            "role": "toolResult",
+            "toolCallId": call_id,
+            "toolName": owner[1] if owner else "",
+            "content": blocks,
+            "isError": block.get("is_error") is True,
+            "timestamp": ms,
+        }
+
+    def _boundary(self, number: int, obj: dict[str, Any], uuid: str | None, main: bool, stamp: str | None) -> None:
+        meta = as_dict(obj.get("compactMetadata"))
+        pre = as_int(meta.get("preTokens"))
+        logical = as_str(obj.get("logicalParentUuid"))
+        target = self.alias.get(logical) if logical else None
+        if target is not None:
+            parent = self._tail(target)
+        else:
+            if logical:
+                self.diagnostics.append((number, f"logicalParentUuid {logical} is not in the file"))
+            parent = self._tail(self.main_leaf) if main else None
+        eid = self.ids.take(uuid or line_id(number))
+        fields = {
+            "summary": "",
+            "firstKeptEntryId": eid,
+            "tokensBefore": pre,
+            "details": {"trigger": meta.get("trigger"), "preTokens": pre, "source": "claude"},
+        }
+        self._add(eid, "compaction", parent, stamp, number, "system", fields, main)
+        if uuid:
+            self.alias[uuid] = eid
+
+    def _compact_summary(
+        self, number: int, obj: dict[str, Any], uuid: str | None, main: bool, stamp: str | None, message: dict[str, Any]
+    ) -> None:
+        text = _text_of(message.get("content"))
+        parent_uuid = as_str(obj.get("parentUuid"))
+        target = self.alias.get(parent_uuid) if parent_uuid else None
+        boundary = self.by_id.get(target) if target else None
+        if boundary is not None and boundary["type"] == "compaction" and boundary["id"] not in self.filled:
+            boundary["summary"] = text
+            boundary["ctxdSource"]["lines"].append(number)
+            self.filled.add(boundary["id"])
+            if uuid:
+                self.alias[uuid] = boundary["id"]
+            return
+        parent = self._parent(number, obj, uuid, main)
+        eid = self.ids.take(uuid or line_id(number))
+        fields = {"summary": text, "firstKeptEntryId": eid, "tokensBefore": 0, "details": {"source": "claude"}}
+        self._add(eid, "compaction", parent, stamp, number, "user", fields, main, splice=uuid is None)
+        self.filled.add(eid)
+        if uuid:
+            self.alias[uuid] = eid
+
+    def _title(self, number: int, obj: dict[str, Any], uuid: str | None, main: bool, stamp: str | None) -> None:
+        parent = self._parent(number, obj, uuid, main)
+        eid = self.ids.take(uuid or line_id(number))
+        self._add(
+            eid, "session_info", parent, stamp, number, "summary", {"name": obj["summary"]}, main, splice=uuid is None
+        )
+        if uuid:
+            self.alias[uuid] = eid
+
+    def _custom(
+        self, number: int, obj: dict[str, Any], uuid: str | None, main: bool, stamp: str | None, custom_type: str
+    ) -> None:
+        parent = self._parent(number, obj, uuid, main)
+        eid = self.ids.take(uuid or line_id(number))
+        kind = obj.get("type")
+        fields = {"customType": custom_type, "data": obj}
+        self._add(
+            eid,
+            "custom",
+            parent,
+            stamp,
+            number,
+            kind if isinstance(kind, str) else "",
+            fields,
+            main,
+            splice=uuid is None,
+        )
+        if uuid:
+            self.alias[uuid] = eid
+
+    # --- result ----------------------------------------------------------------------------------
+
+    def result(self) -> Transcript:
+        meta = self.meta
+        header: dict[str, Any] = {
+            "type": "session",
+            "version": 3,
+            "id": meta.get("sessionId") or (Path(self.path).stem if self.path else ""),
+            "timestamp": self.first_ts or EPOCH_ISO,
+            "cwd": meta.get("cwd", ""),
+            "agent": "claude",
+        }
+        for key in ("model", "gitBranch", "cliVersion"):
+            if key in meta:
+                header[key] = meta[key]
+        leaf = self.main_leaf
+        if self.subagent:
+            leaf = self.last_entry
+            if "sessionId" in meta:
+                header["sessionId"] = meta["sessionId"]
+            if "agentId" in meta:
+                header["agentId"] = meta["agentId"]
+            if self.path:
+                header["id"] = Path(self.path).stem
+                parent = _parent_session(self.path, meta.get("sessionId"))
+                if parent:
+                    header["parentSession"] = parent
+            elif "agentId" in meta:
+                header["id"] = f"agent-{meta['agentId']}"
+        finish_entries(self.entries, self.lines, self.diagnostics, self.first_ts)
+        return Transcript("claude", header, self.entries, self.lines, self.diagnostics, leaf)

@@ -1,0 +1,153 @@
+"""Other agents' transcripts (Claude Code, Codex) as read-only session files.
+
+The adapters in :mod:`ctxd.formats.transcripts` map a whole file onto pi v3 entries; this class
+serves the mapped entries through :class:`SessionFile`'s interface, so the tree, context building,
+dry-run compaction and the editors work on them unchanged.  Nothing is ever written to these files.
+
+A refresh re-maps the file: appended lines usually only add entries (reported as such), but a
+line can also grow an earlier entry (one API response spread over several lines) or be inserted
+mid-file (Claude subagent files between two snapshots); those are reported as a reload.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from ctxd.errors import BadHeaderError, ReadOnlySessionError, SessionError
+from ctxd.formats.codec import head_from_dict
+from ctxd.formats.transcripts import Transcript, detect, map_transcript
+from ctxd.store.scan import Diagnostic
+from ctxd.store.session_file import RefreshResult, SessionFile
+
+FINGERPRINT = 4096
+"""Bytes before the consumed end compared on refresh, to notice a rewrite or a mid-file insertion."""
+
+
+class TranscriptFile(SessionFile):
+    read_only = True
+
+    def __init__(self, path: str, **kwargs: Any) -> None:
+        super().__init__(path, **kwargs)
+        self.kind = ""
+        self._leaf: str | None = None
+        self._fingerprint = b""
+        self._bodies_list: list[dict[str, Any]] = []
+
+    def load(self) -> None:
+        data, identity = self._read()
+        transcript = map_transcript(data, self.path)
+        if transcript is None:
+            raise BadHeaderError("not a pi, Claude Code or Codex session file; refusing it", path=self.path, line=1)
+        self._reset()
+        self._identity = identity
+        self._install(transcript, data)
+        self.generation += 1
+
+    def refresh(self) -> RefreshResult:
+        try:
+            st = os.stat(self.path)
+        except FileNotFoundError as exc:
+            raise SessionError("session file disappeared", path=self.path) from exc
+        if (st.st_dev, st.st_ino) == self._identity and st.st_size == self._end:
+            return RefreshResult(range(len(self.heads), len(self.heads)))
+        data, identity = self._read()
+        start = max(0, self._end - FINGERPRINT)
+        same_prefix = identity == self._identity and data[start : self._end] == self._fingerprint
+        transcript = map_transcript(data, self.path)
+        if transcript is None:
+            raise BadHeaderError("the file is no longer a session transcript", path=self.path, line=1)
+        old = self._bodies_list
+        new = transcript.entries
+        if same_prefix and len(new) >= len(old) and new[: len(old)] == old:
+            first = len(self.heads)
+            self._extend(transcript, first)
+            self._leaf = transcript.leaf_id
+            self._end = data.rfind(b"\n") + 1
+            self._fingerprint = data[max(0, self._end - FINGERPRINT) : self._end]
+            self._diagnose(transcript)
+            return RefreshResult(range(first, len(self.heads)))
+        self._reset()
+        self._identity = identity
+        self._install(transcript, data)
+        self.generation += 1
+        return RefreshResult(range(len(self.heads)), reloaded=True)
+
+    def leaf_index(self) -> int | None:
+        if self._leaf is not None and self._leaf in self.index:
+            return self.index[self._leaf]
+        return super().leaf_index()
+
+    def append(self, entries: Any, **kwargs: Any) -> list[str]:
+        raise ReadOnlySessionError(
+            f"{self.kind or 'this'} transcript is read-only: fork it to a pi session to write", path=self.path
+        )
+
+    def move_leaf(self, entry_id: str | None) -> str:
+        self.append([])
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    # --- internals ----------------------------------------------------------------------------
+
+    def _read(self) -> tuple[bytes, tuple[int, int]]:
+        fd = self._open_read()
+        try:
+            st = os.fstat(fd)
+            chunks = []
+            while True:
+                chunk = os.read(fd, 1 << 22)
+                if not chunk:
+                    break
+                chunks.append(chunk)
+        finally:
+            os.close(fd)
+        return b"".join(chunks), (st.st_dev, st.st_ino)
+
+    def _install(self, transcript: Transcript, data: bytes) -> None:
+        self.kind = transcript.kind
+        self.header = dict(transcript.header)
+        self.version = 3
+        self._bodies_list = []
+        self._extend(transcript, 0)
+        self._leaf = transcript.leaf_id
+        self._end = data.rfind(b"\n") + 1
+        self._fingerprint = data[max(0, self._end - FINGERPRINT) : self._end]
+        self._next_line = data.count(b"\n", 0, self._end) + 1
+        self._diagnose(transcript)
+
+    def _extend(self, transcript: Transcript, first: int) -> None:
+        for entry, line in zip(transcript.entries[first:], transcript.lines[first:], strict=True):
+            i = len(self.heads)
+            self.heads.append(head_from_dict(entry))
+            self.offsets.append(-1)
+            self.lengths.append(0)
+            self.lines.append(line)
+            self._bodies[i] = entry
+            self._bodies_list.append(entry)
+            if isinstance(entry.get("id"), str):
+                self.index[entry["id"]] = i
+
+    def _diagnose(self, transcript: Transcript) -> None:
+        known = {(d.line, d.message) for d in self.diagnostics}
+        for line, reason in transcript.diagnostics:
+            if (line, reason) not in known:
+                self.diagnostics.append(Diagnostic(self.path, line, reason))
+
+
+def sniff(path: str) -> str | None:
+    """The format of a session file from its first line: "pi", "claude", "codex" or None."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(1 << 16)
+    except OSError:
+        return None
+    first = head.split(b"\n", 1)[0]
+    return detect(first) if first.strip() else None
+
+
+def open_session_file(path: str, **kwargs: Any) -> SessionFile:
+    """A pi session file, or a read-only view of a Claude Code / Codex transcript."""
+    kind = sniff(path)
+    if kind in ("claude", "codex"):
+        return TranscriptFile.open(path, **kwargs)
+    return SessionFile.open(path, **kwargs)
