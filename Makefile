@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint typecheck unit bench clean
+.PHONY: demo test lint typecheck unit nvim-test bench clean
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -25,7 +25,11 @@ typecheck: $(STAMP)
 unit: $(STAMP)
 	$(BIN)/pytest -q
 
-test: lint typecheck unit
+# The editors' suites run first, so pytest's summary is CI's closing line.
+nvim-test: $(STAMP)
+	bash editors/neovim/scripts/test.sh
+
+test: lint typecheck nvim-test unit
 
 bench: $(STAMP)
 	$(BIN)/python bench/run.py

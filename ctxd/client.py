@@ -156,6 +156,7 @@ class CtxdClient:
         self._reader_task: asyncio.Task[None] | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
         self._closed = False
+        self._eof = False
 
     # --- lifecycle ------------------------------------------------------------------------------
 
@@ -239,7 +240,7 @@ class CtxdClient:
 
     async def _send(self, message: dict[str, Any]) -> None:
         process = self.process
-        if process is None or process.stdin is None or process.stdin.is_closing():
+        if process is None or process.stdin is None or process.stdin.is_closing() or self._eof:
             raise ServerExitedError("the ctxd daemon is not running")
         if self.trace is not None:
             self.trace("send", message)
@@ -335,7 +336,7 @@ class CtxdClient:
                     found = find()
                     if found is not None:
                         return found.params
-                    if self._reader_task is not None and self._reader_task.done():
+                    if self._eof:
                         raise ServerExitedError(f"the ctxd daemon exited before {method} arrived")
                     await self._arrived.wait()
 
@@ -372,6 +373,7 @@ class CtxdClient:
         except (asyncio.IncompleteReadError, ConnectionError, ValueError):
             return
         finally:
+            self._eof = True
             self._fail_pending()
             async with self._arrived:
                 self._arrived.notify_all()

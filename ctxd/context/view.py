@@ -130,8 +130,10 @@ def preview(entry: Mapping[str, Any]) -> tuple[str, str]:
     return kind or "?", one_line(str({k: v for k, v in entry.items() if k not in ("id", "parentId")}))
 
 
-def node(session: Session, i: int, depth: int, active: set[int], leaf: int | None) -> TreeNode:
-    entry = session.file.entry(i)
+def node(
+    session: Session, i: int, depth: int, active: set[int], leaf: int | None, entry: dict[str, Any] | None = None
+) -> TreeNode:
+    entry = session.file.entry(i) if entry is None else entry
     role, text = preview(entry)
     msg = entry_message(entry)
     tokens = session.estimates.get(i)
@@ -187,18 +189,17 @@ def project(
     leaf = session.leaf()
     active = set(tree.path_to_root(leaf)) if leaf is not None else set()
     roots = [r for r in tree.roots + tree.orphans if not tree.is_leaf_marker(r)]
-    rows: list[Row] = []
+    # First the shape (which rows, at which depth), then one batched read of the shown entries.
+    specs: list[tuple[int, int, list[int] | None]] = []
     # Each stack item: (entry index, depth).
     stack: list[tuple[int, int]] = [(r, 0) for r in reversed(sorted(roots))]
-    emitted = 0
     total = 0
 
     def emit(i: int, depth: int, hidden: list[int] | None = None) -> None:
         # Rows outside the page are counted, never built (building one reads its entry).
-        nonlocal emitted, total
-        if total >= offset and (limit is None or emitted < limit):
-            rows.append(_collapsed(session, hidden, depth, active) if hidden else node(session, i, depth, active, leaf))
-            emitted += 1
+        nonlocal total
+        if total >= offset and (limit is None or len(specs) < limit):
+            specs.append((i, depth, hidden))
         total += 1
 
     while stack:
@@ -222,6 +223,12 @@ def project(
         kids = _visible_children(session, run[-1])
         child_depth = depth + 1 if len(kids) > 1 else depth
         stack.extend((k, child_depth) for k in reversed(kids))
+    shown_entries = [i for i, _, hidden in specs if not hidden]
+    bodies = dict(zip(shown_entries, session.file.entries(shown_entries), strict=True))
+    rows: list[Row] = [
+        _collapsed(session, hidden, depth, active) if hidden else node(session, i, depth, active, leaf, bodies[i])
+        for i, depth, hidden in specs
+    ]
     return rows, total
 
 

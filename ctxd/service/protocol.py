@@ -234,8 +234,8 @@ _converter.register_structure_hook(str | int | None, _token)
 
 def structure_params(params: Any, cls: type[P]) -> P:
     """``params`` (a dict) as ``cls``, or InvalidParams naming the field that does not fit."""
-    if params is None:
-        params = {}
+    if params is None or params == []:
+        params = {}  # some clients (Lua's empty table) send [] for "no params"
     if not isinstance(params, dict):
         raise InvalidParams(f"params must be an object, not {type(params).__name__}")
     fields = {f.name: f for f in attrs.fields(cls)}  # type: ignore[arg-type]

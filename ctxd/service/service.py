@@ -260,6 +260,7 @@ class Service:
         def work(opened: OpenSession) -> dict[str, Any]:
             s = opened.session
             rows, total = project(s, collapse=params.collapse, offset=params.offset, limit=params.limit)
+            size = context_size(s.file, s.tree, estimates=s.estimates)
             return {
                 "session": s.path,
                 "sessionId": s.file.session_id,
@@ -269,6 +270,8 @@ class Service:
                 "total": total,
                 "offset": params.offset,
                 "rows": [r.to_json() for r in rows],
+                "usage": p.to_json(self._usage(s, size.tokens)),
+                "readOnly": s.file.read_only,
             }
 
         return await self._with(params.session, work)
@@ -367,6 +370,8 @@ class Service:
                         "firstKeptEntryId": body.get("firstKeptEntryId"),
                         "onActivePath": i in active,
                         "madeBy": "ctxd" if ledger else "other",
+                        "instructions": ledger.get("instructions"),
+                        "messagesSummarized": ledger.get("messagesSummarized"),
                         "summaryPreview": " ".join(summary.split())[:200],
                     }
                 )
@@ -520,6 +525,9 @@ class Service:
             )
         new = [i for i in (outcome.summaryEntryId, outcome.markerId) if i]
         self._emit(p.DID_CHANGE, p.DidChange(s.path, s.file.session_id, new, s.leaf_id(), "ctxd"))
+        async with opened.lock:
+            size = await asyncio.to_thread(lambda: context_size(s.file, s.tree, estimates=s.estimates))
+        self._emit(p.CONTEXT_USAGE, self._usage(s, size.tokens))
         return outcome.to_json()
 
     # --- auto-compaction ----------------------------------------------------------------------
