@@ -22,7 +22,7 @@ from typing import Any
 class CtxdError(Exception):
     """Base class. ``code`` is the JSON-RPC error code; ``data`` is structured detail for clients."""
 
-    code = -32000
+    code = -31000
 
     def __init__(self, message: str, **data: Any) -> None:
         super().__init__(message)
@@ -31,7 +31,7 @@ class CtxdError(Exception):
 
 
 class SessionError(CtxdError):
-    code = -32010
+    code = -31010
 
     def __init__(self, message: str, *, path: str | None = None, line: int | None = None, **data: Any):
         where = f"{path}:{line}" if path and line else (path or "")
@@ -41,23 +41,23 @@ class SessionError(CtxdError):
 
 
 class BadHeaderError(SessionError):
-    code = -32011
+    code = -31011
 
 
 class UnsupportedVersionError(SessionError):
-    code = -32012
+    code = -31012
 
 
 class ReadOnlySessionError(SessionError):
-    code = -32013
+    code = -31013
 
 
 class SessionNotFoundError(CtxdError):
-    code = -32001
+    code = -31001
 
 
 class EntryNotFoundError(CtxdError):
-    code = -32002
+    code = -31002
 
     def __init__(self, entry_id: str, *, path: str | None = None):
         super().__init__(f"no entry {entry_id!r} in {path or 'the session'}", entryId=entry_id, path=path)
@@ -65,11 +65,11 @@ class EntryNotFoundError(CtxdError):
 
 
 class InvalidEntryError(CtxdError):
-    code = -32003
+    code = -31003
 
 
 class CompactionError(CtxdError):
-    code = -32020
+    code = -31020
 
 
 class CancelledError(CtxdError):

@@ -260,3 +260,17 @@ def test_duplicate_ids_are_reported_and_the_later_wins(tmp_path: Path) -> None:
     assert len(sf) == 3 and sf.index[a["id"]] == 2
     assert sf.entry_by_id(a["id"])["message"]["content"] == "second copy"
     assert [d.line for d in sf.diagnostics if "duplicate" in d.message] == [4]
+
+
+def test_a_failed_reload_keeps_the_last_good_state(tmp_path: Path) -> None:
+    entries = chain(user, assistant, user)
+    path = write(tmp_path / "s.jsonl", entries)
+    sf = SessionFile.open(path)
+    generation = sf.generation
+    Path(path).write_text("")  # caught half-rewritten by another process
+    with pytest.raises(BadHeaderError):
+        sf.refresh()
+    assert len(sf) == 3 and sf.session_id == "sess-1" and sf.generation == generation
+    write(path, entries[:1])
+    result = sf.refresh()
+    assert result.reloaded and len(sf) == 1 and sf.generation == generation + 1

@@ -14,7 +14,7 @@ from typing import Any
 
 import attrs
 
-from ctxd.compaction.engine import summarizer_for
+from ctxd.compaction.engine import Guard, inline, summarizer_for
 from ctxd.compaction.fileops import extract_file_ops, file_lists, format_file_blocks
 from ctxd.compaction.settings import CompactionSettings
 from ctxd.compaction.summarizers import OfflineSummarizer, Progress, Summarizer, SummarizerError, SummaryRequest
@@ -78,18 +78,22 @@ async def branch(
     summarizer: Summarizer | None = None,
     instructions: str | None = None,
     progress: Progress | None = None,
+    guard: Guard[Any] = inline,
 ) -> BranchOutcome:
+    """Move the leaf to ``target_id``; with ``summarize``, leave a summary of the branch left.
+
+    Reading and writing the session run inside ``guard`` (the daemon runs them off its loop)."""
     settings = settings or CompactionSettings()
     target = session.file.require(target_id)
     old = session.leaf()
     old_id = session.leaf_id()
     if not summarize or old is None or old == target:
-        marker = session.move_leaf(target_id) if old != target else None
+        marker = await guard(lambda: session.move_leaf(target_id)) if old != target else None
         return BranchOutcome(target_id, old_id, None, marker, None, 0, None)
     budget = max(1_000, settings.resolved_window() - BRANCH_RESERVE)
-    messages, _ids = abandoned_messages(session, old, target, budget)
+    messages, _ids = await guard(lambda: abandoned_messages(session, old, target, budget))
     if not messages:
-        marker = session.move_leaf(target_id)
+        marker = await guard(lambda: session.move_leaf(target_id))
         return BranchOutcome(target_id, old_id, None, marker, None, 0, None)
     chosen = summarizer or summarizer_for(settings)
     request = SummaryRequest(messages=messages, custom_instructions=instructions, kind="branch")
@@ -120,7 +124,7 @@ async def branch(
             },
         },
     }
-    (entry_id,) = session.append([entry], parent_id=target_id)
+    (entry_id,) = await guard(lambda: session.append([entry], parent_id=target_id))
     return BranchOutcome(
         leafId=entry_id,
         previousLeafId=old_id,

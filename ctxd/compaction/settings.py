@@ -83,6 +83,12 @@ class CompactionSettings:
                 ok = value is None or isinstance(value, str)
             elif isinstance(default, bool):
                 ok = isinstance(value, bool)
+            elif field.name in ("reserveTokens", "keepRecentTokens", "keepLastTurns", "maxAttempts", "timeoutSeconds"):
+                ok = (
+                    isinstance(value, int | float)
+                    and not isinstance(value, bool)
+                    and value >= (1 if field.name in ("maxAttempts", "keepLastTurns") else 0)
+                )
             if ok:
                 setattr(out, field.name, value)
             elif problems is not None:

@@ -2,9 +2,9 @@
 
 Codes (documented in docs/protocol.md):
     -32602  invalid params (``data.field`` names the field)
-    -32001  unknown session          -32002  unknown entry       -32003  invalid entry
-    -32010  unusable session file    -32011  bad header          -32012  unsupported version
-    -32013  read-only session        -32020  compaction failed   -32800  cancelled
+    -31001  unknown session          -31002  unknown entry       -31003  invalid entry
+    -31010  unusable session file    -31011  bad header          -31012  unsupported version
+    -31013  read-only session        -31020  compaction failed   -32800  cancelled
     -32603  internal error (a bug; the daemon keeps running)
 """
 
@@ -19,7 +19,7 @@ from ctxd.service.protocol import InvalidParams
 
 
 class CtxdJsonRpcError(JsonRpcException):
-    CODE = -32000
+    CODE = -31000
 
 
 def to_jsonrpc(exc: BaseException) -> JsonRpcException:

@@ -60,12 +60,9 @@ async def _pump(
         except ValueError as exc:
             _error(writer, -32700, f"parse error: {exc}")
             continue
-        if (
-            not isinstance(data, dict)
-            or data.get("jsonrpc") != "2.0"
-            or not ("method" in data or "result" in data or "error" in data)
-        ):
-            _error(writer, -32600, "invalid request: expected a JSON-RPC 2.0 object")
+        problem = _invalid(data)
+        if problem:
+            _error(writer, -32600, f"invalid request: {problem}")
             continue
         method = data.get("method")
         if method == "shutdown":
@@ -86,6 +83,21 @@ async def _pump(
 
                 err = to_jsonrpc(exc)
                 protocol._send_response(msg_id, error=err.to_response_error())
+
+
+def _invalid(data: object) -> str | None:
+    """Why ``data`` is not a JSON-RPC 2.0 message, or None."""
+    if not isinstance(data, dict):
+        return "expected a JSON-RPC 2.0 object"
+    if data.get("jsonrpc") != "2.0":
+        return 'expected "jsonrpc": "2.0"'
+    if "id" in data and (isinstance(data["id"], bool) or not isinstance(data["id"], str | int | None)):
+        return "the id must be a string, a number or null"
+    if "method" in data:
+        return None if isinstance(data["method"], str) else "the method must be a string"
+    if "result" in data or "error" in data:
+        return None
+    return "expected a method (a request or notification) or a result (a response)"
 
 
 def serve_stdio(server: LanguageServer, stdin: BinaryIO, stdout: BinaryIO) -> None:

@@ -73,7 +73,8 @@ class Registry:
     def _find_id(self, session_id: str) -> str | None:
         for root in self.roots:
             for path in iter_session_files(root):
-                if session_id in os.path.basename(path):
+                # pi names files <time>_<id>.jsonl, Claude <id>.jsonl, Codex rollout-<time>-<id>.jsonl.
+                if len(session_id) >= 8 and os.path.basename(path).endswith(f"{session_id}.jsonl"):
                     try:
                         if summarize_file(path).id == session_id:
                             return self.remember(session_id, path)

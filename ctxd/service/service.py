@@ -522,6 +522,7 @@ class Service:
                 summarize=params.summarize,
                 settings=self.config.compaction,
                 instructions=params.instructions,
+                guard=asyncio.to_thread,
             )
         new = [i for i in (outcome.summaryEntryId, outcome.markerId) if i]
         self._emit(p.DID_CHANGE, p.DidChange(s.path, s.file.session_id, new, s.leaf_id(), "ctxd"))

@@ -72,6 +72,8 @@ class SessionFile:
         self.clock = clock
         self._write_lock = threading.Lock()
         self._append_fd: int | None = None
+        self.generation = 0
+        """Bumped on every full reload: cached views of this file must be rebuilt."""
         self._reset()
 
     def _reset(self) -> None:
@@ -88,8 +90,6 @@ class SessionFile:
         self._next_line = 2
         self._identity: tuple[int, int] = (0, 0)
         self._header_bytes = b""
-        self.generation = 0
-        """Bumped on every full reload: cached views of this file must be rebuilt."""
 
     # --- reading ------------------------------------------------------------------------------
 
@@ -113,6 +113,7 @@ class SessionFile:
     def load(self) -> None:
         """Read and index the whole file (raises BadHeaderError if line 1 is not a session header)."""
         fd = self._open_read()
+        saved = dict(self.__dict__)
         try:
             self._reset()
             st = os.fstat(fd)
@@ -127,6 +128,11 @@ class SessionFile:
                     gc.enable()
             self._finish_migration(0)
             self.generation += 1
+        except BaseException:
+            # A reload that fails (a file caught half-rewritten) leaves the last good state.
+            self.__dict__.clear()
+            self.__dict__.update(saved)
+            raise
         finally:
             os.close(fd)
 

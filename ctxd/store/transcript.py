@@ -39,7 +39,7 @@ class TranscriptFile(SessionFile):
         transcript = map_transcript(data, self.path)
         if transcript is None:
             raise BadHeaderError("not a pi, Claude Code or Codex session file; refusing it", path=self.path, line=1)
-        self._reset()
+        self._reset()  # only now: a file that fails to map leaves the last good state
         self._identity = identity
         self._install(transcript, data)
         self.generation += 1

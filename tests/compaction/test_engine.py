@@ -328,3 +328,22 @@ async def test_tokens_after_is_recorded_and_matches_the_new_context(tmp_path: Pa
     written = s.file.entry_by_id(out.entryId)
     ctx = build_context(s.file, s.tree)
     assert written["details"]["ctxd"]["tokensAfter"] == out.tokensAfter == ctx.estimatedTokens == ctx.contextTokens
+
+
+def test_invalid_settings_are_reported_and_defaulted() -> None:
+    problems: list[str] = []
+    s = CompactionSettings.from_json({"reserveTokens": -5, "maxAttempts": 0, "keepRecentTokens": "x"}, problems)
+    assert (s.reserveTokens, s.maxAttempts, s.keepRecentTokens) == (16_384, 2, 20_000)
+    assert len(problems) == 3 and all("invalid value" in p for p in problems)
+
+
+async def test_an_offline_summary_makes_the_context_smaller(tmp_path: Path) -> None:
+    words = " ".join(f"word{j}" for j in range(200))
+    turns = [{"type": "message", "message": {"role": "user", "content": words}} for _ in range(6)]
+    s = session_at(tmp_path, [])
+    for t in turns:
+        s.append(
+            [t, {"type": "message", "message": {"role": "assistant", "content": [{"type": "text", "text": words}]}}]
+        )
+    out = await compact(s, CompactionSettings(keepRecentTokens=500))
+    assert out.path == "offline" and out.tokensAfter < out.tokensBefore

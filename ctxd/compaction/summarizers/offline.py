@@ -46,6 +46,7 @@ from ctxd.compaction.summarizers.facts import (
     short,
 )
 from ctxd.compaction.summarizers.serialize import content_text, middle_truncate
+from ctxd.context.tokens import estimate_tokens
 
 
 @attrs.frozen
@@ -72,6 +73,8 @@ _STOPWORDS = frozenset(
         """,
     )
 )
+MIN_HISTORY_CHARS = 1_500
+"""The abridged history's smallest budget, however little there is to summarise."""
 _THREAD_THRESHOLD = 5_000
 """Requests with more messages than this are summarised in a worker thread, off the event loop."""
 
@@ -102,9 +105,19 @@ class OfflineSummarizer:
     async def summarize(self, request: SummaryRequest, progress: Progress | None = None) -> SummaryResult:
         report(progress, "offline summary", 0.0)
         size = len(request.messages) + len(request.turn_prefix)
-        text = await asyncio.to_thread(self.build, request) if size > _THREAD_THRESHOLD else self.build(request)
+        builder = self._scaled(request)
+        text = await asyncio.to_thread(builder.build, request) if size > _THREAD_THRESHOLD else builder.build(request)
         report(progress, "done", 1.0)
         return SummaryResult(text=text, summarizer=self.name, model=None, path="offline", calls=0)
+
+    def _scaled(self, request: SummaryRequest) -> OfflineSummarizer:
+        """A summariser whose history budget is at most half of what it summarises: a summary must
+        make the context smaller, never larger."""
+        chars = 4 * sum(estimate_tokens(m) for m in (*request.messages, *request.turn_prefix))
+        budget = max(MIN_HISTORY_CHARS, chars // 2)
+        if budget >= self.limits.total_chars:
+            return self
+        return OfflineSummarizer(attrs.evolve(self.limits, total_chars=budget))
 
     # -- the whole summary -------------------------------------------------------------------------------------
 

@@ -1,0 +1,69 @@
+"""docs/protocol.md covers the whole protocol, and its recorded examples are well-formed JSON-RPC."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import attrs
+
+from ctxd import errors
+from ctxd.compaction.settings import CompactionSettings
+from ctxd.service import protocol as p
+from ctxd.service.config import Config
+
+from .harness import REPO
+
+DOC = (REPO / "docs" / "protocol.md").read_text(encoding="utf-8")
+BLOCK = re.compile(r"<!-- example: (.+?) -->\n```jsonc\n((?:(?!```)[^\n]*\n)*)```")
+
+
+def examples() -> dict[str, list[tuple[str, dict]]]:  # type: ignore[type-arg]
+    out = {}
+    for name, body in BLOCK.findall(DOC):
+        messages = []
+        for chunk in re.split(r"^(?=--> |<-- )", body, flags=re.M):
+            if chunk.strip():
+                arrow, text = chunk[:3], chunk[4:]
+                messages.append((arrow, json.loads(text)))
+        out[name] = messages
+    return out
+
+
+def test_every_example_is_recorded_and_well_formed() -> None:
+    found = examples()
+    assert len(found) == DOC.count("<!-- example:")
+    for name, messages in found.items():
+        assert messages, f"example {name!r} is empty: run tests/server/protocol_examples.py --update"
+        for arrow, message in messages:
+            assert arrow in ("-->", "<--") and message["jsonrpc"] == "2.0", (name, message)
+
+
+def test_every_method_and_notification_is_documented_with_an_example() -> None:
+    sent = {m["method"] for ms in examples().values() for a, m in ms if a == "-->" and "method" in m}
+    received = {m["method"] for ms in examples().values() for a, m in ms if a == "<--" and "method" in m}
+    for method in p.METHODS:
+        assert f"### {method}\n" in DOC, method
+        assert method in sent, f"no recorded request for {method}"
+    for note in p.NOTIFICATIONS:
+        assert note in received, f"no recorded {note}"
+        assert f"`{note}`" in DOC or f"### {note}" in DOC
+    assert p.COMPACT_WILL_RUN in received and "$/progress" in received
+    assert {"initialize", "initialized", "shutdown", "exit", "$/cancelRequest"} <= sent
+
+
+def test_every_error_code_is_documented() -> None:
+    codes = {cls.code for cls in vars(errors).values() if isinstance(cls, type) and issubclass(cls, errors.CtxdError)}
+    codes |= {-32600, -32601, -32602, -32603}
+    for code in codes:
+        assert f"| {code} |" in DOC, code
+    shown = {m["error"]["code"] for ms in examples().values() for _, m in ms if "error" in m}
+    assert {-32600, -32601, -32602, -31001, -31002, -31003, -31011, -31020, -32800} <= shown
+
+
+def test_every_configuration_key_is_documented() -> None:
+    for field in attrs.fields(Config):
+        assert f"`{field.name}`" in DOC, field.name
+    for field in attrs.fields(CompactionSettings):
+        assert f"`{field.name}`" in DOC, field.name
+    assert "`hooks.compactWillRun`" in DOC
