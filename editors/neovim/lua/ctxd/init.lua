@@ -192,7 +192,7 @@ function M.preview(opts, cb)
     client().request('compact', params, function(err, plan)
       local buf
       if err then
-        vim.notify('ctxd: ' .. client().message(err), err.code == -32020 and vim.log.levels.WARN or vim.log.levels.ERROR)
+        vim.notify('ctxd: ' .. client().message(err), err.code == -31020 and vim.log.levels.WARN or vim.log.levels.ERROR)
       else
         buf = require('ctxd.views').preview(path, plan)
       end
