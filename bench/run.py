@@ -67,10 +67,40 @@ def verdict(metric: str, size: str, value: float) -> tuple[str, str]:
     return f"{op} {bound:g}", "met" if ok else "MISSED"
 
 
+DAEMON = [
+    ("spawn_p50_ms", "spawn -> initialize reply (ms, p50)", "<=", 300),
+    ("append_p50_ms", "session/append round trip (ms, p50)", "<=", 1),
+    ("append_pipelined_per_s", "session/append, one connection (/s)", ">=", 3000),
+    ("context_build_p50_ms", "context/build, compacted 100k (ms, p50)", "<=", 15),
+    ("external_p50_ms", "external append -> didChange (ms, p50)", "<=", 50),
+    ("external_p99_ms", "external append -> didChange (ms, p99)", "<=", 150),
+    ("idle_cpu_percent", "idle CPU, 1,000 watched files (%)", "<=", 1),
+]
+
+
+def daemon(big: Path) -> dict[str, Any]:
+    done = subprocess.run(
+        [sys.executable, str(HERE / "daemon_bench.py"), str(big)], check=True, capture_output=True, text=True
+    )
+    return json.loads(done.stdout)  # type: ignore[no-any-return]
+
+
+def print_daemon(r: dict[str, Any]) -> None:
+    print()
+    print(f"{'daemon':<44} {'ctxd':>10} {'target':>10}")
+    for key, label, op, bound in DAEMON:
+        value = r.get(key)
+        if value is None:
+            continue
+        ok = value <= bound if op == "<=" else value >= bound
+        print(f"{label:<44} {value:10.2f} {op + ' ' + format(bound, 'g'):>10} {'met' if ok else 'MISSED':>6}")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--sizes", default="1k,10k,100k")
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--no-daemon", action="store_true", help="skip the daemon's benchmark")
     args = parser.parse_args()
     results: dict[str, dict[str, Any]] = {}
     for size in args.sizes.split(","):
@@ -78,8 +108,11 @@ def main() -> int:
         opened = run(path, "open")
         rest = run(path, "all")
         results[size] = {**rest, **opened}
+    daemon_results = None
+    if not args.no_daemon:
+        daemon_results = daemon(ensure("100k" if "100k" in args.sizes.split(",") else args.sizes.split(",")[-1]))
     if args.json:
-        json.dump(results, sys.stdout, indent=2)
+        json.dump({"store": results, "daemon": daemon_results}, sys.stdout, indent=2)
         return 0
     rows = [
         ("open_s", "open + index (s, median of 5)"),
@@ -111,6 +144,8 @@ def main() -> int:
             f"{'':>5} {'':>8}  (context: {r['context_messages']} messages; summary of "
             f"{r['offline_summary_messages']} messages; RSS with everything loaded {r['rss_mb_all']:.0f} MB)"
         )
+    if daemon_results is not None:
+        print_daemon(daemon_results)
     return 0
 
 
