@@ -92,3 +92,44 @@ def test_exact_token_counts_for_a_named_model(tmp_path: Path) -> None:
     # 1,000 words are 1,000 tokens in o200k (pi's estimate says 1,250); a message adds a few more.
     assert 1_000 <= exact["perMessage"][0] <= 1_020
     assert exact["tokens"] >= exact["perMessage"][0] and json.loads(out.stdout)["estimatedTokens"] >= 1_250
+
+
+def test_serve_over_tcp_on_loopback(tmp_path: Path) -> None:
+    import socket
+    import time
+
+    from ctxd.client import decode_frames, encode_frame
+
+    probe = socket.socket()
+    probe.bind(("127.0.0.1", 0))
+    port = probe.getsockname()[1]
+    probe.close()
+    daemon = subprocess.Popen(
+        [sys.executable, "-m", "ctxd", "serve", "--tcp", f"127.0.0.1:{port}"], cwd=REPO, stderr=subprocess.DEVNULL
+    )
+    try:
+        for _ in range(200):
+            try:
+                conn = socket.create_connection(("127.0.0.1", port))
+                break
+            except OSError:
+                time.sleep(0.05)
+        init = {"capabilities": {}, "initializationOptions": {"roots": [str(tmp_path)], "transcriptRoots": []}}
+        conn.sendall(encode_frame({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": init}))
+        conn.sendall(encode_frame({"jsonrpc": "2.0", "id": 2, "method": "session/list", "params": {}}))
+        got: list[dict[str, object]] = []
+        buf = b""
+        while len(got) < 2:
+            buf += conn.recv(65536)
+            msgs, buf = decode_frames(buf)
+            got += msgs
+        assert got[1] == {"jsonrpc": "2.0", "id": 2, "result": {"roots": [str(tmp_path)], "sessions": []}}
+        conn.sendall(encode_frame({"jsonrpc": "2.0", "id": 3, "method": "shutdown"}))
+        conn.sendall(encode_frame({"jsonrpc": "2.0", "method": "exit"}))
+        assert daemon.wait(30) == 0
+    finally:
+        daemon.kill()
+    refused = subprocess.run(
+        [sys.executable, "-m", "ctxd", "serve", "--tcp", "0.0.0.0:1"], capture_output=True, text=True
+    )
+    assert refused.returncode == 2 and "loopback" in refused.stderr

@@ -41,8 +41,10 @@ def serve(tcp: str | None = None, config_path: str | None = None) -> int:
         if host not in ("127.0.0.1", "localhost", "::1"):
             sys.stderr.write(f"ctxd: --tcp must listen on loopback, not {host}\n")
             return 2
-        server.start_tcp(host, int(port))
-        return 0
+        from ctxd.server.stdio import serve_tcp
+
+        serve_tcp(server, host, int(port))
+        return 0 if server.shutdown_requested else 1
     from ctxd.server.stdio import serve_stdio
 
     out = _protect_stdout()

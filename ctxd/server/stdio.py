@@ -1,4 +1,5 @@
-"""The stdio transport: LSP framing read natively by asyncio (no thread hop per message).
+"""The transports: LSP framing read natively by asyncio (no thread hop per message), over stdio
+or, for debugging, one TCP connection on loopback.
 
 pygls reads stdin through a thread pool, three hops per message; on a pipe, an asyncio stream
 reads frames on the loop itself, which is what lets one connection carry thousands of requests a
@@ -13,7 +14,7 @@ import json
 import logging
 import re
 import threading
-from typing import BinaryIO
+from typing import Any, BinaryIO, Protocol
 
 from pygls.io_ import StdoutWriter
 from pygls.lsp.server import LanguageServer
@@ -23,13 +24,17 @@ CONTENT_LENGTH = re.compile(rb"^content-length:\s*(\d+)\s*$", re.IGNORECASE)
 MAX_HEADER = 1 << 16
 
 
-def _error(writer: StdoutWriter, code: int, message: str) -> None:
+class _Writer(Protocol):
+    def write(self, data: bytes) -> Any: ...
+
+
+def _error(writer: _Writer, code: int, message: str) -> None:
     body = json.dumps({"jsonrpc": "2.0", "id": None, "error": {"code": code, "message": message}}).encode()
     writer.write(b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
 
 
 async def _pump(
-    server: LanguageServer, reader: asyncio.StreamReader, writer: StdoutWriter, stop: threading.Event
+    server: LanguageServer, reader: asyncio.StreamReader, writer: _Writer, stop: threading.Event
 ) -> None:
     protocol = server.protocol
     while not stop.is_set():
@@ -130,4 +135,33 @@ def serve_stdio(server: LanguageServer, stdin: BinaryIO, stdout: BinaryIO) -> No
         server.shutdown()  # type: ignore[no-untyped-call]
 
 
-__all__ = ["serve_stdio"]
+def serve_tcp(server: LanguageServer, host: str, port: int) -> None:
+    """Serve one client connection on ``host:port`` until ``exit`` (or the client hangs up)."""
+    stop = threading.Event()
+    server._stop_event = stop  # pygls' shutdown() sets it
+
+    async def main() -> None:
+        done = asyncio.Event()
+
+        async def connection(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            server.protocol.set_writer(writer)  # type: ignore[arg-type]
+            try:
+                await _pump(server, reader, writer, stop)
+            finally:
+                writer.close()
+                done.set()
+
+        tcp = await asyncio.start_server(connection, host, port, limit=MAX_HEADER)
+        log.warning("ctxd listening on %s:%s", host, port)
+        async with tcp:
+            await done.wait()
+
+    try:
+        asyncio.run(main())
+    except (KeyboardInterrupt, SystemExit):
+        pass
+    finally:
+        server.shutdown()  # type: ignore[no-untyped-call]
+
+
+__all__ = ["serve_stdio", "serve_tcp"]
