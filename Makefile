@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint typecheck unit nvim-test bench clean
+.PHONY: demo test lint typecheck unit nvim-test vscode-test bench clean
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -29,7 +29,10 @@ unit: $(STAMP)
 nvim-test: $(STAMP)
 	bash editors/neovim/scripts/test.sh
 
-test: lint typecheck nvim-test unit
+vscode-test: $(STAMP)
+	bash editors/vscode/scripts/test.sh
+
+test: lint typecheck nvim-test vscode-test unit
 
 bench: $(STAMP)
 	$(BIN)/python bench/run.py

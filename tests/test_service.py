@@ -175,3 +175,25 @@ async def test_a_growing_claude_transcript_updates_live(tmp_path: Path) -> None:
     watcher.stop()
     await asyncio.wait_for(task, 5)
     await svc.close()
+
+
+async def test_listing_uses_real_paths_and_runs_can_be_fetched(tmp_path: Path) -> None:
+    real = tmp_path / "real"
+    real.mkdir()
+    link = tmp_path / "link"
+    link.symlink_to(real)
+    config = Config(roots=[str(link)], transcriptRoots=[], watch=False)
+    svc = Service(config, Recorder())
+    created = await svc.session_create(p.SessionCreateParams(cwd="/proj"))
+    await fill(svc, created["path"], 6)
+    listed = await svc.session_list(p.SessionListParams())
+    assert [s["path"] for s in listed["sessions"]] == [created["path"]]
+    assert created["path"].startswith(str(real)) and created["readOnly"] is False and created["agent"] == "pi"
+    tree = await svc.session_tree(p.SessionTreeParams(session=created["path"]))
+    run = next(r for r in tree["rows"] if r.get("type") == "collapsed")
+    rows = await svc.session_tree(
+        p.SessionTreeParams(session=created["path"], fromId=run["firstId"], limit=run["count"])
+    )
+    assert rows["rows"][0]["id"] == run["firstId"] and rows["rows"][-1]["id"] == run["lastId"]
+    assert len(rows["rows"]) == run["count"]
+    await svc.close()

@@ -289,14 +289,16 @@ def _role(head: Any) -> str | None:
 def _pi_usage(usage: dict[str, int], cost: float | None) -> dict[str, Any]:
     prompt = int(usage.get("prompt_tokens", usage.get("input", 0)))
     completion = int(usage.get("completion_tokens", usage.get("output", 0)))
-    return {
+    out: dict[str, Any] = {
         "input": prompt,
         "output": completion,
         "cacheRead": 0,
         "cacheWrite": 0,
         "totalTokens": prompt + completion,
-        "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": cost or 0},
     }
+    if cost is not None:  # an unpriced model's cost is unknown, not zero
+        out["cost"] = {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": cost}
+    return out
 
 
 def _report(progress: Progress | None, stage: str, fraction: float | None) -> None:

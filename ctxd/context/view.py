@@ -257,3 +257,21 @@ def _collapsed(session: Session, hidden: list[int], depth: int, active: set[int]
         depth=depth,
         onActivePath=first in active,
     )
+
+
+def run_rows(session: Session, from_id: str, limit: int | None = None) -> list[Row]:
+    """The linear run starting at ``from_id``, uncollapsed: it and each only child after it, up to
+    ``limit`` rows (a collapsed run's entries, without fetching the whole tree)."""
+    tree = session.tree
+    start = session.file.require(from_id)
+    leaf = session.leaf()
+    active = set(tree.path_to_root(leaf)) if leaf is not None else set()
+    run = [start]
+    while limit is None or len(run) < limit:
+        kids = _visible_children(session, run[-1])
+        if len(kids) != 1:
+            break
+        run.append(kids[0])
+    depth = 0
+    bodies = session.file.entries(run)
+    return [node(session, i, depth, active, leaf, body) for i, body in zip(run, bodies, strict=True)]

@@ -33,9 +33,7 @@ def _error(writer: _Writer, code: int, message: str) -> None:
     writer.write(b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
 
 
-async def _pump(
-    server: LanguageServer, reader: asyncio.StreamReader, writer: _Writer, stop: threading.Event
-) -> None:
+async def _pump(server: LanguageServer, reader: asyncio.StreamReader, writer: _Writer, stop: threading.Event) -> None:
     protocol = server.protocol
     while not stop.is_set():
         length: int | None = None

@@ -102,6 +102,8 @@ class SessionTreeParams:
     collapse: int = 8
     offset: int = 0
     limit: int | None = None
+    fromId: str | None = None
+    """Only the linear run starting at this entry, uncollapsed (to expand a collapsed run)."""
 
 
 @attrs.define

@@ -24,7 +24,7 @@ from ctxd.compaction.settings import CompactionSettings
 from ctxd.context.build import Size, build_context, context_size
 from ctxd.context.openai import to_openai
 from ctxd.context.truncate import is_oversized, limit_chars, truncate_tool_result
-from ctxd.context.view import project
+from ctxd.context.view import project, run_rows
 from ctxd.errors import CancelledError, CompactionError, CtxdError, InvalidEntryError
 from ctxd.service import protocol as p
 from ctxd.service.config import Config
@@ -122,6 +122,10 @@ class Service:
             roots = params.roots
         found = await asyncio.to_thread(list_sessions, roots, params.cwd)
         for s in found:
+            # Real paths, as every other method and notification names sessions (symlinked roots).
+            s.path = os.path.realpath(s.path)
+            if s.parentSession:
+                s.parentSession = os.path.realpath(s.parentSession)
             self.registry.remember(s.id, s.path)
         return {"roots": roots, "sessions": [s.to_json() for s in found]}
 
@@ -130,7 +134,7 @@ class Service:
 
     def _info(self, opened: OpenSession) -> dict[str, Any]:
         s = opened.session
-        ctx = build_context(s.file, s.tree, estimates=s.estimates)
+        size = context_size(s.file, s.tree, estimates=s.estimates)
         return {
             "path": s.path,
             "sessionId": s.file.session_id,
@@ -139,8 +143,10 @@ class Service:
             "version": s.file.version,
             "entries": len(s.file),
             "leafId": s.leaf_id(),
-            "usage": p.to_json(self._usage(s, ctx.contextTokens)),
+            "usage": p.to_json(self._usage(s, size.tokens)),
             "diagnostics": [d.to_json() for d in s.file.diagnostics],
+            "readOnly": s.file.read_only,
+            "agent": s.file.header.get("agent", "pi"),
         }
 
     async def session_create(self, params: p.SessionCreateParams) -> dict[str, Any]:
@@ -259,7 +265,11 @@ class Service:
     async def session_tree(self, params: p.SessionTreeParams) -> dict[str, Any]:
         def work(opened: OpenSession) -> dict[str, Any]:
             s = opened.session
-            rows, total = project(s, collapse=params.collapse, offset=params.offset, limit=params.limit)
+            if params.fromId is not None:
+                rows = run_rows(s, params.fromId, params.limit)
+                total = len(rows)
+            else:
+                rows, total = project(s, collapse=params.collapse, offset=params.offset, limit=params.limit)
             size = context_size(s.file, s.tree, estimates=s.estimates)
             return {
                 "session": s.path,
@@ -621,7 +631,8 @@ class Service:
             self._did_create(real, await asyncio.to_thread(_header_id, real))
             return
         if opened is None:
-            self._emit(p.DID_CHANGE, p.DidChange(real, None, [], None, "external"))
+            session_id = await asyncio.to_thread(_header_id, real)
+            self._emit(p.DID_CHANGE, p.DidChange(real, session_id, [], None, "external"))
             return
         s = opened.session
 

@@ -1,0 +1,441 @@
+/**
+ * TypeScript mirrors of ctxd's JSON-RPC payloads (ctxd/service/protocol.py, ctxd/service/service.py,
+ * ctxd/context/view.py). Field names are the wire names. Nothing here imports VS Code.
+ */
+
+// --- method and notification names ------------------------------------------------------------
+
+export const Method = {
+  sessionList: 'session/list',
+  sessionOpen: 'session/open',
+  sessionCreate: 'session/create',
+  sessionAppend: 'session/append',
+  sessionTree: 'session/tree',
+  sessionEntry: 'session/entry',
+  sessionLabel: 'session/label',
+  sessionFork: 'session/fork',
+  sessionStats: 'session/stats',
+  sessionLedger: 'session/ledger',
+  contextBuild: 'context/build',
+  compact: 'compact',
+  branch: 'branch',
+} as const;
+
+export const Notification = {
+  didChange: 'session/didChange',
+  didCreate: 'session/didCreate',
+  didDelete: 'session/didDelete',
+  compactionStatus: 'compaction/status',
+  contextUsage: 'context/usage',
+} as const;
+
+/** JSON-RPC error codes ctxd uses (docs/protocol.md, "Errors"). */
+export const ErrorCode = {
+  invalidParams: -32602,
+  internal: -32603,
+  refused: -31000,
+  unknownSession: -31001,
+  unknownEntry: -31002,
+  invalidEntry: -31003,
+  unusableSession: -31010,
+  badHeader: -31011,
+  unsupportedVersion: -31012,
+  readOnlySession: -31013,
+  compactionFailed: -31020,
+  cancelled: -32800,
+} as const;
+
+export type ErrorKind = keyof typeof ErrorCode;
+
+/** Codes of daemons before the move out of JSON-RPC's reserved range (-32000 + n). */
+const LEGACY_CODES: Record<number, ErrorKind> = {
+  [-32000]: 'refused',
+  [-32001]: 'unknownSession',
+  [-32002]: 'unknownEntry',
+  [-32003]: 'invalidEntry',
+  [-32010]: 'unusableSession',
+  [-32011]: 'badHeader',
+  [-32012]: 'unsupportedVersion',
+  [-32013]: 'readOnlySession',
+  [-32020]: 'compactionFailed',
+};
+
+/** What an error code means, for either numbering. */
+export function errorKind(code: number | undefined): ErrorKind | undefined {
+  if (code === undefined) {
+    return undefined;
+  }
+  for (const [kind, value] of Object.entries(ErrorCode)) {
+    if (value === code) {
+      return kind as ErrorKind;
+    }
+  }
+  return LEGACY_CODES[code];
+}
+
+// --- initialize -------------------------------------------------------------------------------
+
+/** What the extension sends as initializationOptions (ctxd/service/config.py). */
+export interface InitializationOptions {
+  roots?: string[];
+  /** Other agents' session folders (Claude Code, Codex), served read-only. */
+  transcriptRoots?: string[];
+  watch?: boolean;
+  autoCompact?: boolean;
+  model?: string;
+  apiBase?: string;
+  compaction?: Record<string, unknown>;
+  hooks?: { compactWillRun?: boolean };
+  client?: { name: string; version: string };
+}
+
+export interface CtxdCapabilities {
+  version: string;
+  methods: string[];
+  notifications: string[];
+  clientRequests: string[];
+}
+
+export interface InitializeResult {
+  capabilities: { experimental?: { ctxd?: CtxdCapabilities } } & Record<string, unknown>;
+  serverInfo?: { name: string; version?: string };
+}
+
+// --- sessions ---------------------------------------------------------------------------------
+
+export interface SessionSummary {
+  path: string;
+  id: string;
+  cwd: string;
+  root: string;
+  name: string | null;
+  /** The first user message, flattened. */
+  title: string;
+  /** ISO timestamp from the header. */
+  created: string;
+  /** File modification time, seconds since the epoch. */
+  modified: number;
+  size: number;
+  entries: number;
+  parentSession?: string | null;
+  error?: string | null;
+  /** Whose session: "pi" (read-write), or "claude" / "codex" (read-only transcripts). */
+  agent?: string;
+  readOnly?: boolean;
+}
+
+export interface SessionListResult {
+  roots: string[];
+  sessions: SessionSummary[];
+}
+
+export interface ContextUsage {
+  session: string;
+  tokens: number;
+  window: number;
+  percent: number;
+  threshold: number;
+  leafId?: string | null;
+}
+
+export interface Diagnostic {
+  line: number | null;
+  message: string;
+  [key: string]: unknown;
+}
+
+export interface SessionInfo {
+  path: string;
+  sessionId: string;
+  cwd: string;
+  name: string | null;
+  version: number;
+  entries: number;
+  leafId: string | null;
+  usage: ContextUsage;
+  diagnostics: Diagnostic[];
+}
+
+// --- tree -------------------------------------------------------------------------------------
+
+export interface TreeNodeRow {
+  id: string;
+  parentId: string | null;
+  line: number;
+  /** The entry's type: message, compaction, branch_summary, label, ... */
+  type: string;
+  /** user, assistant, toolResult, bashExecution, system, compaction, branchSummary, custom, or the type. */
+  role: string;
+  preview: string;
+  tokens: number;
+  labels: string[];
+  childCount: number;
+  onActivePath: boolean;
+  isLeaf: boolean;
+  depth: number;
+  timestamp?: string | null;
+}
+
+export interface CollapsedRow {
+  type: 'collapsed';
+  parentId: string;
+  firstId: string;
+  lastId: string;
+  count: number;
+  tokens: number | null;
+  depth: number;
+  onActivePath: boolean;
+}
+
+export type TreeRow = TreeNodeRow | CollapsedRow;
+
+export function isCollapsed(row: TreeRow): row is CollapsedRow {
+  return row.type === 'collapsed';
+}
+
+export interface SessionTreeParams {
+  session: string;
+  collapse?: number;
+  offset?: number;
+  limit?: number | null;
+}
+
+export interface SessionTreeResult {
+  session: string;
+  sessionId: string;
+  name: string | null;
+  leafId: string | null;
+  entries: number;
+  /** Rows before paging. */
+  total: number;
+  offset: number;
+  rows: TreeRow[];
+  /** Newer daemons: the context usage now, and whether the session is another agent's transcript. */
+  usage?: ContextUsage;
+  readOnly?: boolean;
+}
+
+/** A raw pi session entry. */
+export interface Entry {
+  type: string;
+  id: string;
+  parentId: string | null;
+  timestamp?: string;
+  [key: string]: unknown;
+}
+
+/** How ctxd made a compaction (entry.details.ctxd). Absent on compactions written by pi. */
+export interface CompactionDetails {
+  trigger?: string;
+  path?: string;
+  summarizer?: string;
+  model?: string | null;
+  durationMs?: number;
+  usage?: Record<string, number> | null;
+  cost?: number | null;
+  failures?: string[];
+  tokensAfter?: number;
+  messagesSummarized?: number;
+  turnPrefixMessages?: number;
+  instructions?: string | null;
+}
+
+export interface CompactionEntry extends Entry {
+  type: 'compaction';
+  summary: string;
+  firstKeptEntryId: string;
+  tokensBefore: number;
+  details?: { readFiles?: string[]; modifiedFiles?: string[]; ctxd?: CompactionDetails } & Record<string, unknown>;
+}
+
+export interface SessionEntryResult extends TreeNodeRow {
+  entry: Entry;
+  children: string[];
+}
+
+export interface LabelResult {
+  labelEntryId: string;
+  entryId: string;
+  label: string | null;
+}
+
+/** One row of session/ledger (newer daemons); fields are null for compactions ctxd did not write. */
+export interface LedgerEntryRow {
+  entryId: string;
+  line: number;
+  timestamp: string | null;
+  trigger: string | null;
+  tokensBefore: number | null;
+  tokensAfter: number | null;
+  summarizer: string | null;
+  model: string | null;
+  path: string | null;
+  cost: number | null;
+  durationMs: number | null;
+  failures: string[] | null;
+  firstKeptEntryId: string | null;
+  onActivePath: boolean;
+  madeBy: 'ctxd' | 'other';
+  summaryPreview: string;
+  instructions?: string | null;
+}
+
+export interface LedgerResult {
+  session: string;
+  /** Newest first. */
+  compactions: LedgerEntryRow[];
+}
+
+export interface ForkResult {
+  path: string;
+  sessionId: string;
+  parentSession: string;
+}
+
+// --- context ----------------------------------------------------------------------------------
+
+export interface ContextMessage {
+  role: string;
+  entryId: string;
+  line: number;
+  tokens: number;
+  message?: Record<string, unknown>;
+}
+
+export interface ContextBuildParams {
+  session: string;
+  leafId?: string | null;
+  format?: 'pi' | 'openai';
+  truncateToolResults?: boolean;
+  contextWindow?: number | null;
+  includeMessages?: boolean;
+}
+
+export interface ContextBuildResult {
+  leafId: string | null;
+  model: string | null;
+  provider: string | null;
+  modelId: string | null;
+  thinkingLevel: string;
+  messages: ContextMessage[];
+  estimatedTokens: number;
+  contextTokens: number;
+  compactionId: string | null;
+  diagnostics: Diagnostic[];
+  truncated?: string[];
+  usage: ContextUsage;
+}
+
+// --- compaction and branching -----------------------------------------------------------------
+
+export interface CompactParams {
+  session: string;
+  instructions?: string | null;
+  dryRun?: boolean;
+  leafId?: string | null;
+  keepRecentTokens?: number | null;
+  workDoneToken?: string | number | null;
+}
+
+/** The dry run's result (ctxd/compaction/plan.py CompactionPlan.to_json). */
+export interface CompactionPlan {
+  leafId: string | null;
+  firstKeptEntryId: string;
+  firstKeptLine: number;
+  isSplitTurn: boolean;
+  turnStartLine: number | null;
+  messagesToSummarize: number;
+  turnPrefixMessages: number;
+  tokensBefore: number;
+  estimatedTokensAfter: number;
+  keptMessages: number;
+  previousCompactionId: string | null;
+  readFiles: string[];
+  modifiedFiles: string[];
+  summarizeEntryIds: string[];
+  turnPrefixEntryIds: string[];
+}
+
+export interface CompactResult {
+  entryId: string;
+  leafId: string;
+  firstKeptEntryId: string;
+  tokensBefore: number;
+  tokensAfter: number;
+  summary: string;
+  trigger: string;
+  path: string;
+  summarizer: string;
+  model: string | null;
+  durationMs: number;
+  usage: Record<string, number> | null;
+  cost: number | null;
+  failures: string[];
+  plan: CompactionPlan;
+  retry: boolean;
+  /** For a read-only transcript: the pi fork that was compacted instead, and the transcript. */
+  session?: string;
+  forkedFrom?: string;
+}
+
+export interface BranchParams {
+  session: string;
+  entryId: string;
+  summarize?: boolean;
+  instructions?: string | null;
+}
+
+export interface BranchResult {
+  leafId: string;
+  previousLeafId: string | null;
+  summaryEntryId: string | null;
+  markerId: string | null;
+  summary: string | null;
+  summarizedEntries: number;
+  path: string | null;
+  readFiles: string[];
+  modifiedFiles: string[];
+  failures: string[];
+}
+
+// --- notifications ----------------------------------------------------------------------------
+
+export interface DidChange {
+  session: string;
+  sessionId: string | null;
+  ids: string[];
+  leafId: string | null;
+  origin: 'ctxd' | 'external';
+  reloaded?: boolean;
+}
+
+export interface DidCreate {
+  session: string;
+  sessionId?: string | null;
+}
+
+export interface DidDelete {
+  session: string;
+}
+
+export type CompactionState = 'running' | 'succeeded' | 'failed' | 'cancelled';
+
+export interface CompactionStatus {
+  session: string;
+  state: CompactionState;
+  trigger: string;
+  tokensBefore?: number | null;
+  tokensAfter?: number | null;
+  error?: string | null;
+  entryId?: string | null;
+  retry?: boolean;
+  path?: string | null;
+}
+
+/** LSP's $/progress values for a compaction's workDoneToken. */
+export interface WorkDoneProgress {
+  kind: 'begin' | 'report' | 'end';
+  title?: string;
+  message?: string;
+  percentage?: number;
+}
