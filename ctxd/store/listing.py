@@ -99,28 +99,16 @@ def summarize_file(path: str, root: str = "") -> SessionSummary:
     summary.created = str(header.get("timestamp", ""))
     parent = header.get("parentSession") or header.get("branchedFrom")
     summary.parentSession = parent if isinstance(parent, str) else None
-    pos = data.rfind(b'"session_info"')
-    while pos >= 0:
-        try:
-            info = decode_any(_line_at(data, pos))
-        except Exception:
-            info = None
-        if isinstance(info, dict) and info.get("type") == "session_info":
+    for info in _lines_with(data, b'"session_info"', last=True):
+        if info.get("type") == "session_info":
             name = info.get("name")
             summary.name = name if isinstance(name, str) and name else None
             break
-        pos = data.rfind(b'"session_info"', 0, pos)
-    pos = data.find(b'"role":"user"')
-    while pos >= 0:
-        try:
-            entry = decode_any(_line_at(data, pos))
-        except Exception:
-            entry = None
-        message = entry.get("message") if isinstance(entry, dict) else None
+    for entry in _lines_with(data, b'"role":"user"'):
+        message = entry.get("message")
         if isinstance(message, dict) and message.get("role") == "user":
             summary.title = " ".join(_text_of(message.get("content")).split())[:120]
             break
-        pos = data.find(b'"role":"user"', pos + 1)
     return summary
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, Protocol
 
 import attrs
 import msgspec
@@ -202,3 +202,31 @@ def finish_entries(
             diagnostics.append((line, f"parent {parent!r} is not an earlier entry; made a root"))
             entry["parentId"] = None
         seen.add(entry["id"])
+
+
+class Mapper(Protocol):
+    """One format's line-by-line mapping state (see :func:`run_mapper`)."""
+
+    diagnostics: list[tuple[int, str]]
+
+    def line(self, number: int, obj: dict[str, Any]) -> None: ...
+
+    def result(self) -> Transcript: ...
+
+
+def run_mapper(mapper: Mapper, data: Any) -> Transcript:
+    """Feed every complete line of ``data`` to ``mapper``; a line that fails is reported, never raised."""
+    try:
+        for number, raw in complete_lines(as_bytes(data)):
+            obj, reason = decode_line(number, raw)
+            if obj is None:
+                if reason:
+                    mapper.diagnostics.append((number, reason))
+                continue
+            try:
+                mapper.line(number, obj)
+            except Exception as exc:  # a shape nobody foresaw: report it, serve the rest
+                mapper.diagnostics.append((number, f"could not map: {exc!r}"))
+    except Exception as exc:
+        mapper.diagnostics.append((0, f"mapping stopped: {exc!r}"))
+    return mapper.result()

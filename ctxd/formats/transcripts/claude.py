@@ -79,16 +79,15 @@ from ctxd.formats.transcripts._base import (
     EPOCH_ISO,
     IdAllocator,
     Transcript,
-    as_bytes,
     as_dict,
     as_int,
     as_str,
-    complete_lines,
     decode_line,
     finish_entries,
     iso_ms,
     line_id,
     opaque_block,
+    run_mapper,
 )
 
 ROOT = ""
@@ -108,21 +107,7 @@ TASK_TOOLS = frozenset({"Task", "Agent"})
 
 def map_claude(data: bytes, path: str = "") -> Transcript:
     """Map a Claude Code transcript (the whole file's bytes) onto pi v3 entries; never raises."""
-    mapper = _ClaudeMapper(path if isinstance(path, str) else "")
-    try:
-        for number, raw in complete_lines(as_bytes(data)):
-            obj, reason = decode_line(number, raw)
-            if obj is None:
-                if reason:
-                    mapper.diagnostics.append((number, reason))
-                continue
-            try:
-                mapper.line(number, obj)
-            except Exception as exc:  # a shape nobody foresaw: report it, serve the rest
-                mapper.diagnostics.append((number, f"could not map: {exc!r}"))
-    except Exception as exc:
-        mapper.diagnostics.append((0, f"mapping stopped: {exc!r}"))
-    return mapper.result()
+    return run_mapper(_ClaudeMapper(path if isinstance(path, str) else ""), data)
 
 
 def claude_subagent_files(session_path: str) -> list[str]:

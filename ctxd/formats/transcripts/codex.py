@@ -65,18 +65,16 @@ from ctxd.formats.transcripts._base import (
     EPOCH_ISO,
     IdAllocator,
     Transcript,
-    as_bytes,
     as_dict,
     as_int,
     as_str,
-    complete_lines,
     data_url_image,
-    decode_line,
     finish_entries,
     iso_ms,
     line_id,
     opaque_block,
     parse_json_object,
+    run_mapper,
     to_json_text,
 )
 
@@ -87,21 +85,7 @@ _UUID_TAIL = re.compile(r"([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a
 
 def map_codex(data: bytes, path: str = "") -> Transcript:
     """Map a Codex rollout (the whole file's bytes) onto pi v3 entries; never raises."""
-    mapper = _CodexMapper(path if isinstance(path, str) else "")
-    try:
-        for number, raw in complete_lines(as_bytes(data)):
-            obj, reason = decode_line(number, raw)
-            if obj is None:
-                if reason:
-                    mapper.diagnostics.append((number, reason))
-                continue
-            try:
-                mapper.line(number, obj)
-            except Exception as exc:  # a shape nobody foresaw: report it, serve the rest
-                mapper.diagnostics.append((number, f"could not map: {exc!r}"))
-    except Exception as exc:
-        mapper.diagnostics.append((0, f"mapping stopped: {exc!r}"))
-    return mapper.result()
+    return run_mapper(_CodexMapper(path if isinstance(path, str) else ""), data)
 
 
 def codex_usage(value: Any) -> dict[str, Any] | None:
