@@ -1,0 +1,118 @@
+"""The service's plumbing, shared by its parts: open sessions, locks, background tasks,
+notifications, and the numbers every part reports (context usage, compaction decisions)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from ctxd.compaction.overflow import decide
+from ctxd.compaction.settings import CompactionSettings
+from ctxd.context.build import Size
+from ctxd.service import protocol as p
+from ctxd.service.config import Config
+from ctxd.service.registry import OpenSession, Registry
+from ctxd.tree.session import Session
+
+if TYPE_CHECKING:  # the compaction engine loads on first use: it is not needed to start serving
+    from ctxd.compaction.engine import HookDecision
+    from ctxd.compaction.plan import CompactionPlan
+
+    SessionHook = Callable[[str, str, CompactionPlan], Awaitable[HookDecision | None]]
+    """The client's compact/willRun hook: (session path, trigger, plan) -> its decision."""
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+Notify = Callable[[str, Any], None]
+
+
+class ServiceBase:
+    def __init__(self, config: Config, notify: Notify | None = None) -> None:
+        self.config = config
+        self.notify: Notify = notify or (lambda method, payload: None)
+        self.registry = Registry(config.all_roots)
+        self.hook: SessionHook | None = None
+        """The client's compact/willRun hook, called with the session's path, the trigger and the plan."""
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._announced: set[str] = set()
+        """Session files announced with session/didCreate (by a method or by the watcher)."""
+
+    # --- plumbing -----------------------------------------------------------------------------
+
+    def _emit(self, method: str, payload: Any) -> None:
+        try:
+            self.notify(method, p.to_json(payload))
+        except Exception:  # a broken client connection must not break the operation
+            log.exception("could not send %s", method)
+
+    def run_task(self, coro: Awaitable[Any], name: str) -> asyncio.Task[Any]:
+        """Run a background task, keep a reference, log its failure."""
+        task = asyncio.ensure_future(coro)
+        task.set_name(name)
+        self._tasks.add(task)
+
+        def done(t: asyncio.Task[Any]) -> None:
+            self._tasks.discard(t)
+            if not t.cancelled() and t.exception() is not None:
+                log.error("background task %s failed", name, exc_info=t.exception())
+
+        task.add_done_callback(done)
+        return task
+
+    async def close(self) -> None:
+        for opened in self.registry.open.values():
+            if opened.scheduled is not None:
+                opened.scheduled.cancel()
+        for task in list(self._tasks):
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        for opened in self.registry.open.values():
+            opened.session.file.close()
+
+    async def _open(self, ref: str) -> OpenSession:
+        # Resolving an id may read every session header under the roots: not on the event loop.
+        path = await asyncio.to_thread(self.registry.resolve, ref)
+        opened = self.registry.get(path)
+        if opened is not None:
+            return opened
+        session = await asyncio.to_thread(Session.open, path, durability=self.config.durability_mode)
+        return self.registry.add(path, session)
+
+    async def _with(self, ref: str, fn: Callable[[OpenSession], T]) -> T:
+        opened = await self._open(ref)
+        async with opened.lock:
+            return await asyncio.to_thread(fn, opened)
+
+    async def _locked_call(self, opened: OpenSession, fn: Callable[[], T]) -> T:
+        async with opened.lock:
+            return await asyncio.to_thread(fn)
+
+    def window(self, settings: CompactionSettings | None = None) -> int:
+        return (settings or self.config.compaction).resolved_window()
+
+    def _decision(self, s: Session, size: Size) -> Any:
+        last = size.last
+        leaf = s.leaf()
+        last_id = s.leaf_id()
+        last_parent = None
+        if leaf is not None and s.tree.parent[leaf] >= 0:
+            last_parent = s.tree.id_of(s.tree.parent[leaf])
+        return decide(
+            last,
+            last_id=last_id,
+            last_parent=last_parent,
+            context_tokens=size.tokens,
+            window=self.window(),
+            settings=self.config.compaction,
+        )
+
+    def _usage(self, s: Session, tokens: int) -> p.ContextUsage:
+        window = self.window()
+        threshold = self.config.compaction.threshold(window)
+        return p.ContextUsage(s.path, tokens, window, round(100.0 * tokens / window, 1), threshold, s.leaf_id())
+
+    def _maybe_auto_compact(self, opened: OpenSession, decision: Any) -> None:
+        """Start (or schedule) a background compaction when one is due (see Compacting)."""
+        raise NotImplementedError

@@ -1,0 +1,214 @@
+"""Compaction and branching in the daemon: manual, dry runs, automatic (threshold, overflow,
+cache-aware scheduling), tool-result truncation after an overflow, and branches."""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import logging
+from typing import TYPE_CHECKING, Any
+
+import attrs
+
+from ctxd.compaction.settings import CompactionSettings
+from ctxd.context.build import context_size
+from ctxd.errors import CancelledError, CompactionError, CtxdError
+from ctxd.service import protocol as p
+from ctxd.service.base import ServiceBase
+from ctxd.service.registry import OpenSession
+
+if TYPE_CHECKING:  # the compaction engine loads on first use: it is not needed to start serving
+    from ctxd.compaction.summarizers import Progress
+
+
+log = logging.getLogger(__name__)
+
+
+class Compacting(ServiceBase):
+    # --- compaction and branching -------------------------------------------------------------
+
+    def _settings(self, keep_recent: int | None) -> CompactionSettings:
+        settings = attrs.evolve(self.config.compaction)
+        if keep_recent is not None:
+            settings.keepRecentTokens = keep_recent
+        return settings
+
+    async def compact(self, params: p.CompactParams, progress: Progress | None = None) -> dict[str, Any]:
+        from ctxd.compaction.engine import dry_run
+        from ctxd.compaction.plan import NothingToCompact
+
+        settings = self._settings(params.keepRecentTokens)
+        if params.dryRun:
+
+            def plan(o: OpenSession) -> dict[str, Any]:
+                try:
+                    return dry_run(o.session, settings, leaf_id=params.leafId).to_json()
+                except NothingToCompact as exc:  # as a real compaction reports it, not as a bug
+                    raise CompactionError(f"nothing to compact: {exc}", path=o.session.path) from exc
+
+            return await self._with(params.session, plan)
+        opened = await self._open(params.session)
+        if opened.session.file.read_only:
+            # Another agent's transcript is never written: compact a pi fork of it instead.
+            source = opened.session.path
+            leaf = params.leafId or opened.session.leaf_id()
+            if leaf is None:
+                raise CompactionError("the transcript is empty: nothing to compact", path=source)
+            fork = await self._with(params.session, lambda o: o.session.fork(leaf, root=self.config.roots[0]))
+            forked = await self._open(fork)
+            self._emit(p.DID_CREATE, p.DidCreate(fork, forked.session.file.session_id))
+            out = await self._compact(forked, settings, "manual", None, params.instructions, progress)
+            return {**out, "session": fork, "forkedFrom": source}
+        return await self._compact(opened, settings, "manual", params.leafId, params.instructions, progress)
+
+    async def _compact(
+        self,
+        opened: OpenSession,
+        settings: CompactionSettings,
+        trigger: str,
+        leaf_id: str | None,
+        instructions: str | None,
+        progress: Progress | None = None,
+        retry: bool = False,
+    ) -> dict[str, Any]:
+        from ctxd.compaction.engine import compact
+
+        s = opened.session
+        async with opened.lock:
+            leaf = leaf_id or s.leaf_id()
+            before = await asyncio.to_thread(lambda: context_size(s.file, s.tree, leaf, estimates=s.estimates))
+        self._emit(p.COMPACTION_STATUS, p.CompactionStatus(s.path, "running", trigger, before.tokens))
+        try:
+            outcome = await compact(
+                s,
+                settings,
+                trigger=trigger,
+                leaf_id=leaf,
+                instructions=instructions,
+                progress=progress,
+                hook=None if self.hook is None else functools.partial(self.hook, s.path, trigger),
+                guard=lambda fn: self._locked_call(opened, fn),
+            )
+        except (asyncio.CancelledError, CancelledError):
+            self._emit(p.COMPACTION_STATUS, p.CompactionStatus(s.path, "cancelled", trigger, before.tokens))
+            raise
+        except CtxdError as exc:
+            self._emit(
+                p.COMPACTION_STATUS,
+                p.CompactionStatus(s.path, "failed", trigger, before.tokens, error=exc.message),
+            )
+            raise
+        except Exception as exc:
+            self._emit(
+                p.COMPACTION_STATUS, p.CompactionStatus(s.path, "failed", trigger, before.tokens, error=str(exc))
+            )
+            raise CompactionError(f"compaction failed: {exc}", session=s.path) from exc
+        self._emit(
+            p.COMPACTION_STATUS,
+            p.CompactionStatus(
+                s.path,
+                "succeeded",
+                trigger,
+                outcome.tokensBefore,
+                outcome.tokensAfter,
+                entryId=outcome.entryId,
+                retry=retry,
+                path=outcome.path,
+            ),
+        )
+        self._emit(p.DID_CHANGE, p.DidChange(s.path, s.file.session_id, [outcome.entryId], s.leaf_id(), "ctxd"))
+        async with opened.lock:
+            size = await asyncio.to_thread(lambda: context_size(s.file, s.tree, estimates=s.estimates))
+        self._emit(p.CONTEXT_USAGE, self._usage(s, size.tokens))
+        out = outcome.to_json()
+        out["retry"] = retry
+        return out
+
+    async def branch(self, params: p.BranchParams) -> dict[str, Any]:
+        from ctxd.compaction.branching import branch as run_branch
+
+        opened = await self._open(params.session)
+        s = opened.session
+        async with opened.lock:
+            # The branch summary's model call holds the lock: the leaf must not move meanwhile.
+            outcome = await run_branch(
+                s,
+                params.entryId,
+                summarize=params.summarize,
+                settings=self.config.compaction,
+                instructions=params.instructions,
+                guard=asyncio.to_thread,
+            )
+        new = [i for i in (outcome.summaryEntryId, outcome.markerId) if i]
+        self._emit(p.DID_CHANGE, p.DidChange(s.path, s.file.session_id, new, s.leaf_id(), "ctxd"))
+        async with opened.lock:
+            size = await asyncio.to_thread(lambda: context_size(s.file, s.tree, estimates=s.estimates))
+        self._emit(p.CONTEXT_USAGE, self._usage(s, size.tokens))
+        return outcome.to_json()
+
+    # --- auto-compaction ----------------------------------------------------------------------
+
+    def _maybe_auto_compact(self, opened: OpenSession, decision: Any) -> None:
+        if not self.config.autoCompact or not self.config.compaction.enabled or decision.trigger is None:
+            if opened.scheduled is not None:
+                opened.scheduled.cancel()  # no longer due (compacted elsewhere, or disabled)
+                opened.scheduled = None
+            return
+        if opened.compaction is not None and not opened.compaction.done():
+            return
+        if opened.scheduled is not None:
+            opened.scheduled.cancel()
+            opened.scheduled = None
+        ttl = self.config.promptCacheTtlSeconds
+        if decision.trigger == "threshold" and ttl:
+            # Cache-aware: compacting rewrites the prompt prefix, so wait until just before the
+            # provider's cache would expire anyway; new activity re-arms the timer.
+            delay = max(0.0, ttl - min(5.0, ttl * 0.1))
+            loop = asyncio.get_running_loop()
+            opened.scheduled = loop.call_later(delay, self._start_auto, opened, decision)
+            return
+        self._start_auto(opened, decision)
+
+    def _start_auto(self, opened: OpenSession, decision: Any) -> None:
+        opened.scheduled = None
+        retry = decision.trigger == "overflow"
+        opened.compaction = self.run_task(
+            self._auto(opened, decision.trigger, decision.leafId, retry), f"auto-compact {opened.session.path}"
+        )
+
+    async def _auto(self, opened: OpenSession, trigger: str, leaf: str | None, retry: bool) -> None:
+        try:
+            await self._compact(opened, self.config.compaction, trigger, leaf, None, retry=retry)
+        except CtxdError as exc:
+            log.warning("auto-compaction of %s failed: %s", opened.session.path, exc.message)
+            if trigger == "overflow" and leaf is not None and leaf not in opened.truncation_attempted:
+                # Nothing left to summarise: cut oversized tool results instead (once per overflow).
+                opened.truncation_attempted.add(leaf)
+                await self._truncate(opened, leaf)
+
+    async def _truncate(self, opened: OpenSession, leaf: str) -> None:
+        from ctxd.compaction.replay import truncate_by_replay
+
+        s = opened.session
+        window = self.window()
+        outcome = await self._locked_call(opened, lambda: truncate_by_replay(s, window, leaf_id=leaf))
+        if not outcome.truncated:
+            self._emit(
+                p.COMPACTION_STATUS,
+                p.CompactionStatus(s.path, "failed", "overflow", error="nothing to compact and nothing to truncate"),
+            )
+            return
+        self._emit(
+            p.COMPACTION_STATUS,
+            p.CompactionStatus(
+                s.path,
+                "succeeded",
+                "overflow",
+                outcome.tokensBefore,
+                outcome.tokensAfter,
+                entryId=outcome.leafId,
+                retry=True,
+                path="truncate-tool-results",
+            ),
+        )
+        self._emit(p.DID_CHANGE, p.DidChange(s.path, s.file.session_id, [], s.leaf_id(), "ctxd"))

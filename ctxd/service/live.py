@@ -1,0 +1,85 @@
+"""Live sessions: what the watcher saw (files added, grown, rewritten, removed) becomes
+notifications, and may start an automatic compaction."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import time
+from typing import Any
+
+from ctxd.context.build import Size, context_size
+from ctxd.errors import CtxdError
+from ctxd.service import protocol as p
+from ctxd.service.base import ServiceBase
+from ctxd.tree.session import Session
+
+log = logging.getLogger(__name__)
+
+
+class Live(ServiceBase):
+    # --- live changes (from the watcher) ------------------------------------------------------
+
+    def _did_create(self, path: str, session_id: str | None) -> None:
+        # Our own new files reach the watcher too, often before the method that wrote them is done:
+        # announce each file once, whoever sees it first.
+        if path not in self._announced:
+            self._announced.add(path)
+            self._emit(p.DID_CREATE, p.DidCreate(path, session_id))
+
+    async def file_changed(self, path: str, kind: str) -> None:
+        """A session file under a root was added, modified or deleted by someone (maybe us)."""
+        real = os.path.realpath(path) if kind != "deleted" else os.path.abspath(path)
+        opened = self.registry.get(real)
+        if kind == "deleted":
+            if opened is not None or not os.path.exists(path):
+                self.registry.drop(real)
+                self._announced.discard(real)
+                self._emit(p.DID_DELETE, p.DidDelete(real))
+            return
+        if kind == "added" and opened is None:
+            self._did_create(real, await asyncio.to_thread(_header_id, real))
+            return
+        if opened is None:
+            session_id = await asyncio.to_thread(_header_id, real)
+            self._emit(p.DID_CHANGE, p.DidChange(real, session_id, [], None, "external"))
+            return
+        s = opened.session
+
+        def work() -> tuple[Any, range, Size, Any]:
+            result, new = s.refresh()
+            size = context_size(s.file, s.tree, estimates=s.estimates)
+            return result, new, size, self._decision(s, size)
+
+        try:
+            async with opened.lock:
+                result, new, size, decision = await asyncio.to_thread(work)
+        except CtxdError as exc:
+            log.warning("cannot refresh %s: %s", real, exc.message)
+            return
+        if not result.added and not result.reloaded:
+            return  # our own append, already announced; or nothing complete yet
+        ids = [] if result.reloaded else [s.tree.id_of(i) for i in result.added]
+        opened.last_activity = time.monotonic()
+        self._emit(p.DID_CHANGE, p.DidChange(real, s.file.session_id, ids, s.leaf_id(), "external", result.reloaded))
+        self._emit(p.CONTEXT_USAGE, self._usage(s, size.tokens))
+        if any(_role(s, i) == "assistant" for i in new):
+            self._maybe_auto_compact(opened, decision)
+
+
+def _header_id(path: str) -> str | None:
+    """The session id in a file's header line, if it can be read yet."""
+    try:
+        with open(path, "rb") as f:
+            header = json.loads(f.readline(1 << 20))
+    except (OSError, ValueError):
+        return None
+    session_id = header.get("id") if isinstance(header, dict) else None
+    return session_id if isinstance(session_id, str) else None
+
+
+def _role(s: Session, i: int) -> str | None:
+    message = s.file.heads[i].message
+    return message.role if message is not None else None
