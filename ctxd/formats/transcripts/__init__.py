@@ -10,7 +10,8 @@ from __future__ import annotations
 from typing import Any
 
 from ctxd.formats.transcripts._base import Transcript, first_json_line
-from ctxd.formats.transcripts.claude import claude_subagent_files, map_claude
+from ctxd.formats.transcripts.claude import map_claude
+from ctxd.formats.transcripts.claude_files import claude_subagent_files
 from ctxd.formats.transcripts.codex import map_codex
 
 __all__ = ["Transcript", "claude_subagent_files", "detect", "map_claude", "map_codex", "map_transcript"]

@@ -82,170 +82,29 @@ from ctxd.formats.transcripts._base import (
     as_dict,
     as_int,
     as_str,
-    decode_line,
     finish_entries,
     iso_ms,
     line_id,
-    opaque_block,
     run_mapper,
 )
+from ctxd.formats.transcripts.claude_content import (
+    STOP_REASONS,
+    _assistant_blocks,
+    _content_block,
+    _text_of,
+    claude_usage,
+)
+from ctxd.formats.transcripts.claude_files import _parent_session
 
 ROOT = ""
 """Key of the virtual root in the splice map (never an entry id)."""
 
-STOP_REASONS = {
-    "end_turn": "stop",
-    "tool_use": "toolUse",
-    "max_tokens": "length",
-    "model_context_window_exceeded": "length",
-    "stop_sequence": "stop",
-    "pause_turn": "stop",
-    "refusal": "stop",
-}
 TASK_TOOLS = frozenset({"Task", "Agent"})
 
 
 def map_claude(data: bytes, path: str = "") -> Transcript:
     """Map a Claude Code transcript (the whole file's bytes) onto pi v3 entries; never raises."""
     return run_mapper(_ClaudeMapper(path if isinstance(path, str) else ""), data)
-
-
-def claude_subagent_files(session_path: str) -> list[str]:
-    """Subagent transcripts of a Claude session: ``<session>/subagents/agent-*.jsonl`` (newer layout) and
-    ``agent-*.jsonl`` beside the session whose lines carry the session's id (older layout). Never raises."""
-    try:
-        main = Path(session_path)
-        if main.name.startswith("agent-"):
-            return []
-        found: list[str] = []
-        nested = main.parent / main.stem / "subagents"
-        try:
-            if nested.is_dir():
-                found.extend(str(p) for p in sorted(nested.glob("agent-*.jsonl")) if p.is_file())
-        except OSError:
-            pass
-        session_id = _first_session_id(main) or main.stem
-        try:
-            beside = sorted(main.parent.glob("agent-*.jsonl"))
-        except OSError:
-            beside = []
-        found.extend(str(p) for p in beside if p.is_file() and _first_session_id(p) == session_id)
-        return found
-    except Exception:
-        return []
-
-
-def _first_session_id(path: Path, max_lines: int = 20) -> str | None:
-    """The first ``sessionId`` in the first few lines of a file, or None."""
-    try:
-        with path.open("rb") as f:
-            for number, raw in enumerate(f, 1):
-                if number > max_lines:
-                    break
-                obj, _ = decode_line(number, raw)
-                if obj is not None and isinstance(obj.get("sessionId"), str):
-                    return str(obj["sessionId"])
-    except OSError:
-        return None
-    return None
-
-
-def _parent_session(path: str, session_id: str | None) -> str | None:
-    """The main session file of a subagent file at ``path``."""
-    p = Path(path)
-    if p.parent.name == "subagents":
-        return str(p.parent.parent) + ".jsonl"
-    if session_id:
-        return str(p.parent / f"{session_id}.jsonl")
-    return None
-
-
-def claude_usage(value: Any) -> dict[str, Any] | None:
-    if not isinstance(value, dict):
-        return None
-    inp = as_int(value.get("input_tokens"))
-    out = as_int(value.get("output_tokens"))
-    read = as_int(value.get("cache_read_input_tokens"))
-    write = as_int(value.get("cache_creation_input_tokens"))
-    return {
-        "input": inp,
-        "output": out,
-        "cacheRead": read,
-        "cacheWrite": write,
-        "totalTokens": inp + out + read + write,
-    }
-
-
-def _image_block(block: dict[str, Any]) -> dict[str, Any]:
-    source = as_dict(block.get("source"))
-    data = source.get("data")
-    if source.get("type") == "base64" and isinstance(data, str):
-        return {"type": "image", "data": data, "mimeType": as_str(source.get("media_type")) or "image/png"}
-    url = source.get("url")
-    if isinstance(url, str):
-        return {"type": "text", "text": f"[image: {url}]"}
-    return opaque_block("image", block)
-
-
-def _content_block(block: Any) -> dict[str, Any]:
-    """A user-side block (user message or tool result content) as a pi text or image block."""
-    if isinstance(block, str):
-        return {"type": "text", "text": block}
-    if not isinstance(block, dict):
-        return opaque_block("block", block)
-    kind = block.get("type")
-    if kind == "text" and isinstance(block.get("text"), str):
-        return {"type": "text", "text": block["text"]}
-    if kind == "image":
-        return _image_block(block)
-    return opaque_block(kind if isinstance(kind, str) and kind else "block", block)
-
-
-def _assistant_blocks(content: Any) -> list[dict[str, Any]]:
-    if isinstance(content, str):
-        return [{"type": "text", "text": content}] if content else []
-    if not isinstance(content, list):
-        return []
-    out: list[dict[str, Any]] = []
-    for block in content:
-        if not isinstance(block, dict):
-            out.append(_content_block(block))
-            continue
-        kind = block.get("type")
-        if kind == "text" and isinstance(block.get("text"), str):
-            out.append({"type": "text", "text": block["text"]})
-        elif kind == "thinking" and isinstance(block.get("thinking"), str):
-            thinking: dict[str, Any] = {"type": "thinking", "thinking": block["thinking"]}
-            if isinstance(block.get("signature"), str):
-                thinking["thinkingSignature"] = block["signature"]
-            out.append(thinking)
-        elif kind == "redacted_thinking":
-            redacted: dict[str, Any] = {"type": "thinking", "thinking": "", "redacted": True}
-            if isinstance(block.get("data"), str):
-                redacted["thinkingSignature"] = block["data"]
-            out.append(redacted)
-        elif kind == "tool_use":
-            args = block.get("input")
-            out.append(
-                {
-                    "type": "toolCall",
-                    "id": as_str(block.get("id")) or "",
-                    "name": as_str(block.get("name")) or "",
-                    "arguments": args if isinstance(args, dict) else ({} if args is None else {"input": args}),
-                }
-            )
-        else:
-            out.append(_content_block(block))
-    return out
-
-
-def _text_of(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        parts = [b["text"] for b in content if isinstance(b, dict) and isinstance(b.get("text"), str)]
-        return "\n".join(parts)
-    return ""
 
 
 class _ClaudeMapper:
