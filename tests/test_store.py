@@ -274,3 +274,14 @@ def test_a_failed_reload_keeps_the_last_good_state(tmp_path: Path) -> None:
     write(path, entries[:1])
     result = sf.refresh()
     assert result.reloaded and len(sf) == 1 and sf.generation == generation + 1
+
+
+def test_a_file_rewritten_in_place_with_another_header_reloads(tmp_path: Path) -> None:
+    entries = chain(user, assistant)
+    path = write(tmp_path / "s.jsonl", entries)
+    sf = SessionFile.open(path)
+    inode = os.stat(path).st_ino
+    write(path, chain(user, user, user, user), header(id="sess-9"))  # same inode, longer, new header
+    assert os.stat(path).st_ino == inode
+    result = sf.refresh()
+    assert result.reloaded and sf.session_id == "sess-9" and len(sf) == 4

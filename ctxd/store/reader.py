@@ -128,17 +128,24 @@ class SessionReader:
             raise SessionError("session file disappeared", path=self.path) from exc
         if st.st_size == self._end and (st.st_dev, st.st_ino) == self._identity:
             return RefreshResult(range(len(self.heads), len(self.heads)))
-        if (st.st_dev, st.st_ino) != self._identity or st.st_size < self._end or self._header_changed():
+        if (st.st_dev, st.st_ino) != self._identity or st.st_size < self._end:
             self.load()
             return RefreshResult(range(len(self.heads)), reloaded=True)
         fd = self._open_read()
         try:
-            start = len(self.heads)
-            self._scan_from(fd, self._end)
-            self._finish_migration(start)
-            return RefreshResult(range(start, len(self.heads)))
+            if os.pread(fd, len(self._header_bytes), 0) != self._header_bytes:
+                changed = True  # rewritten in place: read it all again
+            else:
+                changed = False
+                start = len(self.heads)
+                self._scan_from(fd, self._end)
+                self._finish_migration(start)
         finally:
             os.close(fd)
+        if changed:
+            self.load()
+            return RefreshResult(range(len(self.heads)), reloaded=True)
+        return RefreshResult(range(start, len(self.heads)))
 
     def pending_bytes(self) -> int:
         """Bytes after the last complete line (a line still being written, or torn)."""
@@ -245,16 +252,6 @@ class SessionReader:
         self._header_bytes = bytes(raw[:256])
         self._end = nl + 1
         self._next_line = 2
-
-    def _header_changed(self) -> bool:
-        try:
-            fd = os.open(self.path, os.O_RDONLY)
-        except OSError:
-            return True
-        try:
-            return os.pread(fd, len(self._header_bytes), 0) != self._header_bytes
-        finally:
-            os.close(fd)
 
     def _scan_from(self, fd: int, start: int) -> None:
         heads = self.heads
