@@ -78,6 +78,11 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    if args.command == "serve":
+        # Straight to the daemon: the CLI's other commands (and what they import) are not needed.
+        from ctxd.server import serve
+
+        return serve(tcp=args.tcp, config_path=args.config)
     from ctxd.cli import commands
 
     handler = getattr(commands, f"cmd_{args.command}")

@@ -139,9 +139,3 @@ def cmd_demo(args: argparse.Namespace) -> int:
     from ctxd.cli.demo import run_demo
 
     return run_demo()
-
-
-def cmd_serve(args: argparse.Namespace) -> int:
-    from ctxd.server import serve
-
-    return serve(tcp=args.tcp, config_path=args.config)

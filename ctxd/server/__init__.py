@@ -1,6 +1,9 @@
 """The daemon: JSON-RPC 2.0 with LSP framing over stdio (or TCP on loopback), via pygls.
 
-Only this package imports pygls and lsprotocol.
+Only this package imports pygls and lsprotocol.  Start-up is arranged so the client hears back
+quickly: pygls and the rest of ctxd load in a worker thread while the first frame is read, and
+``initialize`` is answered from :func:`initialize_result` (the same capabilities the pygls server
+reports) as soon as it arrives.
 """
 
 from __future__ import annotations
@@ -8,11 +11,39 @@ from __future__ import annotations
 import logging
 import os
 import sys
+from typing import TYPE_CHECKING, Any
 
-from ctxd.service.config import load_cli_config
+from ctxd import __version__
+from ctxd.service.names import COMPACT_WILL_RUN, METHODS, NOTIFICATIONS
+
+if TYPE_CHECKING:
+    from ctxd.server.app import CtxdServer
 
 
-def _protect_stdout() -> object:
+def capabilities() -> dict[str, Any]:
+    """ctxd's entry in ``capabilities.experimental``."""
+    return {
+        "version": __version__,
+        "methods": list(METHODS),
+        "notifications": list(NOTIFICATIONS),
+        "clientRequests": [COMPACT_WILL_RUN],
+    }
+
+
+def initialize_result(request: dict[str, Any]) -> dict[str, Any]:
+    """The ``initialize`` result: what pygls reports for ctxd's server, without waiting for it."""
+    return {
+        "capabilities": {
+            "positionEncoding": "utf-16",
+            "textDocumentSync": {"openClose": True, "change": 2, "save": False},
+            "executeCommandProvider": {"commands": []},
+            "experimental": {"ctxd": capabilities()},
+        },
+        "serverInfo": {"name": "ctxd", "version": __version__},
+    }
+
+
+def _protect_stdout() -> Any:
     """Give the protocol its own copy of fd 1 and point fd 1 (and sys.stdout) at stderr, so that
     nothing else — a stray print, a library's chatter — can corrupt the JSON-RPC stream."""
     proto_fd = os.dup(1)
@@ -21,20 +52,24 @@ def _protect_stdout() -> object:
     return os.fdopen(proto_fd, "wb", buffering=0)
 
 
+def _load(config_path: str | None) -> CtxdServer:
+    # pygls logs every error response with a traceback; ctxd logs real bugs itself.
+    logging.getLogger("pygls").setLevel(logging.CRITICAL)
+    from ctxd.server.app import create_server
+    from ctxd.service.config import load_cli_config
+
+    config, problems = load_cli_config(config_path)
+    for problem in problems:
+        logging.getLogger("ctxd").warning("configuration: %s", problem)
+    return create_server(config)
+
+
 def serve(tcp: str | None = None, config_path: str | None = None) -> int:
     logging.basicConfig(
         stream=sys.stderr,
         level=os.environ.get("CTXD_LOG_LEVEL", "WARNING").upper(),
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
-    # pygls logs every error response with a traceback; ctxd logs real bugs itself.
-    logging.getLogger("pygls").setLevel(logging.CRITICAL)
-    from ctxd.server.app import create_server
-
-    config, problems = load_cli_config(config_path)
-    for problem in problems:
-        logging.getLogger("ctxd").warning("configuration: %s", problem)
-    server = create_server(config)
     if tcp:
         host, _, port = tcp.rpartition(":")
         host = host or "127.0.0.1"
@@ -43,14 +78,15 @@ def serve(tcp: str | None = None, config_path: str | None = None) -> int:
             return 2
         from ctxd.server.stdio import serve_tcp
 
+        server = _load(config_path)
         serve_tcp(server, host, int(port))
         return 0 if server.shutdown_requested else 1
     from ctxd.server.stdio import serve_stdio
 
     out = _protect_stdout()
-    serve_stdio(server, sys.stdin.buffer, out)  # type: ignore[arg-type]
+    served = serve_stdio(lambda: _load(config_path), sys.stdin.buffer, out, initialize_result)
     # pygls exits 0 on `exit` even without `shutdown`; the LSP says 1.
-    return 0 if server.shutdown_requested else 1
+    return 0 if served is not None and getattr(served, "shutdown_requested", False) else 1
 
 
-__all__ = ["serve"]
+__all__ = ["capabilities", "initialize_result", "serve"]

@@ -59,14 +59,9 @@ class CtxdProtocol(LanguageServerProtocol):
             raise JsonRpcInvalidRequest("initialize may be sent only once")
         self.initialize_seen = True
         result = yield from super().lsp_initialize(params)
-        result.capabilities.experimental = {
-            "ctxd": {
-                "version": __version__,
-                "methods": list(p.METHODS),
-                "notifications": list(p.NOTIFICATIONS),
-                "clientRequests": [p.COMPACT_WILL_RUN],
-            }
-        }
+        from ctxd.server import capabilities
+
+        result.capabilities.experimental = {"ctxd": capabilities()}
         return result
 
 

@@ -14,10 +14,11 @@ import json
 import logging
 import re
 import threading
-from typing import Any, BinaryIO, Protocol
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any, BinaryIO, Protocol
 
-from pygls.io_ import StdoutWriter
-from pygls.lsp.server import LanguageServer
+if TYPE_CHECKING:  # pygls loads in a worker thread while the first frames are read
+    from pygls.lsp.server import LanguageServer
 
 log = logging.getLogger(__name__)
 CONTENT_LENGTH = re.compile(rb"^content-length:\s*(\d+)\s*$", re.IGNORECASE)
@@ -28,13 +29,55 @@ class _Writer(Protocol):
     def write(self, data: bytes) -> Any: ...
 
 
+class _FileWriter:
+    """Frames to a binary file (stdout), flushed at once."""
+
+    def __init__(self, out: BinaryIO) -> None:
+        self._out = out
+
+    def write(self, data: bytes) -> None:
+        self._out.write(data)
+        self._out.flush()
+
+    def close(self) -> None:
+        self._out.close()
+
+
+class _SkipResponse:
+    """Forwards frames, except pygls' own answer to the ``initialize`` ctxd already answered."""
+
+    def __init__(self, inner: _FileWriter, msg_id: Any) -> None:
+        self._inner = inner
+        self._id: Any = msg_id
+        self._pending = True
+
+    def write(self, data: bytes) -> None:
+        if self._pending:
+            body = data[data.find(b"\r\n\r\n") + 4 :]
+            try:
+                message = json.loads(body)
+            except ValueError:
+                message = None
+            if isinstance(message, dict) and message.get("id") == self._id and "method" not in message:
+                self._pending = False
+                return
+        self._inner.write(data)
+
+    def close(self) -> None:
+        self._inner.close()
+
+
 def _error(writer: _Writer, code: int, message: str) -> None:
     body = json.dumps({"jsonrpc": "2.0", "id": None, "error": {"code": code, "message": message}}).encode()
     writer.write(b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
 
 
-async def _pump(server: LanguageServer, reader: asyncio.StreamReader, writer: _Writer, stop: threading.Event) -> None:
-    protocol = server.protocol
+Ready = Callable[[dict[str, Any]], Awaitable["LanguageServer"]]
+
+
+async def _pump(ready: Ready, reader: asyncio.StreamReader, writer: _Writer, stop: threading.Event) -> None:
+    """Read frames and hand them to the server, which ``ready`` gives on the first valid message."""
+    server: LanguageServer | None = None
     while not stop.is_set():
         length: int | None = None
         while True:  # headers, up to the blank line
@@ -67,6 +110,11 @@ async def _pump(server: LanguageServer, reader: asyncio.StreamReader, writer: _W
         if problem:
             _error(writer, -32600, f"invalid request: {problem}")
             continue
+        if server is None:
+            server = await ready(data)
+            if data.get("method") == "exit":
+                return
+        protocol = server.protocol
         method = data.get("method")
         if method == "shutdown":
             server.shutdown_requested = True  # type: ignore[attr-defined]
@@ -103,15 +151,33 @@ def _invalid(data: object) -> str | None:
     return "expected a method (a request or notification) or a result (a response)"
 
 
-def serve_stdio(server: LanguageServer, stdin: BinaryIO, stdout: BinaryIO) -> None:
-    """Serve ``server`` over stdin/stdout until ``exit`` (or end of input)."""
+def _frame(message: dict[str, Any]) -> bytes:
+    body = json.dumps(message).encode()
+    return b"Content-Length: %d\r\n\r\n%s" % (len(body), body)
+
+
+def serve_stdio(
+    load: Callable[[], LanguageServer],
+    stdin: BinaryIO,
+    stdout: BinaryIO,
+    initialize_result: Callable[[dict[str, Any]], dict[str, Any]],
+) -> LanguageServer | None:
+    """Serve over stdin/stdout until ``exit`` (or end of input); returns the server (None if the
+    input ended before it was needed).
+
+    The server (pygls, and everything ctxd serves with) loads in a worker thread while the first
+    frame is read, and ``initialize`` is answered from ``initialize_result`` as soon as it arrives:
+    the client learns the capabilities at once, and its next requests are served when loading is
+    done.  pygls still sees the ``initialize`` (for its own state and ctxd's configuration); its
+    duplicate answer is dropped.
+    """
+    writer = _FileWriter(stdout)
     stop = threading.Event()
-    server._stop_event = stop  # pygls' shutdown() sets it
-    writer = StdoutWriter(stdout)
-    server.protocol.set_writer(writer)
+    holder: list[LanguageServer] = []
 
     async def main() -> None:
         loop = asyncio.get_running_loop()
+        loading = loop.run_in_executor(None, load)
         reader = asyncio.StreamReader(limit=MAX_HEADER, loop=loop)
         try:
             await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader, loop=loop), stdin)
@@ -119,9 +185,25 @@ def serve_stdio(server: LanguageServer, stdin: BinaryIO, stdout: BinaryIO) -> No
             # Not a pipe (a regular file, say): fall back to pygls' threaded reader.
             from pygls.io_ import StdinAsyncReader, run_async
 
+            server = await loading
+            holder.append(server)
+            server._stop_event = stop  # pygls' shutdown() sets it
+            server.protocol.set_writer(writer)
             await run_async(stop, StdinAsyncReader(stdin, server.thread_pool), server.protocol, log)
             return
-        await _pump(server, reader, writer, stop)
+
+        async def ready(first: dict[str, Any]) -> LanguageServer:
+            answered = None
+            if first.get("method") == "initialize" and "id" in first:
+                writer.write(_frame({"jsonrpc": "2.0", "id": first["id"], "result": initialize_result(first)}))
+                answered = first["id"]
+            server = await loading
+            holder.append(server)
+            server._stop_event = stop  # pygls' shutdown() sets it
+            server.protocol.set_writer(_SkipResponse(writer, answered) if answered is not None else writer)
+            return server
+
+        await _pump(ready, reader, writer, stop)
 
     try:
         asyncio.run(main())
@@ -130,7 +212,9 @@ def serve_stdio(server: LanguageServer, stdin: BinaryIO, stdout: BinaryIO) -> No
     except (KeyboardInterrupt, SystemExit):
         pass
     finally:
-        server.shutdown()  # type: ignore[no-untyped-call]
+        for server in holder:
+            server.shutdown()  # type: ignore[no-untyped-call]
+    return holder[0] if holder else None
 
 
 def serve_tcp(server: LanguageServer, host: str, port: int) -> None:
@@ -143,8 +227,12 @@ def serve_tcp(server: LanguageServer, host: str, port: int) -> None:
 
         async def connection(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
             server.protocol.set_writer(writer)  # type: ignore[arg-type]
+
+            async def ready(first: dict[str, Any]) -> LanguageServer:
+                return server
+
             try:
-                await _pump(server, reader, writer, stop)
+                await _pump(ready, reader, writer, stop)
             finally:
                 writer.close()
                 done.set()

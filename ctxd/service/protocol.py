@@ -12,46 +12,8 @@ from typing import Any, Literal, TypeVar
 import attrs
 import cattrs
 
-# --- method and notification names ------------------------------------------------------------
-
-SESSION_LIST = "session/list"
-SESSION_OPEN = "session/open"
-SESSION_CREATE = "session/create"
-SESSION_APPEND = "session/append"
-SESSION_TREE = "session/tree"
-SESSION_ENTRY = "session/entry"
-SESSION_LABEL = "session/label"
-SESSION_FORK = "session/fork"
-SESSION_STATS = "session/stats"
-SESSION_LEDGER = "session/ledger"
-CONTEXT_BUILD = "context/build"
-COMPACT = "compact"
-BRANCH = "branch"
-METHODS = (
-    SESSION_LIST,
-    SESSION_OPEN,
-    SESSION_CREATE,
-    SESSION_APPEND,
-    SESSION_TREE,
-    SESSION_ENTRY,
-    SESSION_LABEL,
-    SESSION_FORK,
-    SESSION_STATS,
-    SESSION_LEDGER,
-    CONTEXT_BUILD,
-    COMPACT,
-    BRANCH,
-)
-
-DID_CHANGE = "session/didChange"
-DID_CREATE = "session/didCreate"
-DID_DELETE = "session/didDelete"
-COMPACTION_STATUS = "compaction/status"
-CONTEXT_USAGE = "context/usage"
-NOTIFICATIONS = (DID_CHANGE, DID_CREATE, DID_DELETE, COMPACTION_STATUS, CONTEXT_USAGE)
-
-COMPACT_WILL_RUN = "compact/willRun"
-"""Server -> client request before a compaction, when the client declared support."""
+# The method and notification names (defined apart, importable without attrs or cattrs).
+from ctxd.service.names import *  # noqa: F403
 
 
 class InvalidParams(ValueError):

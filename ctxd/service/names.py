@@ -1,0 +1,65 @@
+"""The protocol's method and notification names: the contract other tools call (no imports, so
+that the daemon can name its capabilities before anything heavy has loaded)."""
+
+SESSION_LIST = "session/list"
+SESSION_OPEN = "session/open"
+SESSION_CREATE = "session/create"
+SESSION_APPEND = "session/append"
+SESSION_TREE = "session/tree"
+SESSION_ENTRY = "session/entry"
+SESSION_LABEL = "session/label"
+SESSION_FORK = "session/fork"
+SESSION_STATS = "session/stats"
+SESSION_LEDGER = "session/ledger"
+CONTEXT_BUILD = "context/build"
+COMPACT = "compact"
+BRANCH = "branch"
+METHODS = (
+    SESSION_LIST,
+    SESSION_OPEN,
+    SESSION_CREATE,
+    SESSION_APPEND,
+    SESSION_TREE,
+    SESSION_ENTRY,
+    SESSION_LABEL,
+    SESSION_FORK,
+    SESSION_STATS,
+    SESSION_LEDGER,
+    CONTEXT_BUILD,
+    COMPACT,
+    BRANCH,
+)
+
+DID_CHANGE = "session/didChange"
+DID_CREATE = "session/didCreate"
+DID_DELETE = "session/didDelete"
+COMPACTION_STATUS = "compaction/status"
+CONTEXT_USAGE = "context/usage"
+NOTIFICATIONS = (DID_CHANGE, DID_CREATE, DID_DELETE, COMPACTION_STATUS, CONTEXT_USAGE)
+
+COMPACT_WILL_RUN = "compact/willRun"
+"""Server -> client request before a compaction, when the client declared support."""
+
+__all__ = [
+    "BRANCH",
+    "COMPACT",
+    "COMPACTION_STATUS",
+    "COMPACT_WILL_RUN",
+    "CONTEXT_BUILD",
+    "CONTEXT_USAGE",
+    "DID_CHANGE",
+    "DID_CREATE",
+    "DID_DELETE",
+    "METHODS",
+    "NOTIFICATIONS",
+    "SESSION_APPEND",
+    "SESSION_CREATE",
+    "SESSION_ENTRY",
+    "SESSION_FORK",
+    "SESSION_LABEL",
+    "SESSION_LEDGER",
+    "SESSION_LIST",
+    "SESSION_OPEN",
+    "SESSION_STATS",
+    "SESSION_TREE",
+]
