@@ -185,3 +185,25 @@ def test_context_size_without_building_equals_the_built_context(name: str) -> No
             context_size(s.file, s.tree, leaf, estimates=estimates).tokens
             == build_context(s.file, s.tree, leaf).contextTokens
         )
+
+
+def test_context_size_follows_a_growing_session_exactly(tmp_path: Path) -> None:
+    from ctxd.context.build import context_size
+
+    def fresh(e: dict[str, object]) -> dict[str, object]:
+        return {k: v for k, v in e.items() if k not in ("id", "parentId")}
+
+    s = Session.open(write(tmp_path / "s.jsonl", chain(user)))
+    estimates: dict[int, int] = {}
+    for k in range(60):
+        if k % 7 == 3:
+            s.append([fresh(assistant(None, "with usage", total=1000 + k))])
+        elif k % 11 == 5:
+            s.move_leaf(s.tree.id_of(s.tree.parent[s.leaf() or 0]))
+        elif k % 13 == 6:
+            first = s.path_ids()[1] if len(s.path_ids()) > 1 else s.path_ids()[0]
+            s.append([fresh(compaction(None, first, "S" * k))])
+        else:
+            s.append([fresh(user(None, "x" * (k * 13)))])
+        assert len(s.path_ids()) > 1
+        assert context_size(s.file, s.tree, estimates=estimates).tokens == build_context(s.file, s.tree).contextTokens

@@ -285,8 +285,13 @@ def context_size(
     if leaf is None:
         return Size(None, 0, None)
     tree.update()
-    path = context_path(tree, leaf)
     heads = session.heads
+    if not tree.has_context_edits:
+        quick = _size_from_last_usage(session, tree, leaf, estimates)
+        if quick is not None:
+            tree.size_memo = (leaf, quick.tokens, quick.last)
+            return quick
+    path = context_path(tree, leaf)
     if any(heads[i].type == "context_edit" for i in path.indices):
         ctx = build_context(session, tree, heads[leaf].id, estimates=estimates)
         last = ctx.messages[-1].message if ctx.messages else None
@@ -330,4 +335,54 @@ def context_size(
             "stopReason": m.stopReason if m is not None else None,
             "errorMessage": m.errorMessage if m is not None else None,
         }
+    if not tree.has_context_edits:
+        tree.size_memo = (leaf, tokens, last)
     return Size(heads[leaf].id, tokens, last)
+
+
+def _size_from_last_usage(session: SessionFile, tree: TreeIndex, leaf: int, estimates: dict[int, int]) -> Size | None:
+    """The size from the newest trusted usage, walking back from the leaf only as far as it; None
+    when there is none before the latest compaction (then the whole context is estimated)."""
+    heads = session.heads
+    trailing: list[int] = []
+    last: dict[str, Any] | None = None
+    memo = tree.size_memo
+    i = leaf
+    while i != NONE:
+        if memo is not None and i == memo[0]:
+            # The previous size was for an ancestor with nothing trusted since: add what came after.
+            _estimate(session, trailing, estimates)
+            return Size(heads[leaf].id, memo[1] + sum(estimates[j] for j in trailing), last or memo[2])
+        head = heads[i]
+        if head.type == "compaction":
+            return None  # usage before a compaction measured the old context
+        if head.type in EMITTING:
+            msg = head.message
+            if last is None:
+                role = msg.role if msg is not None else ("custom" if head.type == "custom_message" else "branchSummary")
+                last = {
+                    "role": role,
+                    "stopReason": msg.stopReason if msg is not None else None,
+                    "errorMessage": msg.errorMessage if msg is not None else None,
+                }
+            if (
+                msg is not None
+                and msg.role == "assistant"
+                and msg.usage is not None
+                and msg.stopReason not in ("aborted", "error")
+            ):
+                u = msg.usage
+                used = int(u.totalTokens) or int(u.input) + int(u.output) + int(u.cacheRead) + int(u.cacheWrite)
+                _estimate(session, trailing, estimates)
+                return Size(heads[leaf].id, used + sum(estimates[j] for j in trailing), last)
+            trailing.append(i)
+        i = tree.parent[i]
+    return None
+
+
+def _estimate(session: SessionFile, indices: list[int], estimates: dict[int, int]) -> None:
+    """Fill ``estimates`` for ``indices`` not in it yet (one batched read)."""
+    missing = [j for j in indices if j not in estimates]
+    for j, body in zip(missing, session.entries(missing), strict=True):
+        found = entry_message(body)
+        estimates[j] = estimate_tokens(found) if found is not None else 0

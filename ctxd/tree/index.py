@@ -7,6 +7,8 @@ does not exist (orphans) are reported and treated as roots; cycles cannot loop f
 
 from __future__ import annotations
 
+from typing import Any
+
 from ctxd.formats.codec import LineHead
 from ctxd.store.session_file import LEAF_MARKER, SessionFile
 
@@ -28,6 +30,10 @@ class TreeIndex:
         self.roots: list[int] = []
         self._orphans: dict[int, None] = {}
         self.cycles: list[int] = []
+        self.has_context_edits = False
+        """Whether any context_edit entry exists (they change what a context's size means)."""
+        self.size_memo: tuple[int, int, Any] | None = None
+        """(leaf, context size, last message) of the last size computed, reused by the next one."""
         """Entries whose parent link would close a cycle (a corrupt file): kept as orphans."""
         self.labels: dict[int, str] = {}
         self.name: str | None = None
@@ -120,6 +126,8 @@ class TreeIndex:
         self._own(i, head)
 
     def _index_meta(self, i: int, head: LineHead) -> None:
+        if head.type == "context_edit":
+            self.has_context_edits = True
         if head.type == "label" and head.targetId:
             target = self.session.index.get(head.targetId)
             if target is None:

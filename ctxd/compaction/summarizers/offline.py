@@ -113,7 +113,13 @@ class OfflineSummarizer:
     def _scaled(self, request: SummaryRequest) -> OfflineSummarizer:
         """A summariser whose history budget is at most half of what it summarises: a summary must
         make the context smaller, never larger."""
-        chars = 4 * sum(estimate_tokens(m) for m in (*request.messages, *request.turn_prefix))
+        # Measure only until the input is clearly big enough for the full budget.
+        enough = 2 * self.limits.total_chars
+        chars = 0
+        for m in (*request.turn_prefix, *reversed(request.messages)):
+            chars += 4 * estimate_tokens(m)
+            if chars >= enough:
+                return self
         budget = max(MIN_HISTORY_CHARS, chars // 2)
         if budget >= self.limits.total_chars:
             return self
