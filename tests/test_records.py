@@ -75,3 +75,12 @@ def test_unknown_fields_types_and_nulls_survive() -> None:
     assert r.unstructure(typed2) == new_type
     edit = {"type": "context_edit", "id": "c", "parentId": "b", "timestamp": "t", "targetId": "a", "replacement": None}
     assert r.unstructure(r.structure_entry(edit)) == edit
+
+
+def test_the_cattrs_converter_speaks_the_same_records() -> None:
+    lines = reference("pi", "all-entry-types-v3.jsonl").read_text().splitlines()
+    header = json.loads(lines[0])
+    assert r.converter.unstructure(r.converter.structure(header, r.SessionHeader)) == header
+    for line in lines[1:]:
+        obj = json.loads(line)
+        assert r.converter.unstructure(r.structure_entry(obj)) == obj
