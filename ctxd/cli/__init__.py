@@ -3,18 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections.abc import Sequence
-from typing import Any
 
 from ctxd import __version__
 from ctxd.errors import CtxdError
-
-
-def _dump(obj: Any) -> None:
-    json.dump(obj, sys.stdout, ensure_ascii=False, indent=2)
-    sys.stdout.write("\n")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -90,6 +83,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(handler(args))
     except CtxdError as exc:
         if getattr(args, "json", False):
+            from ctxd.cli.render import dump as _dump
+
             _dump({"error": {"code": exc.code, "message": exc.message, "data": exc.data}})
         print(f"ctxd: {exc.message}", file=sys.stderr)
         return 2

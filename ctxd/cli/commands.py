@@ -3,22 +3,17 @@
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 from typing import Any
 
+from ctxd.cli.render import dump as _dump
 from ctxd.cli.render import render_context, render_rows, use_color
 from ctxd.context.build import build_context
 from ctxd.context.openai import to_openai
 from ctxd.context.view import project
 from ctxd.store.listing import default_roots, list_sessions
 from ctxd.tree.session import Session
-
-
-def _dump(obj: Any) -> None:
-    json.dump(obj, sys.stdout, ensure_ascii=False, indent=2)
-    sys.stdout.write("\n")
 
 
 def cmd_sessions(args: argparse.Namespace) -> int:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from typing import Any
@@ -19,6 +20,12 @@ ROLE_MARK = {
     "compaction": "▣",
     "branchSummary": "⎇",
 }
+
+
+def dump(obj: Any) -> None:
+    """``obj`` as indented JSON on stdout (the CLI's ``--json`` outputs)."""
+    json.dump(obj, sys.stdout, ensure_ascii=False, indent=2)
+    sys.stdout.write("\n")
 
 
 def use_color(stream: Any = None) -> bool:
