@@ -15,6 +15,7 @@ from typing import Any
 import attrs
 
 from ctxd.context.tokens import context_tokens, estimate_tokens
+from ctxd.formats.codec import LineHead
 from ctxd.store.session_file import SessionFile
 from ctxd.tree.index import NONE, TreeIndex
 
@@ -298,10 +299,7 @@ def context_size(
         return Size(ctx.leafId, ctx.contextTokens, last)
     comp = path.compaction
     emitting = [i for i in path.indices if i != comp and heads[i].type in EMITTING]
-    missing = [i for i in ([comp] if comp != NONE else []) + emitting if i not in estimates]
-    for i, body in zip(missing, session.entries(missing), strict=True):
-        msg = entry_message(body)
-        estimates[i] = estimate_tokens(msg) if msg is not None else 0
+    _estimate(session, ([comp] if comp != NONE else []) + emitting, estimates)
     # Usage is trusted only after the compaction (pi's rule, as in build_context).
     after_comp = emitting
     if comp != NONE and comp in path.indices:
@@ -310,31 +308,14 @@ def context_size(
     trailing = 0
     tokens = None
     for i in reversed(after_comp):
-        head_msg = heads[i].message
-        if (
-            head_msg is not None
-            and head_msg.role == "assistant"
-            and head_msg.usage is not None
-            and head_msg.stopReason not in ("aborted", "error")
-        ):
-            u = head_msg.usage
-            used = int(u.totalTokens) or int(u.input) + int(u.output) + int(u.cacheRead) + int(u.cacheWrite)
+        used = _trusted_usage(heads[i])
+        if used is not None:
             tokens = used + trailing
             break
         trailing += estimates[i]
     if tokens is None:
         tokens = sum(estimates[i] for i in emitting) + (estimates[comp] if comp != NONE else 0)
-    last = None
-    if emitting:
-        m = heads[emitting[-1]].message
-        role = (
-            m.role if m is not None else ("custom" if heads[emitting[-1]].type == "custom_message" else "branchSummary")
-        )
-        last = {
-            "role": role,
-            "stopReason": m.stopReason if m is not None else None,
-            "errorMessage": m.errorMessage if m is not None else None,
-        }
+    last = _last_of(heads[emitting[-1]]) if emitting else None
     if not tree.has_context_edits:
         tree.size_memo = (leaf, tokens, last)
     return Size(heads[leaf].id, tokens, last)
@@ -357,22 +338,10 @@ def _size_from_last_usage(session: SessionFile, tree: TreeIndex, leaf: int, esti
         if head.type == "compaction":
             return None  # usage before a compaction measured the old context
         if head.type in EMITTING:
-            msg = head.message
             if last is None:
-                role = msg.role if msg is not None else ("custom" if head.type == "custom_message" else "branchSummary")
-                last = {
-                    "role": role,
-                    "stopReason": msg.stopReason if msg is not None else None,
-                    "errorMessage": msg.errorMessage if msg is not None else None,
-                }
-            if (
-                msg is not None
-                and msg.role == "assistant"
-                and msg.usage is not None
-                and msg.stopReason not in ("aborted", "error")
-            ):
-                u = msg.usage
-                used = int(u.totalTokens) or int(u.input) + int(u.output) + int(u.cacheRead) + int(u.cacheWrite)
+                last = _last_of(head)
+            used = _trusted_usage(head)
+            if used is not None:
                 _estimate(session, trailing, estimates)
                 return Size(heads[leaf].id, used + sum(estimates[j] for j in trailing), last)
             trailing.append(i)
@@ -386,3 +355,24 @@ def _estimate(session: SessionFile, indices: list[int], estimates: dict[int, int
     for j, body in zip(missing, session.entries(missing), strict=True):
         found = entry_message(body)
         estimates[j] = estimate_tokens(found) if found is not None else 0
+
+
+def _trusted_usage(head: LineHead) -> int | None:
+    """The context size an assistant entry's usage reports, if pi trusts it (not aborted/error)."""
+    msg = head.message
+    if msg is None or msg.role != "assistant" or msg.usage is None or msg.stopReason in ("aborted", "error"):
+        return None
+    u = msg.usage
+    return int(u.totalTokens) or int(u.input) + int(u.output) + int(u.cacheRead) + int(u.cacheWrite)
+
+
+def _last_of(head: LineHead) -> dict[str, Any]:
+    """Role, stopReason and errorMessage of an emitting entry, from the index alone."""
+    msg = head.message
+    if msg is None:
+        return {
+            "role": "custom" if head.type == "custom_message" else "branchSummary",
+            "stopReason": None,
+            "errorMessage": None,
+        }
+    return {"role": msg.role, "stopReason": msg.stopReason, "errorMessage": msg.errorMessage}
