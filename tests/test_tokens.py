@@ -12,7 +12,8 @@ def test_js_length_counts_utf16_units() -> None:
 def test_estimates_follow_pi() -> None:
     assert estimate_tokens({"role": "user", "content": "abcde"}) == 2
     img = {"type": "image", "data": "x" * 100, "mimeType": "image/png"}
-    assert estimate_tokens({"role": "user", "content": [img]}) == 0  # pi does not count user images
+    # pi 1.5.2 counts images in user messages too (4800 chars); the old literal 0 was wrong
+    assert estimate_tokens({"role": "user", "content": [img]}) == 1200
     assert estimate_tokens({"role": "toolResult", "content": [img]}) == 1200
     call = {"type": "toolCall", "id": "1", "name": "read", "arguments": {"path": "a"}}
     # "read" + '{"path":"a"}' = 4 + 12 chars

@@ -29,8 +29,10 @@ from ctxd.compaction.summarizers import (
     SummaryResult,
     create_summarizer,
 )
-from ctxd.context.tokens import js_len
+from ctxd.context.rules import timestamp_ms
+from ctxd.context.tokens import estimate_tokens, js_len
 from ctxd.errors import CancelledError, CompactionError
+from ctxd.store.files import iso_timestamp
 from ctxd.tree.session import Session
 
 SUMMARY_ALLOWANCE_TOKENS = 1_500
@@ -197,6 +199,10 @@ async def compact(
 
     summary = result.text.rstrip() + format_file_blocks(plan.readFiles, plan.modifiedFiles)
     duration_ms = int((clock() - started) * 1000)
+    # As pi 1.5.2's appendCompaction: the prompt state at the leaf travels with the compaction (the
+    # new context shows it before the summary; system messages in the kept part are not shown).
+    stamp = iso_timestamp(session.file.clock())
+    system = {**plan.systemMessage, "timestamp": timestamp_ms(stamp)} if plan.systemMessage is not None else None
     details: dict[str, Any] = {
         "readFiles": plan.readFiles,
         "modifiedFiles": plan.modifiedFiles,
@@ -214,7 +220,9 @@ async def compact(
             "instructions": instructions,
             # The new context: the summary, then the kept messages (plan.estimatedTokensAfter
             # counts those without a summary allowance here).
-            "tokensAfter": (js_len(summary) + 3) // 4 + plan.estimatedTokensAfter,
+            "tokensAfter": (js_len(summary) + 3) // 4
+            + plan.estimatedTokensAfter
+            + (estimate_tokens(system) if system is not None else 0),
         },
     }
     entry: dict[str, Any] = {
@@ -226,6 +234,9 @@ async def compact(
     }
     if result.usage:
         entry["usage"] = _pi_usage(result.usage, result.cost)
+    if system is not None:
+        entry["timestamp"] = stamp
+        entry["systemMessage"] = system
 
     def write() -> str:
         # One complete line, parented at the leaf that was summarised.

@@ -1,25 +1,45 @@
 """Building the context for the next request from the active branch, with pi 1.5.2's semantics.
 
-Walk from the leaf towards the root; if the path holds compactions only the latest counts: its
-summary comes first, then the path from its ``firstKeptEntryId`` on.  Messages, custom messages
-and branch summaries contribute; context edits replace or hide their targets; settings (model,
-thinking level) come from the whole path.  Each message keeps its entry id, file line and token
-estimate.
+The messages are pi's session projection (``ctxd.context.project``: the latest compaction's system
+message and summary, the kept entries, everything after it, with context edits applied), each with
+its entry id, file line and token estimate; settings (model, thinking level) come from the whole
+path. The context size is pi's projected estimate. ``context_size`` gives the same size without
+building the context, reading only bodies whose estimate is not cached.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 import attrs
 
-from ctxd.context.tokens import context_tokens, estimate_tokens
+from ctxd.context.project import context_path, entry_tokens, project, projected_estimate
+from ctxd.context.rules import (
+    USAGE_INVALIDATORS,
+    compaction_summary,
+    current_system_message,
+    entry_message,
+    is_system,
+    may_yield,
+    timestamp_ms,
+)
+from ctxd.context.tokens import estimate_tokens, usage_tokens
 from ctxd.formats.codec import LineHead
 from ctxd.store.session_file import SessionFile
 from ctxd.tree.index import NONE, TreeIndex
 
-EMITTING = frozenset({"message", "custom_message", "branch_summary"})
+__all__ = [
+    "Context",
+    "ContextMessage",
+    "Size",
+    "build_context",
+    "compaction_message",
+    "context_size",
+    "entry_message",
+    "timestamp_ms",
+]
+
+compaction_message = compaction_summary
 
 
 @attrs.define
@@ -79,79 +99,6 @@ class Context:
         }
 
 
-def timestamp_ms(iso: Any) -> int | None:
-    from datetime import datetime
-
-    if not isinstance(iso, str):
-        return None
-    try:
-        return int(datetime.fromisoformat(iso.replace("Z", "+00:00")).timestamp() * 1000)
-    except ValueError:
-        return None
-
-
-def entry_message(entry: Mapping[str, Any]) -> dict[str, Any] | None:
-    """The AgentMessage an entry contributes to context (pi's getMessageFromEntry), or None."""
-    kind = entry.get("type")
-    if kind == "message":
-        message = entry.get("message")
-        return message if isinstance(message, dict) else None
-    if kind == "custom_message":
-        return {
-            "role": "custom",
-            "customType": entry.get("customType", ""),
-            "content": entry.get("content", ""),
-            "display": entry.get("display", True),
-            "details": entry.get("details"),
-            "timestamp": timestamp_ms(entry.get("timestamp")),
-        }
-    if kind == "branch_summary":
-        if not entry.get("summary"):
-            return None
-        return {
-            "role": "branchSummary",
-            "summary": entry.get("summary", ""),
-            "fromId": entry.get("fromId", ""),
-            "timestamp": timestamp_ms(entry.get("timestamp")),
-        }
-    if kind == "compaction":
-        return compaction_message(entry)
-    return None
-
-
-def compaction_message(entry: Mapping[str, Any]) -> dict[str, Any]:
-    return {
-        "role": "compactionSummary",
-        "summary": entry.get("summary", ""),
-        "tokensBefore": entry.get("tokensBefore", 0),
-        "timestamp": timestamp_ms(entry.get("timestamp")),
-    }
-
-
-@attrs.define
-class ContextPath:
-    """The entries a context is made of, before bodies are read."""
-
-    leaf: int
-    compaction: int
-    """Index of the latest compaction on the path, or NONE."""
-    indices: list[int]
-    """Entries to walk, oldest first (from the first kept entry when there is a compaction)."""
-    first_kept_found: bool
-
-
-def context_path(tree: TreeIndex, leaf: int) -> ContextPath:
-    comp = tree.last_compaction[leaf]
-    if comp == NONE:
-        return ContextPath(leaf, NONE, tree.path_to_root(leaf), True)
-    session = tree.session
-    first_kept_id = session.heads[comp].firstKeptEntryId
-    fk = session.index.get(first_kept_id) if first_kept_id else None
-    if fk is not None and tree.is_ancestor(fk, comp):
-        return ContextPath(leaf, comp, tree.path_until(leaf, fk), True)
-    return ContextPath(leaf, comp, tree.path_until(leaf, comp), False)
-
-
 def build_context(
     session: SessionFile,
     tree: TreeIndex,
@@ -159,10 +106,10 @@ def build_context(
     *,
     estimates: dict[int, int] | None = None,
 ) -> Context:
-    """The context at ``leaf_id`` (default: the session's leaf).
+    """The context at ``leaf_id`` (default: the session's leaf): pi's projection, flattened.
 
     ``estimates`` is an optional cache of per-entry token estimates, keyed by entry index, valid
-    for one generation of the file; context edits bypass it.
+    for one generation of the file; edited entries bypass it.
     """
     diagnostics = [d.to_json() for d in session.diagnostics]
     leaf = session.require(leaf_id) if leaf_id is not None else session.leaf_index()
@@ -171,64 +118,27 @@ def build_context(
     tree.update()
     provider, model_id = _model(session, tree, leaf)
     thinking = _thinking(session, tree, leaf)
-    path = context_path(tree, leaf)
+    projection = project(session, tree, leaf)
     heads = session.heads
-    comp = path.compaction
-
-    wanted = [i for i in path.indices if heads[i].type in EMITTING or heads[i].type == "context_edit"]
-    if comp != NONE:
-        wanted.append(comp)
-    bodies = dict(zip(wanted, session.entries(wanted), strict=True))
-    edits: dict[str, Any] = {}
-    for i in path.indices:
-        if heads[i].type == "context_edit":
-            body = bodies[i]
-            edits[str(body.get("targetId", ""))] = body.get("replacement")
-
+    comp = projection.compaction
+    if comp != NONE and not projection.path.first_kept_found:
+        diagnostics.append(
+            {
+                "line": session.lines[comp],
+                "message": f"compaction's firstKeptEntryId {heads[comp].firstKeptEntryId!r} "
+                "is not on its path; nothing before it is kept",
+            }
+        )
     messages: list[ContextMessage] = []
-    if comp != NONE:
-        body = bodies[comp]
-        if not path.first_kept_found:
-            diagnostics.append(
-                {
-                    "line": session.lines[comp],
-                    "message": f"compaction's firstKeptEntryId {body.get('firstKeptEntryId')!r} "
-                    "is not on its path; nothing before it is kept",
-                }
-            )
-        summary = compaction_message(body)
-        messages.append(ContextMessage("compactionSummary", heads[comp].id or "", session.lines[comp], 0, summary))
-
-    trusted_from = 0
-    for i in path.indices:
-        if i == comp:
-            trusted_from = len(messages)
-        if i == comp or heads[i].type not in EMITTING:
-            continue
-        entry = bodies[i]
-        found = entry_message(entry)
-        if found is None:
-            continue
-        msg = found
-        eid = heads[i].id or ""
-        edited = eid in edits
-        if edited:
-            replacement = edits[eid]
-            if not isinstance(replacement, Mapping):
-                continue  # hidden by a context edit
-            msg = dict(msg)
-            if "content" in replacement:
-                msg["content"] = replacement["content"]
-        messages.append(ContextMessage(str(msg.get("role", "")), eid, session.lines[i], 0, msg))
-
-    for m, idx in zip(messages, _indices_of(messages, session), strict=True):
-        if estimates is not None and idx is not None and m.entryId not in edits:
-            if idx not in estimates:
-                estimates[idx] = estimate_tokens(m.message)
-            m.tokens = estimates[idx]
-        else:
-            m.tokens = estimate_tokens(m.message)
+    owners: list[int] = []
+    for k, pe in enumerate(projection.entries):
+        eid = heads[pe.index].id or ""
+        line = session.lines[pe.index]
+        for msg, tokens in zip(pe.messages, entry_tokens(pe, estimates), strict=True):
+            messages.append(ContextMessage(str(msg.get("role", "")), eid, line, tokens, msg))
+            owners.append(k)
     per_message = [m.tokens for m in messages]
+    size = projected_estimate(projection, heads, [m.message for m in messages], per_message, owners)
     return Context(
         leafId=heads[leaf].id,
         provider=provider,
@@ -236,14 +146,10 @@ def build_context(
         thinkingLevel=thinking,
         messages=messages,
         estimatedTokens=sum(per_message),
-        contextTokens=context_tokens([m.message for m in messages], per_message, trusted_from=trusted_from),
+        contextTokens=size.tokens,
         diagnostics=diagnostics,
         compactionId=heads[comp].id if comp != NONE else None,
     )
-
-
-def _indices_of(messages: list[ContextMessage], session: SessionFile) -> list[int | None]:
-    return [session.index.get(m.entryId) for m in messages]
 
 
 def _model(session: SessionFile, tree: TreeIndex, leaf: int) -> tuple[str | None, str | None]:
@@ -270,7 +176,7 @@ class Size:
 
     leafId: str | None
     tokens: int
-    """pi's usage-based size (last trusted usage plus estimates after it)."""
+    """pi's projected estimate (see ``build_context``)."""
     last: dict[str, Any] | None
     """The last message's role, stopReason and errorMessage (from the index)."""
 
@@ -290,40 +196,60 @@ def context_size(
     if not tree.has_context_edits:
         quick = _size_from_last_usage(session, tree, leaf, estimates)
         if quick is not None:
-            tree.size_memo = (leaf, quick.tokens, quick.last)
             return quick
     path = context_path(tree, leaf)
     if any(heads[i].type == "context_edit" for i in path.indices):
         ctx = build_context(session, tree, heads[leaf].id, estimates=estimates)
         last = ctx.messages[-1].message if ctx.messages else None
-        return Size(ctx.leafId, ctx.contextTokens, last)
+        return Size(ctx.leafId, ctx.contextTokens, _last_of_message(last) if last is not None else None)
+    # No edits: usage is trusted only after the compaction (the kept part before it measured the old context).
     comp = path.compaction
-    emitting = [i for i in path.indices if i != comp and heads[i].type in EMITTING]
-    _estimate(session, ([comp] if comp != NONE else []) + emitting, estimates)
-    # Usage is trusted only after the compaction (pi's rule, as in build_context).
-    after_comp = emitting
-    if comp != NONE and comp in path.indices:
-        later = set(path.indices[path.indices.index(comp) + 1 :])
-        after_comp = [i for i in emitting if i in later]
-    trailing = 0
-    tokens = None
-    for i in reversed(after_comp):
+    yielding = [i for i in path.indices if i != comp and heads[i].type != "compaction" and _yields(session, i)]
+    after = set(path.indices[path.after :])
+    trailing: list[int] = []
+    tokens: int | None = None
+    for i in reversed(yielding):
+        if i not in after:
+            break
         used = _trusted_usage(heads[i])
         if used is not None:
-            tokens = used + trailing
+            _estimate(session, trailing, estimates)
+            tokens = used + sum(estimates[j] for j in trailing)
             break
-        trailing += estimates[i]
+        trailing.append(i)
+    usage_based = tokens is not None
     if tokens is None:
-        tokens = sum(estimates[i] for i in emitting) + (estimates[comp] if comp != NONE else 0)
-    last = _last_of(heads[emitting[-1]]) if emitting else None
+        tokens = _estimated_size(session, comp, yielding, estimates)
+    last_index = yielding[-1] if yielding else comp
+    last = _last_of(heads[last_index]) if last_index != NONE else None
     if not tree.has_context_edits:
-        tree.size_memo = (leaf, tokens, last)
+        tree.size_memo = (leaf, tokens, last, usage_based)
     return Size(heads[leaf].id, tokens, last)
 
 
+def _estimated_size(session: SessionFile, comp: int, yielding: list[int], estimates: dict[int, int]) -> int:
+    """The size without trusted usage: the current system message once, plus every other message
+    (pi's fallback in ``estimateProjectedContextTokens``), from cached estimates."""
+    heads = session.heads
+    systems = [i for i in yielding if is_system(heads[i])]
+    others = [i for i in yielding if not is_system(heads[i])] + ([comp] if comp != NONE else [])
+    _estimate(session, others, estimates)
+    prompt: list[dict[str, Any]] = []
+    if comp != NONE:
+        carried = session.entry(comp).get("systemMessage")
+        if isinstance(carried, dict):
+            prompt.append(carried)
+    for body in session.entries(systems):
+        found = entry_message(body)
+        if found is not None:
+            prompt.append(found)
+    system = current_system_message(prompt)
+    return sum(estimates[i] for i in others) + (estimate_tokens(system) if system is not None else 0)
+
+
 def _size_from_last_usage(session: SessionFile, tree: TreeIndex, leaf: int, estimates: dict[int, int]) -> Size | None:
-    """The size from the newest trusted usage, walking back from the leaf only as far as it; None
-    when there is none before the latest compaction (then the whole context is estimated)."""
+    """The size from the newest trusted usage, walking back from the leaf only as far as it (or as
+    the previous size's leaf); None when a compaction comes first (then usage before it is stale)."""
     heads = session.heads
     trailing: list[int] = []
     last: dict[str, Any] | None = None
@@ -331,22 +257,37 @@ def _size_from_last_usage(session: SessionFile, tree: TreeIndex, leaf: int, esti
     i = leaf
     while i != NONE:
         if memo is not None and i == memo[0]:
-            # The previous size was for an ancestor with nothing trusted since: add what came after.
+            # The previous size was for an ancestor with nothing trusted since: add what came after,
+            # unless that size was estimated and a system message arrived (it merges, it does not add).
+            if not memo[3] and any(is_system(heads[j]) for j in trailing):
+                return None
             _estimate(session, trailing, estimates)
-            return Size(heads[leaf].id, memo[1] + sum(estimates[j] for j in trailing), last or memo[2])
+            tokens = memo[1] + sum(estimates[j] for j in trailing)
+            tree.size_memo = (leaf, tokens, last or memo[2], memo[3])
+            return Size(heads[leaf].id, tokens, last or memo[2])
         head = heads[i]
-        if head.type == "compaction":
-            return None  # usage before a compaction measured the old context
-        if head.type in EMITTING:
+        if head.type in USAGE_INVALIDATORS:
+            return None
+        if may_yield(head) and _yields(session, i):
             if last is None:
                 last = _last_of(head)
             used = _trusted_usage(head)
             if used is not None:
                 _estimate(session, trailing, estimates)
-                return Size(heads[leaf].id, used + sum(estimates[j] for j in trailing), last)
+                tokens = used + sum(estimates[j] for j in trailing)
+                tree.size_memo = (leaf, tokens, last, True)
+                return Size(heads[leaf].id, tokens, last)
             trailing.append(i)
         i = tree.parent[i]
     return None
+
+
+def _yields(session: SessionFile, i: int) -> bool:
+    """Whether entry ``i`` yields messages; only a branch summary needs its body (an empty one yields none)."""
+    head = session.heads[i]
+    if head.type == "branch_summary":
+        return bool(session.entry(i).get("summary"))
+    return may_yield(head)
 
 
 def _estimate(session: SessionFile, indices: list[int], estimates: dict[int, int]) -> None:
@@ -358,21 +299,28 @@ def _estimate(session: SessionFile, indices: list[int], estimates: dict[int, int
 
 
 def _trusted_usage(head: LineHead) -> int | None:
-    """The context size an assistant entry's usage reports, if pi trusts it (not aborted/error)."""
+    """The context size an assistant entry's usage reports, if pi uses it (see ``tokens.valid_usage``)."""
     msg = head.message
     if msg is None or msg.role != "assistant" or msg.usage is None or msg.stopReason in ("aborted", "error"):
         return None
     u = msg.usage
-    return int(u.totalTokens) or int(u.input) + int(u.output) + int(u.cacheRead) + int(u.cacheWrite)
+    parts = {"input": u.input, "output": u.output, "cacheRead": u.cacheRead, "cacheWrite": u.cacheWrite}
+    tokens = usage_tokens({**parts, "totalTokens": u.totalTokens})
+    return int(tokens) if tokens > 0 else None
 
 
 def _last_of(head: LineHead) -> dict[str, Any]:
-    """Role, stopReason and errorMessage of an emitting entry, from the index alone."""
+    """Role, stopReason and errorMessage of an entry's last message, from the index alone."""
     msg = head.message
     if msg is None:
-        return {
-            "role": "custom" if head.type == "custom_message" else "branchSummary",
-            "stopReason": None,
-            "errorMessage": None,
-        }
+        role = {"custom_message": "custom", "compaction": "compactionSummary"}.get(head.type, "branchSummary")
+        return {"role": role, "stopReason": None, "errorMessage": None}
     return {"role": msg.role, "stopReason": msg.stopReason, "errorMessage": msg.errorMessage}
+
+
+def _last_of_message(message: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "role": message.get("role"),
+        "stopReason": message.get("stopReason"),
+        "errorMessage": message.get("errorMessage"),
+    }

@@ -1,33 +1,122 @@
-"""Token counting: pi's chars/4 estimator, and exact counts through litellm's bundled tokenizers.
+"""Token counting: pi 1.5.2's chars/4 estimator, and the context size pi derives from usage.
 
-pi measures characters as JavaScript does (UTF-16 code units), so a non-BMP character counts twice;
-matching that is what makes ctxd's estimates equal pi's to the token.
+This module is pi's ``estimateTokens``, ``calculateContextTokens``, ``getAssistantUsage`` and
+``estimateContextTokens`` (core/compaction/compaction.ts) on plain message dicts. pi measures
+characters as JavaScript does (UTF-16 code units, so a character outside the BMP counts twice) and
+serialises tool-call arguments with ``JSON.stringify``; matching both is what makes ctxd's estimates
+equal pi's to the token.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Iterable, Mapping
+from decimal import Decimal
 from typing import Any
 
+import attrs
+
 IMAGE_CHARS = 4800
-"""pi estimates an image as 4800 characters (1200 tokens)."""
+"""pi estimates an image as 4800 characters (1200 tokens), wherever it counts images at all."""
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def js_len(text: str) -> int:
     """Length of ``text`` in UTF-16 code units, as JavaScript's ``String.length``."""
     if text.isascii():
         return len(text)
-    return len(text.encode("utf-16-le")) // 2
+    # A lone surrogate (from a JSON "\\udXXX" escape) is one code unit, as in JavaScript.
+    return len(text.encode("utf-16-le", "surrogatepass")) // 2
+
+
+def js_truthy(value: Any) -> bool:
+    """JavaScript truthiness of a JSON value: ``[]`` and ``{}`` are true; ``""``, ``0``, ``false``, null are not."""
+    if isinstance(value, list | dict):
+        return True
+    return bool(value)
+
+
+def js_number(value: int | float) -> str:
+    """``String(value)`` for a JSON number as JavaScript prints it (``1.0`` -> ``1``, ``1e-7``, ``1e+21``)."""
+    if isinstance(value, int) and abs(value) < 10**21:
+        return str(value)
+    number = float(value)
+    if math.isnan(number) or math.isinf(number):
+        return "null"
+    if number == 0:
+        return "0"
+    sign = "-" if number < 0 else ""
+    # repr() is the shortest round-tripping form, as JavaScript's Number#toString.
+    _, digit_tuple, exponent = Decimal(repr(abs(number))).as_tuple()
+    all_digits = "".join(map(str, digit_tuple))
+    digits = all_digits.rstrip("0") or "0"
+    n = len(all_digits) + int(exponent)  # position of the decimal point
+    k = len(digits)
+    if k <= n <= 21:
+        body = digits + "0" * (n - k)
+    elif 0 < n <= 21:
+        body = digits[:n] + "." + digits[n:]
+    elif -6 < n <= 0:
+        body = "0." + "0" * (-n) + digits
+    else:
+        e = n - 1
+        mantissa = digits if k == 1 else digits[0] + "." + digits[1:]
+        body = f"{mantissa}e{'+' if e >= 0 else '-'}{abs(e)}"
+    return sign + body
 
 
 def js_json(value: Any) -> str:
-    """``JSON.stringify(value)`` for JSON-compatible values (compact separators, no ASCII escaping)."""
+    """``JSON.stringify(value)`` for a JSON value: compact, no ASCII escaping, JavaScript's numbers."""
+    if isinstance(value, bool) or value is None:
+        return json.dumps(value)
+    if isinstance(value, int | float):
+        return js_number(value)
+    if isinstance(value, str):
+        out = json.dumps(value, ensure_ascii=False)
+        # JSON.stringify escapes a lone surrogate ("\\ud800"); Python writes it raw.
+        return out if value.isascii() else _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", out)
+    if isinstance(value, Mapping):
+        return "{" + ",".join(f"{js_json(str(k))}:{js_json(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, list | tuple):
+        return "[" + ",".join(js_json(v) for v in value) + "]"
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
 
 
-def _blocks_chars(content: Any, *, images: bool) -> int:
+def js_json_len(value: Any) -> int:
+    """``JSON.stringify(value).length``; Python's own encoder does the work unless the value holds
+    something it writes differently (a float, an integer of 1e21 or more, a lone surrogate)."""
+    if not _needs_js_walk(value):
+        return js_len(json.dumps(value, separators=(",", ":"), ensure_ascii=False))
+    return js_len(js_json(value))
+
+
+def _needs_js_walk(value: Any) -> bool:
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, str):
+            if not v.isascii() and _SURROGATE.search(v):
+                return True
+        elif isinstance(v, bool) or v is None:
+            continue
+        elif isinstance(v, float):
+            return True
+        elif isinstance(v, int):
+            if abs(v) >= 10**21:
+                return True
+        elif isinstance(v, Mapping):
+            stack.extend(v.keys())
+            stack.extend(v.values())
+        elif isinstance(v, list | tuple):
+            stack.extend(v)
+    return False
+
+
+def _text_and_images(content: Any) -> int:
+    """pi's ``estimateTextAndImageContentChars``: a string, or text blocks plus 4800 per image block."""
     if isinstance(content, str):
         return js_len(content)
     chars = 0
@@ -40,51 +129,65 @@ def _blocks_chars(content: Any, *, images: bool) -> int:
                 text = block.get("text")
                 if isinstance(text, str):
                     chars += js_len(text)
-            elif kind == "image" and images:
+            elif kind == "image":
                 chars += IMAGE_CHARS
     return chars
 
 
+def _assistant_chars(content: Any) -> int:
+    # pi iterates the content as blocks: a string content has no blocks (each character's
+    # ``type`` is undefined), so it counts 0; images are never counted here.
+    if not isinstance(content, list):
+        return 0
+    chars = 0
+    for block in content:
+        if not isinstance(block, Mapping):
+            continue
+        kind = block.get("type")
+        if kind == "text":
+            chars += _str_len(block.get("text"))
+        elif kind == "thinking":
+            chars += _str_len(block.get("thinking"))
+        elif kind == "toolCall":
+            chars += _str_len(block.get("name")) + js_json_len(block.get("arguments", {}))
+    return chars
+
+
+def _system_chars(message: Mapping[str, Any]) -> int:
+    # Content text and images, every section's string, and JSON.stringify(toolsAdded) when it is
+    # truthy (an empty list counts its 2 characters); toolsRemoved is not counted.
+    chars = _text_and_images(message.get("content"))
+    sections = message.get("sections")
+    if isinstance(sections, Mapping):
+        chars += sum(js_len(v) for v in sections.values() if isinstance(v, str))
+    added = message.get("toolsAdded")
+    if js_truthy(added):
+        chars += js_json_len(added)
+    return chars
+
+
+def _str_len(value: Any) -> int:
+    return js_len(value) if isinstance(value, str) else 0
+
+
 def message_chars(message: Mapping[str, Any]) -> int:
-    """Characters pi counts for one AgentMessage (see pi's ``estimateTokens``)."""
+    """Characters pi 1.5.2's ``estimateTokens`` counts for one AgentMessage.
+
+    Images (4800 characters each) count in ``user``, ``toolResult``, ``custom`` and ``system``
+    messages, never in ``assistant`` or ``bashExecution``. A role pi does not know (``hookMessage``
+    in a v3 file, anything else) counts 0.
+    """
     role = message.get("role")
-    if role == "user":
-        # pi 1.5.2 counts only the text of user messages; images there are not estimated.
-        return _blocks_chars(message.get("content"), images=False)
+    if role in ("user", "toolResult", "custom"):
+        return _text_and_images(message.get("content"))
     if role == "assistant":
-        chars = 0
-        content = message.get("content")
-        if isinstance(content, list):
-            for block in content:
-                if not isinstance(block, Mapping):
-                    continue
-                kind = block.get("type")
-                if kind == "text":
-                    chars += js_len(str(block.get("text") or ""))
-                elif kind == "thinking":
-                    chars += js_len(str(block.get("thinking") or ""))
-                elif kind == "toolCall":
-                    chars += js_len(str(block.get("name") or ""))
-                    chars += js_len(js_json(block.get("arguments", {})))
-        elif isinstance(content, str):
-            chars += js_len(content)
-        return chars
-    if role in ("toolResult", "custom", "hookMessage"):
-        return _blocks_chars(message.get("content"), images=True)
+        return _assistant_chars(message.get("content"))
     if role == "bashExecution":
-        return js_len(str(message.get("command") or "")) + js_len(str(message.get("output") or ""))
+        return _str_len(message.get("command")) + _str_len(message.get("output"))
     if role in ("branchSummary", "compactionSummary"):
-        return js_len(str(message.get("summary") or ""))
+        return _str_len(message.get("summary"))
     if role == "system":
-        # Not in pi's estimator (1.5.2 system messages patch the prompt); count what is sent.
-        chars = _blocks_chars(message.get("content"), images=True)
-        sections = message.get("sections")
-        if isinstance(sections, Mapping):
-            chars += sum(js_len(v) for v in sections.values() if isinstance(v, str))
-        for key in ("toolsAdded", "toolsRemoved"):
-            if message.get(key):
-                chars += js_len(js_json(message[key]))
-        return chars
+        return _system_chars(message)
     return 0
 
 
@@ -97,36 +200,65 @@ def estimate_total(messages: Iterable[Mapping[str, Any]]) -> int:
     return sum(estimate_tokens(m) for m in messages)
 
 
-def usage_tokens(usage: Mapping[str, Any]) -> int:
-    """Context size recorded by a usage block: ``totalTokens``, else the sum of its parts."""
+def usage_tokens(usage: Mapping[str, Any]) -> float:
+    """pi's ``calculateContextTokens``: ``totalTokens || input + output + cacheRead + cacheWrite``.
+
+    NaN (as in JavaScript) when ``totalTokens`` is 0 or missing and a part is missing or not a number.
+    """
     total = usage.get("totalTokens")
-    if isinstance(total, int | float) and total:
-        return int(total)
-    return int(
-        sum(v for k in ("input", "output", "cacheRead", "cacheWrite") if isinstance(v := usage.get(k, 0), int | float))
-    )
+    if _is_number(total) and total:
+        return float(total)
+    parts = [usage.get(k) for k in ("input", "output", "cacheRead", "cacheWrite")]
+    if not all(_is_number(p) for p in parts):
+        return math.nan
+    return float(sum(parts))  # type: ignore[arg-type]
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def valid_usage(message: Mapping[str, Any]) -> int | None:
+    """pi's ``getAssistantUsage``: the context size an assistant message's usage reports, or None
+    when pi does not use it (not an assistant, aborted, an error, no usage, or a size that is not
+    above 0: an all-zero usage is skipped, not trusted as 0)."""
+    if message.get("role") != "assistant" or message.get("stopReason") in ("aborted", "error"):
+        return None
+    usage = message.get("usage")
+    if not isinstance(usage, Mapping):
+        return None
+    tokens = usage_tokens(usage)
+    return int(tokens) if tokens > 0 else None  # NaN > 0 is false
 
 
 def has_valid_usage(message: Mapping[str, Any]) -> bool:
-    """An assistant message whose usage pi trusts (not aborted, not an error)."""
-    return (
-        message.get("role") == "assistant"
-        and isinstance(message.get("usage"), Mapping)
-        and message.get("stopReason") not in ("aborted", "error")
-    )
+    return valid_usage(message) is not None
 
 
-def context_tokens(
-    messages: list[Mapping[str, Any]], estimates: list[int] | None = None, *, trusted_from: int = 0
-) -> int:
-    """pi's context size: the last trusted usage plus estimates of every message after it.
+@attrs.define
+class ContextEstimate:
+    """pi's ``ContextUsageEstimate``."""
 
-    Usage recorded before ``trusted_from`` is ignored: an assistant message kept verbatim by a
-    compaction reported the size of the context *before* that compaction.
-    """
+    tokens: int
+    usageTokens: int
+    trailingTokens: int
+    lastUsageIndex: int | None
+
+
+def estimate_context(messages: list[Mapping[str, Any]], estimates: list[int] | None = None) -> ContextEstimate:
+    """pi's ``estimateContextTokens``: the last valid usage plus estimates of every message after it,
+    or the sum of all estimates when no message has a valid usage."""
     if estimates is None:
         estimates = [estimate_tokens(m) for m in messages]
-    for i in range(len(messages) - 1, trusted_from - 1, -1):
-        if has_valid_usage(messages[i]):
-            return usage_tokens(messages[i]["usage"]) + sum(estimates[i + 1 :])
-    return sum(estimates)
+    for i in range(len(messages) - 1, -1, -1):
+        used = valid_usage(messages[i])
+        if used is not None:
+            trailing = sum(estimates[i + 1 :])
+            return ContextEstimate(used + trailing, used, trailing, i)
+    total = sum(estimates)
+    return ContextEstimate(total, 0, total, None)
+
+
+def context_tokens(messages: list[Mapping[str, Any]], estimates: list[int] | None = None) -> int:
+    """``estimateContextTokens(messages).tokens`` (no compaction or edit checks: see ``project``)."""
+    return estimate_context(messages, estimates).tokens

@@ -18,11 +18,12 @@ Number = int | float
 
 
 class UsageHead(msgspec.Struct, gc=False, omit_defaults=True):
-    input: Number = 0
-    output: Number = 0
-    cacheRead: Number = 0
-    cacheWrite: Number = 0
-    totalTokens: Number = 0
+    # None when absent: pi's calculateContextTokens treats a missing part as NaN (usage not used).
+    input: Number | None = None
+    output: Number | None = None
+    cacheRead: Number | None = None
+    cacheWrite: Number | None = None
+    totalTokens: Number | None = None
 
 
 class MessageHead(msgspec.Struct, gc=False, omit_defaults=True):

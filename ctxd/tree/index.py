@@ -32,8 +32,8 @@ class TreeIndex:
         self.cycles: list[int] = []
         self.has_context_edits = False
         """Whether any context_edit entry exists (they change what a context's size means)."""
-        self.size_memo: tuple[int, int, Any] | None = None
-        """(leaf, context size, last message) of the last size computed, reused by the next one."""
+        self.size_memo: tuple[int, int, Any, bool] | None = None
+        """(leaf, context size, last message, usage-based) of the last size computed, reused by the next one."""
         """Entries whose parent link would close a cycle (a corrupt file): kept as orphans."""
         self.labels: dict[int, str] = {}
         self.name: str | None = None
