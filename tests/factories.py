@@ -95,3 +95,63 @@ def chain(*makers: Any) -> list[dict[str, Any]]:
         out.append(e)
         parent = e["id"]
     return out
+
+
+# --- more message kinds (pi 1.5.2) ----------------------------------------------------------------
+
+
+def image(mime: str = "image/png") -> dict[str, Any]:
+    return {"type": "image", "data": "aGVsbG8=", "mimeType": mime}
+
+
+def text(value: str) -> dict[str, Any]:
+    return {"type": "text", "text": value}
+
+
+def message(parent: str | None, role: str, **fields: Any) -> dict[str, Any]:
+    """A ``message`` entry with any role and fields (``timestamp`` 1 unless given)."""
+    kw = {k: fields.pop(k) for k in ("id",) if k in fields}
+    return entry("message", parent, message={"role": role, "timestamp": 1, **fields}, **kw)
+
+
+def system(parent: str | None, content: Any = "be brief", **fields: Any) -> dict[str, Any]:
+    return message(parent, "system", content=content, **fields)
+
+
+def bash(parent: str | None, command: str = "ls", output: str = "a\nb", **fields: Any) -> dict[str, Any]:
+    return message(
+        parent, "bashExecution", command=command, output=output, exitCode=0, cancelled=False, truncated=False, **fields
+    )
+
+
+def custom_message(parent: str | None, content: Any = "remember X", **kw: Any) -> dict[str, Any]:
+    return entry(
+        "custom_message",
+        parent,
+        customType=kw.pop("customType", "note"),
+        content=content,
+        display=kw.pop("display", True),
+        **kw,
+    )
+
+
+def branch_summary(parent: str | None, summary: str = "we tried Y", **kw: Any) -> dict[str, Any]:
+    return entry("branch_summary", parent, fromId=kw.pop("fromId", "ffffffff"), summary=summary, **kw)
+
+
+def context_edit(parent: str | None, target: str, replacement: Any = None, **kw: Any) -> dict[str, Any]:
+    """``replacement``: None hides the target; otherwise the new content (a string or blocks)."""
+    repl = None if replacement is None else {"content": replacement}
+    return entry("context_edit", parent, targetId=target, replacement=repl, **kw)
+
+
+def meta(kind: str, parent: str | None, **kw: Any) -> dict[str, Any]:
+    """A state-only entry: model_change, thinking_level_change, label, session_info, custom."""
+    defaults: dict[str, dict[str, Any]] = {
+        "model_change": {"provider": "prov", "modelId": "m2"},
+        "thinking_level_change": {"thinkingLevel": "high"},
+        "label": {"targetId": parent, "label": "here"},
+        "session_info": {"name": "a name"},
+        "custom": {"customType": "state", "data": {"n": 1}},
+    }
+    return entry(kind, parent, **{**defaults.get(kind, {}), **kw})
