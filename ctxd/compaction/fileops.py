@@ -214,13 +214,24 @@ def tool_calls(message: Mapping[str, Any]) -> Iterable[Mapping[str, Any]]:
     return [b for b in content if isinstance(b, Mapping) and b.get("type") == "toolCall"]
 
 
+def nested_calls(message: Mapping[str, Any]) -> Iterable[Mapping[str, Any]]:
+    """Calls a tool made itself, recorded on its result (pi 1.5.2's ``nestedCalls``: codemode scripts)."""
+    if message.get("role") != "toolResult":
+        return ()
+    nested = message.get("nestedCalls")
+    calls = nested.get("calls") if isinstance(nested, Mapping) else None
+    return [c for c in calls if isinstance(c, Mapping)] if isinstance(calls, list) else ()
+
+
 def extract_file_ops(messages: Iterable[Mapping[str, Any]]) -> FileOps:
-    """File operations of every tool call in ``messages`` (as pi does, whether or not the call succeeded)."""
+    """File operations of every tool call in ``messages`` (as pi does, whether or not the call succeeded),
+    including the calls a tool result records it made."""
     ops = FileOps()
     for message in messages:
-        if message.get("role") != "assistant":
+        role = message.get("role")
+        if role not in ("assistant", "toolResult"):
             continue
-        for call in tool_calls(message):
+        for call in tool_calls(message) if role == "assistant" else nested_calls(message):
             for op, path in call_file_ops(str(call.get("name") or ""), call.get("arguments")):
                 ops.add(op, path)
     return ops
@@ -237,7 +248,12 @@ def file_lists(ops: FileOps, previous: Mapping[str, Any] | None = None) -> tuple
     if previous:
         read.update(_strings(previous.get("readFiles")))
         modified.update(_strings(previous.get("modifiedFiles")))
-    return sorted(read - modified), sorted(modified)
+    # JavaScript's sort compares UTF-16 code units (a character outside the BMP sorts before U+E000).
+    return sorted(read - modified, key=_utf16), sorted(modified, key=_utf16)
+
+
+def _utf16(text: str) -> bytes:
+    return text.encode("utf-16-be", "surrogatepass")
 
 
 def format_file_blocks(read_files: Iterable[str], modified_files: Iterable[str]) -> str:

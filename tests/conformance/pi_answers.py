@@ -104,6 +104,7 @@ def ctxd_answers(path: str, keep: int) -> dict[str, Any]:
         "turnPrefix": [m.get("role") for m in plan.turnPrefixMessages],
         "tokensBefore": plan.tokensBefore,
         "previousSummary": plan.previousSummary,
+        "files": {"readFiles": plan.readFiles, "modifiedFiles": plan.modifiedFiles},
     }
     return out
 

@@ -22,7 +22,13 @@ const piDir = resolve(
 const version = JSON.parse(readFileSync(join(piDir, "package.json"), "utf8")).version;
 if (version !== "1.5.2") throw new Error(`expected pi 1.5.2 at ${piDir}, found ${version}`);
 const chunks = join(piDir, "dist", "bundle", "chunks");
-const INTERNAL = ["prepareCompaction", "estimateContextTokens", "estimateProjectedContextTokens", "findProjectedCutPoint"];
+const INTERNAL = [
+	"prepareCompaction",
+	"estimateContextTokens",
+	"estimateProjectedContextTokens",
+	"findProjectedCutPoint",
+	"computeFileLists",
+];
 const chunk = readdirSync(chunks)
 	.map((f) => join(chunks, f))
 	.find((f) => f.endsWith(".js") && readFileSync(f, "utf8").includes("function prepareCompaction(pathEntries"));
@@ -38,9 +44,8 @@ nodeModule.registerHooks({
 const pi = await import(pathToFileURL(join(piDir, "dist", "bundle", "index.js")).href);
 const internal = await import(chunkUrl);
 const { SessionManager, estimateTokens, DEFAULT_COMPACTION_SETTINGS } = pi;
-const [prepareCompaction, estimateContextTokens, estimateProjectedContextTokens, findProjectedCutPoint] = INTERNAL.map(
-	(n) => internal[`__probe_${n}`],
-);
+const [prepareCompaction, estimateContextTokens, estimateProjectedContextTokens, findProjectedCutPoint, computeFileLists] =
+	INTERNAL.map((n) => internal[`__probe_${n}`]);
 
 function probe(file, keep) {
 	const work = mkdtempSync(join(tmpdir(), "pi-probe-"));
@@ -91,6 +96,7 @@ function probe(file, keep) {
 						turnPrefix: prep.turnPrefixMessages.map((m) => m.role),
 						tokensBefore: prep.tokensBefore,
 						previousSummary: prep.previousSummary ?? null,
+						files: computeFileLists(prep.fileOps),
 					}
 				: null,
 		};

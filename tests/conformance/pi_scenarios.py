@@ -504,6 +504,26 @@ def previous_details_and_split_turn() -> Entries:
     return [*e, c, *tail]
 
 
+@scenario("other", keep=100)
+def file_lists_nested_calls_and_utf16_order() -> Entries:
+    nested = {
+        "calls": [
+            {"name": "write", "arguments": {"path": "gen/out.ts"}},
+            {"name": "read", "arguments": {"path": "ｚ.md"}},
+        ]
+    }
+    return chain(
+        big_user(400),
+        lambda p: assistant(p, "", calls=[("c1", "read", {"path": "😀.md"}), ("c2", "read", {"path": "\uff5a.md"})]),
+        lambda p: tool_result(p, "c1"),
+        lambda p: {**tool_result(p, "c2"), "message": {**tool_result(p, "c2")["message"], "nestedCalls": nested}},
+        lambda p: assistant(p, "", calls=[("c3", "edit", {"path": "a.py"}), ("c4", "write", {"path": ""})]),
+        lambda p: tool_result(p, "c3", name="edit"),
+        big_user(400),
+        big_assistant(400),
+    )
+
+
 @scenario("other", keep=150)
 def metadata_everywhere() -> Entries:
     return chain(

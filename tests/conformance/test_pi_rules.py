@@ -341,3 +341,10 @@ def test_ctxd_compaction_carries_the_prompt_state_as_pi_does(tmp_path: Path) -> 
 )
 def test_other_differences_found_in_pis_source(tmp_path: Path, name: str) -> None:
     check(tmp_path, name)
+
+
+def test_file_lists_include_nested_calls_in_javascripts_order(tmp_path: Path) -> None:
+    # pi 1.5.2 via the oracle: computeFileLists(prepareCompaction(...).fileOps)
+    sc = SCENARIOS["file_lists_nested_calls_and_utf16_order"]
+    plan = plan_compaction(Session.open(sc.make(tmp_path)), keep_recent_tokens=sc.keep)
+    assert (plan.readFiles, plan.modifiedFiles) == (["😀.md", "ｚ.md"], ["a.py", "gen/out.ts"])
