@@ -84,3 +84,31 @@ def test_the_cattrs_converter_speaks_the_same_records() -> None:
     for line in lines[1:]:
         obj = json.loads(line)
         assert r.converter.unstructure(r.structure_entry(obj)) == obj
+
+
+def test_entries_pi_added_since_0_87_are_typed_and_round_trip() -> None:
+    system = {
+        "role": "system",
+        "content": "terse",
+        "sections": {"a": "b"},
+        "toolsAdded": [{"name": "t"}],
+        "timestamp": 5,
+    }
+    comp = {
+        "type": "compaction",
+        "id": "c",
+        "parentId": "b",
+        "timestamp": "t",
+        "summary": "s",
+        "firstKeptEntryId": "a",
+        "tokensBefore": 1,
+        "systemMessage": system,
+    }
+    typed = r.structure_entry(comp)
+    assert isinstance(typed, r.CompactionEntry) and isinstance(typed.systemMessage, r.SystemMessage)
+    assert typed.systemMessage.toolsAdded == [{"name": "t"}]
+    assert r.unstructure(typed) == comp
+    hide = {"type": "context_edit", "id": "e", "parentId": "c", "timestamp": "t", "targetId": "a", "replacement": None}
+    edit = r.structure_entry(hide)
+    assert isinstance(edit, r.ContextEditEntry) and edit.replacement is None
+    assert r.unstructure(edit) == hide

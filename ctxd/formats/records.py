@@ -249,7 +249,8 @@ class CompactionEntry(Entry):
     details: Any = None
     fromHook: bool | None = None
     usage: Usage | None = None
-    systemMessage: Any = None
+    systemMessage: SystemMessage | Any = None
+    """pi >= 0.87: the prompt state at the compaction (shown before the summary in the context)."""
 
 
 @attrs.define(kw_only=True)
@@ -303,6 +304,8 @@ class UsageEntry(Entry):
 
 @attrs.define(kw_only=True)
 class ContextEditEntry(Entry):
+    """pi >= 0.87: replaces an earlier entry's content in context, or hides it (``replacement: null``)."""
+
     TAG: ClassVar[str] = "context_edit"
     targetId: str = ""
     replacement: dict[str, Any] | None = None
@@ -439,6 +442,7 @@ _NESTED.update(
     {
         "content": _structure_content,
         "message": lambda v: _structure_tagged(v, MESSAGE_ROLES, UnknownMessage, "role"),
+        "systemMessage": lambda v: _structure_tagged(v, MESSAGE_ROLES, UnknownMessage, "role"),
         "usage": lambda v: _structure_record(v, Usage) if isinstance(v, dict) else v,
         "cost": lambda v: _structure_record(v, Cost) if isinstance(v, dict) else v,
     }
