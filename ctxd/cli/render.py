@@ -69,7 +69,7 @@ def render_context(ctx: Context) -> list[str]:
     lines = [
         f"leaf {ctx.leafId}  model {ctx.model or '-'}  thinking {ctx.thinkingLevel}",
         f"{len(ctx.messages)} messages, estimated {ctx.estimatedTokens:,} tokens, "
-        f"context size {ctx.contextTokens:,} tokens (last usage + estimates)",
+        f"context size {ctx.contextTokens:,} tokens (pi's estimate: trusted usage + estimates)",
     ]
     for m in ctx.messages:
         body = m.message
