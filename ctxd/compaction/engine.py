@@ -30,7 +30,7 @@ from ctxd.compaction.summarizers import (
     create_summarizer,
 )
 from ctxd.context.rules import timestamp_ms
-from ctxd.context.tokens import estimate_tokens, js_len
+from ctxd.context.tokens import js_len
 from ctxd.errors import CancelledError, CompactionError
 from ctxd.store.files import iso_timestamp
 from ctxd.tree.session import Session
@@ -220,9 +220,7 @@ async def compact(
             "instructions": instructions,
             # The new context: the summary, then the kept messages (plan.estimatedTokensAfter
             # counts those without a summary allowance here).
-            "tokensAfter": (js_len(summary) + 3) // 4
-            + plan.estimatedTokensAfter
-            + (estimate_tokens(system) if system is not None else 0),
+            "tokensAfter": (js_len(summary) + 3) // 4 + plan.estimatedTokensAfter,
         },
     }
     entry: dict[str, Any] = {

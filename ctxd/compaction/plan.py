@@ -19,6 +19,7 @@ from ctxd.compaction.fileops import extract_file_ops, file_lists
 from ctxd.context.build import Context, context_size
 from ctxd.context.project import ProjectedEntry, Projection, entry_tokens, project
 from ctxd.context.rules import current_system_message, is_cut_point, starts_turn
+from ctxd.context.tokens import estimate_tokens
 from ctxd.tree.session import Session
 
 
@@ -127,9 +128,12 @@ def plan_compaction(
     ops = extract_file_ops([*to_summarize, *prefix])
     read_files, modified_files = file_lists(ops, previous_details)
 
+    # The context after it: the prompt state and the summary, then the kept messages (system
+    # messages among them are shown only through the prompt state).
     kept = [m for e in entries[cut:] for m in e.messages if m.get("role") != "system"]
     system = current_system_message(m for e in entries for m in e.messages)
-    after = summary_tokens + sum(
+    after = summary_tokens + (estimate_tokens(system) if system is not None else 0)
+    after += sum(
         t
         for e in entries[cut:]
         for m, t in zip(e.messages, entry_tokens(e, session.estimates), strict=True)

@@ -330,6 +330,27 @@ async def test_tokens_after_is_recorded_and_matches_the_new_context(tmp_path: Pa
     assert written["details"]["ctxd"]["tokensAfter"] == out.tokensAfter == ctx.estimatedTokens == ctx.contextTokens
 
 
+async def test_the_compaction_carries_the_prompt_state_and_tokens_after_counts_it(tmp_path: Path) -> None:
+    sys_msgs = [
+        entry("message", None, message={"role": "system", "content": "be terse", "toolsAdded": [{"name": "grep"}]}),
+        entry("message", None, message={"role": "system", "content": "", "sections": {"tone": "calm"}}),
+    ]
+    turns = conversation()
+    turns[0]["parentId"], sys_msgs[1]["parentId"] = sys_msgs[1]["id"], sys_msgs[0]["id"]
+    turns.insert(30, entry("message", turns[29]["id"], message={"role": "system", "content": "late patch"}))
+    turns[31]["parentId"] = turns[30]["id"]
+    s = session_at(tmp_path, [*sys_msgs, *turns])
+    out = await compact(s, SMALL, summarizer=Scripted("ok"))
+    written = s.file.entry_by_id(out.entryId)
+    assert written["systemMessage"]["content"] == "be terse\n\nlate patch"
+    assert written["systemMessage"]["sections"] == {"tone": "calm"}
+    assert written["systemMessage"]["toolsAdded"] == [{"name": "grep"}]
+    ctx = build_context(s.file, s.tree)
+    assert [m.role for m in ctx.messages[:2]] == ["system", "compactionSummary"]
+    assert "system" not in [m.role for m in ctx.messages[2:]]
+    assert written["details"]["ctxd"]["tokensAfter"] == out.tokensAfter == ctx.contextTokens
+
+
 def test_invalid_settings_are_reported_and_defaulted() -> None:
     problems: list[str] = []
     s = CompactionSettings.from_json({"reserveTokens": -5, "maxAttempts": 0, "keepRecentTokens": "x"}, problems)
