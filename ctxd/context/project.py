@@ -79,9 +79,6 @@ class Projection:
     def compaction(self) -> int:
         return self.path.compaction
 
-    def has_edits(self) -> bool:
-        return any(e.edited for e in self.entries)
-
 
 def project(session: SessionFile, tree: TreeIndex, leaf: int) -> Projection:
     """The projection at ``leaf``: reads the bodies of the entries that may contribute."""
