@@ -49,8 +49,8 @@ def timestamp_ms(value: Any) -> int | None:
         parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
     except ValueError:
         return None
-    if parsed.tzinfo is None:
-        parsed = parsed.replace(tzinfo=UTC)
+    if parsed.tzinfo is None and "T" not in value and " " not in value:
+        parsed = parsed.replace(tzinfo=UTC)  # JavaScript reads a date alone as UTC, a date-time as local time
     return int(parsed.timestamp() * 1000)
 
 
