@@ -11,10 +11,18 @@ same seed always produces the same bytes.
 Usage::
 
     python bench/gen.py OUT.jsonl --entries 100000 [--seed 0]
+    python bench/gen.py OUT.jsonl --entries 200000 --context-messages 30000 --compact-at 900000 \
+        --steps 20 --scale 0.1
 
 or from Python::
 
     stats = generate("/tmp/s.jsonl", 10_000, seed=1)
+    stats = generate("/tmp/big.jsonl", 200_000, seed=1, shape=Shape(compact_at=900_000, context_messages=3000))
+
+The defaults imitate a 200k-token window that compacts often. ``Shape`` makes sessions whose active
+context is large: a higher compaction threshold (a 1M-token window, or none at all), longer tool
+loops, smaller outputs, and a stop once the context holds a given number of messages. With the
+default shape the bytes are those of earlier versions for the same seed.
 """
 
 from __future__ import annotations
@@ -37,7 +45,7 @@ from typing import Any
 
 import msgspec
 
-__all__ = ["GenStats", "generate", "main"]
+__all__ = ["GenStats", "Shape", "generate", "main"]
 
 # --------------------------------------------------------------------------------------------
 # Tunables
@@ -81,6 +89,22 @@ class GenStats:
     branches: int
     compactions: int
     images: int
+    context_messages: int = 0
+    """Messages in the active context at the end (the generator's own count, pi's rules)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Shape:
+    """How the session grows (the defaults: a 200k-token window compacting at 150k)."""
+
+    compact_at: int = COMPACT_THRESHOLD
+    """Estimated context tokens that trigger a compaction; 0: never compact."""
+    steps: float = 7.5
+    """Mean tool-loop length of a turn (assistant/tool-result rounds)."""
+    scale: float = 1.0
+    """Multiplies the size of every text the session holds (code, prose, outputs, thinking)."""
+    context_messages: int = 0
+    """Stop once the active context holds this many messages (0: write every entry asked for)."""
 
 
 # --------------------------------------------------------------------------------------------
@@ -365,8 +389,15 @@ def _text_tokens(n_chars: int) -> int:
 _Node = tuple[str, str, int, int, tuple[tuple[str, str], ...], tuple[int, str], Any]
 
 
+_MESSAGE_KINDS = frozenset({"user", "assistant", "toolResult", "bash", "custom_message", "branch_summary"})
+"""Path node kinds that show one message in the context (a compaction shows its summary)."""
+
+
 class _Gen:
-    def __init__(self, seed: int) -> None:
+    def __init__(self, seed: int, shape: Shape = Shape()) -> None:
+        self.shape = shape
+        self.msgs = 0  # messages in the active context
+        self.path_msgs: list[int] = []  # self.msgs after each path node
         r = self.r = random.Random(seed)
         self.w = _Words(r)
         self.c = _corpus()
@@ -391,6 +422,7 @@ class _Gen:
         self.task_turns = 0
         self.task_title = ""
         self.focus: list[str] = []
+        self.max_steps = max(60, int(8 * shape.steps))
         self._project()
 
     # ---- project ------------------------------------------------------------------------------
@@ -440,7 +472,10 @@ class _Gen:
         entry = {"type": typ, "id": eid, "parentId": self.leaf, "timestamp": _iso(self.clock)}
         entry.update(fields)
         self.ctx += est
+        if kind in _MESSAGE_KINDS:
+            self.msgs += 1
         self.path.append((eid, kind, est, self.ctx, fileops, self.settings, extra))
+        self.path_msgs.append(self.msgs)
         self.leaf = eid
         self.count += 1
         return entry
@@ -453,6 +488,8 @@ class _Gen:
 
     def _code(self, n: int) -> str:
         code = self.c.code
+        if self.shape.scale != 1.0:
+            n = int(n * self.shape.scale)
         n = max(1, min(n, len(code) - 2))
         o = self.r.randrange(len(code) - n)
         s = code.rfind("\n", 0, o) + 1
@@ -461,6 +498,8 @@ class _Gen:
 
     def _prose(self, n: int) -> str:
         prose = self.c.prose
+        if self.shape.scale != 1.0:
+            n = int(n * self.shape.scale)
         n = max(1, min(n, len(prose) - 2))
         o = self.r.randrange(len(prose) - n)
         s = prose.find(". ", o)
@@ -860,7 +899,7 @@ class _Gen:
 
     def _between_turns(self) -> Iterator[dict[str, Any]]:
         r = self.r
-        if self.ctx > COMPACT_THRESHOLD:
+        if self.shape.compact_at and self.ctx > self.shape.compact_at:
             yield from self._compact()
         if self.count >= self.next_branch:
             yield from self._branch()
@@ -1004,7 +1043,7 @@ class _Gen:
         msg = {"role": "user", "content": content, "timestamp": self.clock - r.randint(1, 12)}
         yield self._append("message", {"message": msg}, "user", est)
 
-        steps = 0 if r.random() < 0.06 else min(60, 1 + int(r.expovariate(1 / 7.5)))
+        steps = 0 if r.random() < 0.06 else min(self.max_steps, 1 + int(r.expovariate(1 / self.shape.steps)))
         thinking_on = self.settings[1] != "off"
         for _ in range(steps):
             start = self.clock + r.randint(5, 40)
@@ -1049,7 +1088,7 @@ class _Gen:
                     self._tick(2, 30)
                 res, est = self._tool_result(block, plan)
                 yield self._append("message", {"message": res}, "toolResult", est)
-            if self.ctx > COMPACT_THRESHOLD * 1.15:
+            if self.shape.compact_at and self.ctx > self.shape.compact_at * 1.15:
                 yield from self._compact()
 
         start = self.clock + r.randint(5, 40)
@@ -1177,6 +1216,7 @@ class _Gen:
                 },
             }
         self.ctx = s_tok + kept
+        self.msgs = 1 + sum(1 for n in path[cut:] if n[1] in _MESSAGE_KINDS)  # the summary, then the kept part
         self.cached = 0
         self.compactions += 1
         yield self._append("compaction", fields, "compaction", 0, extra=(cut, tuple(read), tuple(modified)))
@@ -1199,6 +1239,8 @@ class _Gen:
         old_leaf = self.leaf
         abandoned = self.path[target + 1 :]
         del self.path[target + 1 :]
+        del self.path_msgs[target + 1 :]
+        self.msgs = self.path_msgs[target]
         node = self.path[target]
         self.leaf = node[0]
         self.ctx = node[3]
@@ -1236,11 +1278,13 @@ _CONSTRAINTS = (
 # Public API
 
 
-def generate(path: str | os.PathLike[str], entries: int, *, seed: int = 0) -> GenStats:
-    """Write a pi v3 session file with a header and ``entries`` entry lines; return its stats."""
+def generate(path: str | os.PathLike[str], entries: int, *, seed: int = 0, shape: Shape = Shape()) -> GenStats:
+    """Write a pi v3 session file with a header and ``entries`` entry lines (fewer when
+    ``shape.context_messages`` is reached first); return its stats."""
     if entries < 0:
         raise ValueError("entries must be >= 0")
-    g = _Gen(seed)
+    g = _Gen(seed, shape)
+    stop = shape.context_messages
     enc = msgspec.json.Encoder()
     sizes: list[int] = []
     r = g.r
@@ -1259,6 +1303,8 @@ def generate(path: str | os.PathLike[str], entries: int, *, seed: int = 0) -> Ge
             f.write(line)
             f.write(b"\n")
             sizes.append(len(line))
+            if stop and g.msgs >= stop:
+                break
     total += sum(sizes) + len(sizes)
     ss = sorted(sizes)
     n = len(ss)
@@ -1271,6 +1317,7 @@ def generate(path: str | os.PathLike[str], entries: int, *, seed: int = 0) -> Ge
         branches=g.branches,
         compactions=g.compactions,
         images=g.images,
+        context_messages=g.msgs,
     )
 
 
@@ -1279,9 +1326,18 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("out", help="output .jsonl path")
     ap.add_argument("--entries", type=int, required=True, help="number of entry lines (after the header)")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument(
+        "--compact-at", type=int, default=COMPACT_THRESHOLD, help="tokens that trigger a compaction; 0: never"
+    )
+    ap.add_argument("--steps", type=float, default=7.5, help="mean tool-loop length of a turn")
+    ap.add_argument("--scale", type=float, default=1.0, help="size of every text, relative to the default")
+    ap.add_argument("--context-messages", type=int, default=0, help="stop once the context holds this many messages")
     args = ap.parse_args(argv)
+    if args.steps <= 0 or args.scale <= 0:
+        ap.error("--steps and --scale must be positive")
+    shape = Shape(args.compact_at, args.steps, args.scale, args.context_messages)
     t0 = time.perf_counter()
-    stats = generate(args.out, args.entries, seed=args.seed)
+    stats = generate(args.out, args.entries, seed=args.seed, shape=shape)
     out = dataclasses.asdict(stats)
     out["seconds"] = round(time.perf_counter() - t0, 2)
     json.dump(out, sys.stdout)
