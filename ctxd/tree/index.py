@@ -20,6 +20,9 @@ class TreeIndex:
 
     def __init__(self, session: SessionFile) -> None:
         self.session = session
+        self.relinks = 0
+        """Bumped whenever entries already indexed get a new parent (a parent that arrived late):
+        views that follow paths must start over."""
         self._rebuild()
 
     def _rebuild(self) -> None:
@@ -42,6 +45,9 @@ class TreeIndex:
         self.last_thinking: list[int] = []
         self._waiting: dict[str, list[int]] = {}
         self._pending_labels: dict[str, str | None] = {}
+        self._unindexed = 0
+        """Entries the id index does not lead to (a duplicate id, or none): when it grows, an id can
+        name another entry than before, so the size memo is dropped."""
         self.update(0)
 
     def __len__(self) -> int:
@@ -100,6 +106,12 @@ class TreeIndex:
                 adopted = self._adopt(i, waiting.pop(head.id)) or adopted  # type: ignore[arg-type]
         if adopted:
             self._rederive()
+            self.relinks += 1
+            self.size_memo = None  # paths changed under the memo's leaf
+        unindexed = len(heads) - len(index)
+        if unindexed != self._unindexed:
+            self._unindexed = unindexed
+            self.size_memo = None
         return range(start, len(heads))
 
     def _own(self, i: int, head: LineHead) -> None:

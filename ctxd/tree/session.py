@@ -28,6 +28,9 @@ class Session:
                 gc.enable()
         self.estimates: dict[int, int] = {}
         """Token estimates by entry index (valid for one generation of the file)."""
+        self.derived: dict[str, Any] = {}
+        """Views the layers above keep with the session (``ctxd.context.live``'s kept context);
+        each checks the file's generation itself."""
         self._generation = file.generation
 
     @classmethod

@@ -1,0 +1,413 @@
+"""The context an open session keeps between requests, changed only where the session changed.
+
+:class:`LiveContext` holds pi 1.5.2's projection at one leaf (as ``project`` makes it) with every
+message decoded and estimated, the running sums pi's projected size needs, and what the compaction
+plan reads. Asked about another leaf it moves there in O(change):
+
+- an append (the new leaf descends from the old one) adds the new entries;
+- a leaf move (a branch) drops the entries after the common ancestor and adds the new ones;
+- a new compaction, a context edit entering or leaving the path, a duplicate id, a re-linked tree
+  or a reload of the file rebuilds it, reusing every entry already decoded (not after a reload).
+
+Every answer equals ``build_context`` / ``context_size`` at the same leaf (tests/test_live_context.py
+checks it over random histories). Message dicts are shared between answers: callers must not
+change them (``truncate_tool_result`` copies, as every consumer must).
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left
+from collections.abc import Sequence
+from typing import Any
+
+import attrs
+
+from ctxd.context.build import Context, ContextMessage, Size, _last_of, _last_of_message, _model, _thinking
+from ctxd.context.project import ContextPath, ProjectedEntry, Projection, context_path, entry_tokens
+from ctxd.context.rules import (
+    USAGE_INVALIDATORS,
+    apply_edit,
+    current_system_message,
+    entry_messages,
+    may_yield,
+)
+from ctxd.context.tokens import estimate_tokens, valid_usage
+from ctxd.tree.index import NONE
+from ctxd.tree.session import Session
+
+__all__ = ["LiveContext", "live_context", "size_of"]
+
+_BODY_TYPES = frozenset({"compaction", "context_edit"})
+"""Entry types whose whole body the state keeps (the plan reads them; they are few)."""
+
+
+@attrs.define(eq=False)
+class State:
+    """The projection at ``path.leaf`` and everything derived from it, in parallel lists.
+
+    Per projected entry ``k``: ``entries[k]`` (messages after edits), ``raw[k]`` (before edits),
+    ``start[k]`` (its first message's position). Per message ``p``: ``messages[p]``, ``agent[p]``
+    (the message dict), ``ids[p]`` (its entry id), ``owners[p]`` (its entry's ``k``),
+    ``cum[p + 1]`` / ``cum_other[p + 1]`` (running estimates: all, and all but system messages).
+    """
+
+    generation: int
+    relinks: int
+    duplicates: int
+    path: ContextPath
+    base: int
+    """Position of an entry after the compaction: ``base + depth``."""
+    kept_pos: dict[int, int]
+    entries: list[ProjectedEntry] = attrs.field(factory=list)
+    raw: list[list[dict[str, Any]]] = attrs.field(factory=list)
+    start: list[int] = attrs.field(factory=list)
+    messages: list[ContextMessage] = attrs.field(factory=list)
+    agent: list[dict[str, Any]] = attrs.field(factory=list)
+    ids: list[str] = attrs.field(factory=list)
+    owners: list[int] = attrs.field(factory=list)
+    cum: list[int] = attrs.field(factory=lambda: [0])
+    cum_other: list[int] = attrs.field(factory=lambda: [0])
+    usage: list[int] = attrs.field(factory=list)
+    """Positions of messages with a usage pi trusts."""
+    systems: list[int] = attrs.field(factory=list)
+    """Positions of system messages."""
+    invalidators: list[int] = attrs.field(factory=list)
+    """Entry positions of compactions and context edits (usage before them is stale)."""
+    edits: dict[str, Any] = attrs.field(factory=dict)
+    edit_pos: list[int] = attrs.field(factory=list)
+    bodies: dict[int, dict[str, Any]] = attrs.field(factory=dict)
+    system_version: int = 0
+    system_cache: tuple[int, dict[str, Any] | None, int] | None = None
+    plan_cache: Any = None
+    """Owned by the compaction plan (its running file operations); dropped with the state."""
+
+    @property
+    def leaf(self) -> int:
+        return self.path.leaf
+
+    def projection(self) -> Projection:
+        """The state as a :class:`Projection` (shared lists: read only)."""
+        return Projection(self.path, self.entries, self.bodies)
+
+    def entry_end(self, k: int) -> int:
+        """Position after the last message of entry ``k``."""
+        return self.start[k + 1] if k + 1 < len(self.start) else len(self.messages)
+
+    def position(self, i: int, depth: list[int]) -> int | None:
+        """Where entry ``i`` is in the projection, or None."""
+        if i == self.path.compaction:
+            return 0
+        k = self.base + depth[i]
+        if self.path.after <= k < len(self.entries) and self.path.indices[k] == i:
+            return k
+        return self.kept_pos.get(i)
+
+    def system(self) -> tuple[dict[str, Any] | None, int]:
+        """pi's current system message over the context's system messages, and its estimate."""
+        cached = self.system_cache
+        if cached is not None and cached[0] == self.system_version:
+            return cached[1], cached[2]
+        found = current_system_message(self.agent[p] for p in self.systems)
+        estimate = estimate_tokens(found) if found is not None else 0
+        self.system_cache = (self.system_version, found, estimate)
+        return found, estimate
+
+    def tokens(self) -> int:
+        """pi's projected estimate (``estimateProjectedContextTokens``) of the whole context."""
+        n = len(self.messages)
+        if self.usage:
+            u = self.usage[-1]
+            k = self.owners[u]
+            if k >= self.path.after and (not self.invalidators or self.invalidators[-1] < k):
+                used = valid_usage(self.agent[u])
+                if used is not None:
+                    return used + self.cum[n] - self.cum[u + 1]
+        return self.system()[1] + self.cum_other[n]
+
+    def sizes(self) -> _EntrySizes:
+        return _EntrySizes(self)
+
+
+class _EntrySizes(Sequence[int]):
+    """Each projected entry's estimate (the sum of its messages'), without building a list."""
+
+    def __init__(self, state: State) -> None:
+        self.state = state
+
+    def __len__(self) -> int:
+        return len(self.state.entries)
+
+    def __getitem__(self, k: Any) -> Any:
+        if isinstance(k, slice):
+            return [self[j] for j in range(*k.indices(len(self)))]
+        st = self.state
+        if k < 0:
+            k += len(st.entries)
+        return st.cum[st.entry_end(k)] - st.cum[st.start[k]]
+
+
+class LiveContext:
+    """One session's context, kept and moved to whichever leaf is asked for (see the module)."""
+
+    def __init__(self, session: Session) -> None:
+        self.session = session
+        self.state: State | None = None
+        self.rebuilds = 0
+        """How many times the state was rebuilt rather than moved (tests read it)."""
+
+    # --- answers --------------------------------------------------------------------------------
+
+    def at(self, leaf_id: str | None = None) -> State | None:
+        """The state at ``leaf_id`` (default: the session's leaf); None for an empty session."""
+        file, tree = self.session.file, self.session.tree
+        tree.update()
+        leaf = file.require(leaf_id) if leaf_id is not None else file.leaf_index()
+        if leaf is None:
+            return None
+        return self._move(leaf)
+
+    def context(self, leaf_id: str | None = None) -> Context:
+        """Equal to ``build_context(file, tree, leaf_id)``."""
+        file, tree = self.session.file, self.session.tree
+        st = self.at(leaf_id)
+        diagnostics = [d.to_json() for d in file.diagnostics]
+        if st is None:
+            return Context(None, None, None, "off", [], 0, 0, diagnostics)
+        heads = file.heads
+        leaf = st.leaf
+        comp = st.path.compaction
+        if comp != NONE and not st.path.first_kept_found:
+            diagnostics.append(
+                {
+                    "line": file.lines[comp],
+                    "message": f"compaction's firstKeptEntryId {heads[comp].firstKeptEntryId!r} "
+                    "is not on its path; nothing before it is kept",
+                }
+            )
+        provider, model_id = _model(file, tree, leaf)
+        return Context(
+            leafId=heads[leaf].id,
+            provider=provider,
+            modelId=model_id,
+            thinkingLevel=_thinking(file, tree, leaf),
+            messages=list(st.messages),
+            estimatedTokens=st.cum[-1],
+            contextTokens=st.tokens(),
+            diagnostics=diagnostics,
+            compactionId=heads[comp].id if comp != NONE else None,
+        )
+
+    def size(self, leaf_id: str | None = None) -> Size:
+        """Equal to ``context_size(file, tree, leaf_id)``."""
+        st = self.at(leaf_id)
+        if st is None:
+            return Size(None, 0, None)
+        heads = self.session.file.heads
+        last: dict[str, Any] | None = None
+        if st.edit_pos and st.messages:  # as context_size reports it with edits: the context's last message
+            last = _last_of_message(st.agent[-1])
+        elif st.messages:  # without: the last entry that shows messages, from the index
+            last = _last_of(heads[st.entries[st.owners[-1]].index])
+        return Size(heads[st.leaf].id, st.tokens(), last)
+
+    def unchanged_prefix(self, since_id: str, leaf_id: str | None = None) -> int:
+        """How many leading messages the context at ``leaf_id`` shares with the context at ``since_id``
+        (all of the latter's), or 0 when that context is not a prefix of this one."""
+        file, tree = self.session.file, self.session.tree
+        since = file.index.get(since_id)
+        st = self.at(leaf_id)
+        if st is None or since is None:
+            return 0
+        if since == st.path.compaction:
+            ks = st.path.after - 1
+        else:
+            found = st.position(since, tree.depth)
+            if found is None or found < st.path.after:
+                return 0  # the context at an entry before the compaction is another projection
+            ks = found
+        if st.edit_pos and st.edit_pos[-1] > ks:
+            return 0  # an edit after it may change earlier messages
+        return st.entry_end(ks)
+
+    # --- moving ---------------------------------------------------------------------------------
+
+    def _move(self, leaf: int) -> State:
+        file, tree = self.session.file, self.session.tree
+        st = self.state
+        duplicates = len(file.heads) - len(file.index)
+        if st is None or st.generation != file.generation:
+            return self._rebuild(leaf, None)
+        if st.relinks != tree.relinks or st.duplicates != duplicates:
+            return self._rebuild(leaf, st)
+        if leaf == st.leaf:
+            return st
+        comp = tree.last_compaction[leaf]
+        if comp != st.path.compaction:
+            return self._rebuild(leaf, st)
+        common = tree.common_ancestor(st.leaf, leaf)
+        if common == NONE:
+            return self._rebuild(leaf, st)
+        if common == comp:
+            keep = st.path.after
+        else:
+            k = st.position(common, tree.depth)
+            if k is None or k < st.path.after:
+                return self._rebuild(leaf, st)
+            keep = k + 1
+        if st.edit_pos and st.edit_pos[-1] >= keep:
+            return self._rebuild(leaf, st)  # an edit leaves the path
+        new: list[int] = []
+        i = leaf
+        parent = tree.parent
+        while i != common:
+            new.append(i)
+            i = parent[i]
+        new.reverse()
+        heads = file.heads
+        if any(heads[j].type in _BODY_TYPES for j in new):
+            return self._rebuild(leaf, st)  # a compaction or an edit enters the path
+        self._truncate(st, keep)
+        st.path.leaf = leaf
+        wanted = [j for j in new if may_yield(heads[j])]
+        bodies = dict(zip(wanted, file.entries(wanted), strict=True))
+        for j in new:
+            body = bodies.get(j)
+            self._push(st, j, entry_messages(body) if body is not None else [], None)
+        return st
+
+    def _truncate(self, st: State, keep: int) -> None:
+        """Drop the entries from position ``keep`` on (none of them a compaction or an edit)."""
+        if keep >= len(st.entries):
+            return
+        m = st.start[keep]
+        del st.entries[keep:], st.raw[keep:], st.start[keep:], st.path.indices[keep:]
+        del st.messages[m:], st.agent[m:], st.ids[m:], st.owners[m:]
+        del st.cum[m + 1 :], st.cum_other[m + 1 :]
+        del st.usage[bisect_left(st.usage, m) :]
+        cut = bisect_left(st.systems, m)
+        if cut < len(st.systems):
+            del st.systems[cut:]
+            st.system_version += 1
+        del st.invalidators[bisect_left(st.invalidators, keep) :]
+
+    def _rebuild(self, leaf: int, old: State | None) -> State:
+        """The state at ``leaf`` from the path, reusing ``old``'s decoded entries (same generation)."""
+        file, tree = self.session.file, self.session.tree
+        self.rebuilds += 1
+        heads = file.heads
+        path = context_path(tree, leaf)
+        comp = path.compaction
+        indices = path.indices
+        base = path.after - tree.depth[comp] - 1 if comp != NONE else 0
+        st = State(
+            generation=file.generation,
+            relinks=tree.relinks,
+            duplicates=len(file.heads) - len(file.index),
+            path=ContextPath(leaf, comp, [], path.after, path.first_kept_found),
+            base=base,
+            kept_pos={indices[k]: k for k in range(1, path.after)},
+        )
+        reuse = old if old is not None and old.generation == file.generation else None
+        raws: dict[int, list[dict[str, Any]]] = {}
+        bodies: dict[int, dict[str, Any]] = {}
+        missing: list[int] = []
+        for k, i in enumerate(indices):
+            kind = heads[i].type
+            if kind == "compaction" and k > 0:
+                continue  # an older compaction inside the kept range shows nothing
+            if kind != "context_edit" and not may_yield(heads[i]):
+                continue
+            if reuse is not None:
+                ko = reuse.position(i, tree.depth)
+                if ko is not None and reuse.entries[ko].index == i and (kind not in _BODY_TYPES or i in reuse.bodies):
+                    raws[i] = reuse.raw[ko]
+                    if kind in _BODY_TYPES:
+                        bodies[i] = reuse.bodies[i]
+                    continue
+            missing.append(i)
+        for i, body in zip(missing, file.entries(missing), strict=True):
+            raws[i] = entry_messages(body)
+            if heads[i].type in _BODY_TYPES:
+                bodies[i] = body
+        for i in indices:
+            if heads[i].type == "context_edit":
+                body = bodies[i]
+                st.edits[str(body.get("targetId", ""))] = body.get("replacement")
+        for k, i in enumerate(indices):
+            if heads[i].type == "compaction" and k > 0:
+                self._push(st, i, [], None, hidden_compaction=True)
+            else:
+                self._push(st, i, raws.get(i, []), bodies.get(i))
+        self.state = st
+        return st
+
+    def _push(
+        self,
+        st: State,
+        i: int,
+        raw: list[dict[str, Any]],
+        body: dict[str, Any] | None,
+        *,
+        hidden_compaction: bool = False,
+    ) -> None:
+        """Add entry ``i`` at the end of the projection (``raw``: its messages before edits)."""
+        file = self.session.file
+        head = file.heads[i]
+        k = len(st.entries)
+        kind = head.type
+        if hidden_compaction:
+            entry = ProjectedEntry(i, [], True, False)
+        else:
+            edited = head.id is not None and head.id in st.edits
+            shown = apply_edit(raw, st.edits[head.id or ""]) if edited else raw
+            entry = ProjectedEntry(i, shown, bool(raw), edited)
+        st.entries.append(entry)
+        st.raw.append(raw)
+        st.path.indices.append(i)
+        st.start.append(len(st.messages))
+        if kind in USAGE_INVALIDATORS:
+            st.invalidators.append(k)
+            if kind == "context_edit":
+                st.edit_pos.append(k)
+            if body is not None:
+                st.bodies[i] = body
+        if not entry.messages:
+            return
+        entry_id = head.id or ""
+        line = file.lines[i]
+        messages, agent, owners, cum, cum_other = st.messages, st.agent, st.owners, st.cum, st.cum_other
+        for message, tokens in zip(entry.messages, entry_tokens(entry, self.session.estimates), strict=True):
+            p = len(messages)
+            role = str(message.get("role", ""))
+            messages.append(ContextMessage(role, entry_id, line, tokens, message))
+            agent.append(message)
+            st.ids.append(entry_id)
+            owners.append(k)
+            cum.append(cum[-1] + tokens)
+            if role == "system":
+                cum_other.append(cum_other[-1])
+                st.systems.append(p)
+                st.system_version += 1
+            else:
+                cum_other.append(cum_other[-1] + tokens)
+            if role == "assistant" and valid_usage(message) is not None:
+                st.usage.append(p)
+
+
+def live_context(session: Session) -> LiveContext:
+    """The session's :class:`LiveContext`, made on first use and kept with the session."""
+    live = session.derived.get("context")
+    if not isinstance(live, LiveContext):
+        live = session.derived["context"] = LiveContext(session)
+    return live
+
+
+def size_of(session: Session) -> Size:
+    """The context's size at the leaf: from the kept context when there is one (both are O(change)),
+    else without building it (``context_size``), so sessions nobody builds stay cheap."""
+    live = session.derived.get("context")
+    if isinstance(live, LiveContext) and live.state is not None:
+        return live.size()
+    from ctxd.context.build import context_size
+
+    return context_size(session.file, session.tree, estimates=session.estimates)

@@ -1,0 +1,255 @@
+"""The kept context (``ctxd.context.live``) always equals a full rebuild: after appends, leaf moves
+(branches), compactions, context edits, reloads, truncations, another writer's appends, late parents
+and duplicate ids, in any order; its size equals ``context_size``; its unchanged prefix is the
+context at the earlier leaf."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from factories import assistant, chain, compaction, context_edit, header, tool_result, user, write
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
+
+from ctxd.context.build import build_context, context_size
+from ctxd.context.live import live_context, size_of
+from ctxd.store.session_file import SessionFile
+from ctxd.tree.session import Session
+
+OPS = [
+    "user",
+    "tool_loop",
+    "assistant_usage",
+    "assistant_zero_usage",
+    "assistant_aborted",
+    "assistant_no_usage",
+    "system",
+    "system_tools",
+    "compaction",
+    "compaction_system",
+    "edit_replace",
+    "edit_hide",
+    "branch_summary",
+    "empty_branch_summary",
+    "custom_message",
+    "label",
+    "move_leaf",
+    "move_leaf",
+    "external",
+    "reload",
+    "truncate",
+    "orphan",
+    "parent_arrives",
+    "duplicate_id",
+    "duplicate_first_kept",
+]
+
+
+def _entry(op: str, n: int, path: list[str]) -> dict[str, Any] | None:
+    text = "x" * n
+    pick = path[n % len(path)] if path else None
+    usage = {"input": 1000 + n, "output": 10, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 1010 + n}
+    said = {"role": "assistant", "content": [{"type": "text", "text": text}], "stopReason": "stop", "timestamp": 1}
+    if op == "user":
+        return {"type": "message", "message": {"role": "user", "content": text, "timestamp": 1}}
+    if op == "assistant_usage":
+        return {"type": "message", "message": {**said, "usage": usage}}
+    if op == "assistant_zero_usage":
+        zero = {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 0}
+        return {"type": "message", "message": {**said, "usage": zero}}
+    if op == "assistant_aborted":
+        return {"type": "message", "message": {**said, "usage": usage, "stopReason": "aborted"}}
+    if op == "assistant_no_usage":
+        return {"type": "message", "message": said}
+    if op == "system":
+        return {"type": "message", "message": {"role": "system", "content": text, "timestamp": 1}}
+    if op == "system_tools":
+        tool = {"name": f"t{n % 3}", "description": text}
+        key = "toolsRemoved" if n % 2 else "toolsAdded"
+        return {"type": "message", "message": {"role": "system", "content": "", key: [tool], "sections": {"s": text}}}
+    if op in ("compaction", "compaction_system") and pick is not None:
+        entry: dict[str, Any] = {"type": "compaction", "summary": text, "firstKeptEntryId": pick, "tokensBefore": n}
+        if op == "compaction_system":
+            entry["systemMessage"] = {"role": "system", "content": "kept " + text, "timestamp": 5}
+        if n % 3 == 0:
+            entry["details"] = {"readFiles": ["r.py"], "modifiedFiles": ["m.py"]}
+        return entry
+    if op in ("edit_replace", "edit_hide") and pick is not None:
+        replacement = {"content": text[:40]} if op == "edit_replace" else None
+        return {"type": "context_edit", "targetId": pick, "replacement": replacement}
+    if op in ("branch_summary", "empty_branch_summary"):
+        return {"type": "branch_summary", "fromId": "x", "summary": text if op == "branch_summary" else ""}
+    if op == "custom_message":
+        return {"type": "custom_message", "customType": "n", "content": text, "display": True}
+    if op == "label" and pick is not None:
+        return {"type": "label", "targetId": pick, "label": "l"}
+    return None
+
+
+def _tool_loop(n: int) -> list[dict[str, Any]]:
+    call = {"type": "toolCall", "id": f"c{n}", "name": "edit" if n % 2 else "read", "arguments": {"path": f"f{n}.py"}}
+    usage = {"input": 2000 + n, "output": 5, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 2005 + n}
+    said = {"role": "assistant", "content": [call], "stopReason": "toolUse", "usage": usage, "timestamp": 1}
+    result = {"role": "toolResult", "toolCallId": f"c{n}", "toolName": "read", "content": "y" * n, "timestamp": 1}
+    return [{"type": "message", "message": said}, {"type": "message", "message": result}]
+
+
+def _raw_lines(path: Path, entries: list[dict[str, Any]]) -> None:
+    with open(path, "a", encoding="utf-8") as f:
+        for e in entries:
+            f.write(json.dumps({"timestamp": "2026-01-01T00:00:00.000Z", **e}) + "\n")
+
+
+def _apply(s: Session, path: Path, op: str, n: int, step: int, waiting: list[str]) -> None:
+    ids = s.path_ids()
+    leaf = s.leaf_id()
+    if op == "move_leaf":
+        if ids:
+            s.move_leaf(ids[n % len(ids)])
+    elif op == "tool_loop":
+        s.append(_tool_loop(n))
+    elif op == "external":
+        other = SessionFile.open(str(path))
+        other.append([{"type": "message", "message": {"role": "user", "content": f"from another writer {n}"}}])
+        other.close()
+        s.refresh()
+    elif op == "reload":
+        data = path.read_bytes()
+        spare = path.with_suffix(".new")
+        spare.write_bytes(data)
+        os.replace(spare, path)  # a new inode: the session reloads
+        s.refresh()
+    elif op == "truncate":
+        lines = path.read_bytes().split(b"\n")
+        keep = max(1, len(lines) - 1 - (n % 4) - 1)
+        with open(path, "r+b") as f:
+            f.truncate(sum(len(x) + 1 for x in lines[:keep]))
+        s.refresh()
+    elif op == "orphan":  # its parent is written later (parent_arrives): the tree re-links it then
+        late = f"late{step:04d}"
+        waiting.append(late)
+        early = {"role": "user", "content": "early " + "z" * n}
+        _raw_lines(path, [{"type": "message", "id": f"kid{step:04d}", "parentId": late, "message": early}])
+        s.refresh()
+    elif op == "parent_arrives":
+        if waiting:
+            late = waiting.pop(0)
+            message = {"role": "user", "content": "late"}
+            parent = s.file.heads[0].id  # the first entry: not the orphan (unless it is first)
+            _raw_lines(path, [{"type": "message", "id": late, "parentId": parent, "message": message}])
+            s.refresh()
+            if f"kid{late[4:]}" in s.file.index:  # unless a truncation took it
+                s.move_leaf(f"kid{late[4:]}")
+    elif op in ("duplicate_id", "duplicate_first_kept"):
+        target = None
+        if op == "duplicate_id" and ids:
+            target = ids[n % len(ids)]
+        elif op == "duplicate_first_kept":
+            comps = [i for i, h in enumerate(s.file.heads) if h.type == "compaction" and h.firstKeptEntryId]
+            target = s.file.heads[comps[-1]].firstKeptEntryId if comps else None
+        if target is not None:
+            dup = {"role": "user", "content": "same id again"}
+            _raw_lines(path, [{"type": "message", "id": target, "parentId": leaf, "message": dup}])
+            s.refresh()
+    else:
+        entry = _entry(op, n, ids)
+        if entry is not None:
+            s.append([entry])
+
+
+def _check(s: Session, n: int) -> None:
+    live = live_context(s)
+    fresh = build_context(s.file, s.tree)  # no estimate cache: computed from scratch
+    got = live.context()
+    assert got.to_json() == fresh.to_json()
+    size = live.size()
+    reference = context_size(s.file, s.tree, estimates={})
+    assert (size.leafId, size.tokens, size.last) == (reference.leafId, reference.tokens, reference.last)
+    assert size_of(s).tokens == fresh.contextTokens
+    ids = s.path_ids()
+    if len(ids) > 1:
+        other = ids[n % len(ids)]
+        assert live.context(other).to_json() == build_context(s.file, s.tree, other).to_json()
+        # The context at an earlier leaf is a prefix of this one, when the live view says so.
+        prefix = live.unchanged_prefix(other)
+        at_other = build_context(s.file, s.tree, other).to_json()["messages"]
+        now = live.context().to_json()["messages"]
+        if prefix:
+            assert prefix == len(at_other) and now[:prefix] == at_other
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(ops=st.lists(st.tuples(st.sampled_from(OPS), st.integers(0, 400)), min_size=1, max_size=30))
+@example(ops=[("user", 1), ("orphan", 0), ("parent_arrives", 0)])  # the kept path gains a parent
+@example(ops=[("user", 1), ("user", 2), ("compaction", 1), ("duplicate_first_kept", 0)])  # its id names another entry
+@example(ops=[("user", 1), ("tool_loop", 5), ("edit_hide", 1), ("move_leaf", 1), ("move_leaf", 3)])
+@example(ops=[("user", 1), ("system", 3), ("assistant_usage", 2), ("compaction_system", 0), ("reload", 0)])
+def test_kept_context_equals_a_full_rebuild(ops: list[tuple[str, int]]) -> None:
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "s.jsonl"
+        path.write_text(json.dumps(header()) + "\n", encoding="utf-8")
+        s = Session.open(str(path))
+        live_context(s).context()
+        waiting: list[str] = []
+        for step, (op, n) in enumerate(ops):
+            _apply(s, path, op, n, step, waiting)
+            _check(s, n)
+
+
+def test_append_extends_without_rebuilding(tmp_path: Path) -> None:
+    e = chain(user, assistant, user)
+    s = Session.open(write(tmp_path / "s.jsonl", e))
+    live = live_context(s)
+    first = live.context()
+    assert live.rebuilds == 1
+    for k in range(20):
+        s.append(_tool_loop(k))
+        ctx = live.context()
+        assert ctx.to_json() == build_context(s.file, s.tree).to_json()
+    assert live.rebuilds == 1
+    assert len(ctx.messages) == len(first.messages) + 40
+    # A branch back and forth moves the kept context: still no rebuild.
+    leaf = s.leaf_id()
+    s.move_leaf(e[1]["id"])
+    assert live.context().to_json() == build_context(s.file, s.tree).to_json()
+    s.move_leaf(leaf)
+    assert live.context().to_json() == build_context(s.file, s.tree).to_json()
+    assert live.rebuilds == 1
+
+
+def test_compaction_and_edit_rebuild_from_what_was_decoded(tmp_path: Path) -> None:
+    e = chain(user, assistant, user, assistant)
+    s = Session.open(write(tmp_path / "s.jsonl", e))
+    live = live_context(s)
+    live.context()
+    reads = []
+    original = s.file.entries
+
+    def counting(indices: Any) -> Any:
+        reads.append(list(indices))
+        return original(indices)
+
+    s.file.entries = counting  # type: ignore[method-assign]
+    s.append([{k: v for k, v in compaction(None, e[2]["id"]).items() if k not in ("id", "parentId", "timestamp")}])
+    assert live.context().to_json() == build_context(s.file, s.tree).to_json()
+    assert [len(r) for r in reads if r][:1] == [1]  # only the compaction's body was read
+    reads.clear()
+    s.append([{k: v for k, v in context_edit(None, e[3]["id"], "gone").items() if k not in ("id", "parentId")}])
+    assert live.context().to_json() == build_context(s.file, s.tree).to_json()
+    assert [len(r) for r in reads if r][:1] == [1]  # only the edit's body
+
+
+def test_tool_results_and_unchanged_prefix(tmp_path: Path) -> None:
+    e = chain(user, lambda p: assistant(p, calls=[("c1", "read", {"path": "a"})], total=500))
+    e.append(tool_result(e[-1]["id"], "c1", "body"))
+    s = Session.open(write(tmp_path / "s.jsonl", e))
+    live = live_context(s)
+    before = live.context()
+    s.append([{"type": "message", "message": {"role": "user", "content": "next"}}])
+    assert live.unchanged_prefix(e[-1]["id"]) == len(before.messages) == 3
+    s.append([{"type": "context_edit", "targetId": e[0]["id"], "replacement": None}])
+    assert live.unchanged_prefix(e[-1]["id"]) == 0  # the edit changed an earlier message
