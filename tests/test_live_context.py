@@ -15,6 +15,7 @@ from factories import assistant, chain, compaction, context_edit, header, tool_r
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
+from ctxd.compaction.plan import NothingToCompact, plan_compaction
 from ctxd.context.build import build_context, context_size
 from ctxd.context.live import live_context, size_of
 from ctxd.store.session_file import SessionFile
@@ -161,6 +162,14 @@ def _apply(s: Session, path: Path, op: str, n: int, step: int, waiting: list[str
             s.append([entry])
 
 
+def _plan(s: Session, keep: int, leaf: str | None = None) -> Any:
+    try:
+        plan = plan_compaction(s, keep_recent_tokens=keep, leaf_id=leaf)
+    except NothingToCompact as exc:
+        return str(exc)
+    return {**plan.to_json(with_messages=True), "systemMessage": plan.systemMessage}
+
+
 def _check(s: Session, n: int) -> None:
     live = live_context(s)
     fresh = build_context(s.file, s.tree)  # no estimate cache: computed from scratch
@@ -180,6 +189,14 @@ def _check(s: Session, n: int) -> None:
         now = live.context().to_json()["messages"]
         if prefix:
             assert prefix == len(at_other) and now[:prefix] == at_other
+    # The plan reads the kept context (and carries file operations from plan to plan): the same as
+    # a plan from a context built afresh.
+    keep = 1 + n % 300
+    for leaf in [None, ids[(n * 7) % len(ids)]] if ids else [None]:
+        planned = _plan(s, keep, leaf)
+        kept = s.derived.pop("context")
+        assert planned == _plan(s, keep, leaf)
+        s.derived["context"] = kept
 
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -253,3 +270,30 @@ def test_tool_results_and_unchanged_prefix(tmp_path: Path) -> None:
     assert live.unchanged_prefix(e[-1]["id"]) == len(before.messages) == 3
     s.append([{"type": "context_edit", "targetId": e[0]["id"], "replacement": None}])
     assert live.unchanged_prefix(e[-1]["id"]) == 0  # the edit changed an earlier message
+
+
+def _turn(n: int, tool: str, file: str) -> list[dict[str, Any]]:
+    call = {"type": "toolCall", "id": f"t{n}", "name": tool, "arguments": {"path": file}}
+    said = {"role": "assistant", "content": [call], "stopReason": "toolUse", "timestamp": 1}
+    result = {"role": "toolResult", "toolCallId": f"t{n}", "toolName": tool, "content": "r" * 400, "timestamp": 1}
+    return [
+        {"type": "message", "message": {"role": "user", "content": "u" * 400, "timestamp": 1}},
+        {"type": "message", "message": said},
+        {"type": "message", "message": result},
+    ]
+
+
+def test_plan_after_a_branch_forgets_the_files_left_behind(tmp_path: Path) -> None:
+    s = Session.open(write(tmp_path / "s.jsonl", chain(user)))
+    root = s.leaf_id()
+    for k in range(6):
+        s.append(_turn(k, "edit", f"left{k}.py"))
+    first = plan_compaction(s, keep_recent_tokens=200)
+    assert "left0.py" in first.modifiedFiles
+    s.move_leaf(root)
+    for k in range(10):
+        s.append(_turn(100 + k, "read", f"right{k}.py"))
+    planned = plan_compaction(s, keep_recent_tokens=200)
+    s.derived.pop("context")
+    assert planned.to_json() == plan_compaction(s, keep_recent_tokens=200).to_json()
+    assert not [f for f in planned.modifiedFiles + planned.readFiles if f.startswith("left")]

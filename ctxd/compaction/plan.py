@@ -11,15 +11,17 @@ model: it is the dry run.
 
 from __future__ import annotations
 
+from bisect import bisect_left
+from collections.abc import Sequence
 from typing import Any
 
 import attrs
 
-from ctxd.compaction.fileops import extract_file_ops, file_lists
-from ctxd.context.build import Context, context_size
-from ctxd.context.project import ProjectedEntry, Projection, entry_tokens, project
-from ctxd.context.rules import current_system_message, is_cut_point, starts_turn
-from ctxd.context.tokens import estimate_tokens
+from ctxd.compaction.fileops import FileOps, extract_file_ops, file_lists
+from ctxd.context.build import Context
+from ctxd.context.live import State, live_context
+from ctxd.context.project import ProjectedEntry, Projection
+from ctxd.context.rules import is_cut_point, starts_turn
 from ctxd.tree.session import Session
 
 
@@ -86,6 +88,10 @@ def plan_compaction(
     ``cut_at`` forces the first kept entry (a valid cut point after the boundary) instead of the
     token walk.
     Raises NothingToCompact when there is nothing to summarise.
+
+    It reads the session's kept context (``ctxd.context.live``): the walk back from the leaf
+    visits only the kept part, the messages to summarise are slices, and the file operations of
+    the summarised range are carried from the previous plan; so a plan costs what changed since.
     """
     file, tree = session.file, session.tree
     tree.update()
@@ -95,16 +101,12 @@ def plan_compaction(
     heads = file.heads
     if heads[leaf].type == "compaction":
         raise NothingToCompact("the leaf is already a compaction")
-    projection = project(file, tree, leaf)
+    st = live_context(session).at_index(leaf)
+    projection = st.projection()
     entries = projection.entries
     prev, start = boundary(projection, heads)
-    tokens_before = (
-        context.contextTokens
-        if context is not None
-        else context_size(file, tree, heads[leaf].id, estimates=session.estimates).tokens
-    )
-    sizes = [sum(entry_tokens(e, session.estimates)) for e in entries]
-    found = find_cut_point(projection, heads, sizes, start, keep_recent_tokens, cut_at=cut_at)
+    tokens_before = context.contextTokens if context is not None else st.tokens()
+    found = find_cut_point(projection, heads, st.sizes(), start, keep_recent_tokens, cut_at=cut_at)
     if found is None:
         raise NothingToCompact("no valid cut point on the path")
     cut, turn_start, split = found.firstKept, found.turnStart, found.isSplitTurn
@@ -112,8 +114,8 @@ def plan_compaction(
         raise NothingToCompact("the first kept entry has no id")
     history_end = turn_start if split and turn_start is not None else cut
 
-    to_summarize, summarize_ids = _collect(entries[start:history_end], heads)
-    prefix, prefix_ids = _collect(entries[history_end:cut], heads) if split else ([], [])
+    to_summarize, summarize_ids = _collect(st, start, history_end)
+    prefix, prefix_ids = _collect(st, history_end, cut) if split else ([], [])
     if not to_summarize and not prefix:
         raise NothingToCompact("everything on the path would be kept")
 
@@ -125,20 +127,17 @@ def plan_compaction(
         details = prev_body.get("details")
         if isinstance(details, dict) and not prev_body.get("fromHook"):
             previous_details = details
-    ops = extract_file_ops([*to_summarize, *prefix])
+    ops = _summarized_ops(st, start, history_end)
+    ops.update(extract_file_ops(prefix))
     read_files, modified_files = file_lists(ops, previous_details)
 
     # The context after it: the prompt state and the summary, then the kept messages (system
     # messages among them are shown only through the prompt state).
-    kept = [m for e in entries[cut:] for m in e.messages if m.get("role") != "system"]
-    system = current_system_message(m for e in entries for m in e.messages)
-    after = summary_tokens + (estimate_tokens(system) if system is not None else 0)
-    after += sum(
-        t
-        for e in entries[cut:]
-        for m, t in zip(e.messages, entry_tokens(e, session.estimates), strict=True)
-        if m.get("role") != "system"
-    )
+    n = len(st.messages)
+    kept_from = st.start[cut]
+    kept = (n - kept_from) - (len(st.systems) - bisect_left(st.systems, kept_from))
+    system, system_tokens = st.system()
+    after = summary_tokens + system_tokens + st.cum_other[n] - st.cum_other[kept_from]
     first = entries[cut].index
     return CompactionPlan(
         leafId=heads[leaf].id or "",
@@ -156,7 +155,7 @@ def plan_compaction(
         modifiedFiles=modified_files,
         summarizeEntryIds=summarize_ids,
         turnPrefixEntryIds=prefix_ids,
-        keptMessages=len(kept),
+        keptMessages=kept,
         systemMessage=system,
     )
 
@@ -181,17 +180,34 @@ def boundary(projection: Projection, heads: list[Any]) -> tuple[int | None, int]
 
 
 def find_cut_point(
-    projection: Projection, heads: list[Any], sizes: list[int], start: int, keep: int, *, cut_at: str | None = None
+    projection: Projection,
+    heads: list[Any],
+    sizes: Sequence[int],
+    start: int,
+    keep: int,
+    *,
+    cut_at: str | None = None,
 ) -> CutPoint | None:
     """pi's ``findProjectedCutPoint`` over ``projection.entries[start:]`` (``sizes``: each entry's
     estimate); ``cut_at`` forces the cut onto that entry when it is a valid cut point. None when there
-    is no valid cut point (pi then keeps everything from ``start``)."""
+    is no valid cut point (pi then keeps everything from ``start``).
+
+    It looks only as far as it must: back from the newest entry until ``keep`` tokens, then to the
+    nearest cut point and turn start."""
     entries = projection.entries
-    cut_points = [k for k in range(start, len(entries)) if _cut_point(entries[k], heads)]
-    if not cut_points:
+    forced = None
+    if cut_at:
+        forced = next(
+            (
+                k
+                for k in range(start, len(entries))
+                if heads[entries[k].index].id == cut_at and _cut_point(entries[k], heads)
+            ),
+            None,
+        )
+    cut = forced if forced is not None else _cut_by_tokens(projection, heads, sizes, start, keep)
+    if cut is None:
         return None
-    forced = [k for k in cut_points if heads[entries[k].index].id == cut_at] if cut_at else []
-    cut = forced[0] if forced else _cut_by_tokens(projection, heads, sizes, cut_points, start, keep)
     # Keep adjacent entries that show nothing (settings, labels, hidden entries) with the cut.
     while cut > start:
         previous = entries[cut - 1]
@@ -214,25 +230,26 @@ def _turn_start(entry: ProjectedEntry, heads: list[Any]) -> bool:
     return heads[entry.index].type != "compaction" and starts_turn(entry.messages)
 
 
-def _cut_by_tokens(
-    projection: Projection, heads: list[Any], sizes: list[int], cut_points: list[int], start: int, keep: int
-) -> int:
-    """pi's ``findProjectedCutPoint`` up to the step back over silent entries."""
+def _cut_by_tokens(projection: Projection, heads: list[Any], sizes: Sequence[int], start: int, keep: int) -> int | None:
+    """pi's ``findProjectedCutPoint`` up to the step back over silent entries: the nearest cut point
+    at or after the entry where the newest ``keep`` tokens begin (else the last cut point), or the
+    first cut point when the whole range is smaller; None when there is no cut point at all."""
     entries = projection.entries
-    cut = cut_points[0]
+    n = len(entries)
     accumulated = 0
-    exceeded = False
-    for k in range(len(entries) - 1, start - 1, -1):
-        if sizes[k] == 0:
+    for k in range(n - 1, start - 1, -1):
+        size = sizes[k]
+        if size == 0:
             continue
-        accumulated += sizes[k]
+        accumulated += size
         if accumulated >= keep:
-            exceeded = True
-            cut = next((c for c in cut_points if c >= k), cut_points[-1])
-            break
-    if exceeded and _recovery_omission_suffix(projection, entries[cut + 1 :], heads):
-        cut += 1
-    return cut
+            cut = next((c for c in range(k, n) if _cut_point(entries[c], heads)), None)
+            if cut is None:  # none at or after it: the last one before it
+                cut = next((c for c in range(k - 1, start - 1, -1) if _cut_point(entries[c], heads)), None)
+            if cut is not None and _recovery_omission_suffix(projection, entries[cut + 1 :], heads):
+                cut += 1
+            return cut
+    return next((c for c in range(start, n) if _cut_point(entries[c], heads)), None)
 
 
 def _recovery_omission_suffix(projection: Projection, suffix: list[ProjectedEntry], heads: list[Any]) -> bool:
@@ -262,16 +279,50 @@ def _role(head: Any) -> str | None:
     return head.message.role if head.type == "message" and head.message is not None else None
 
 
-def _collect(entries: list[ProjectedEntry], heads: list[Any]) -> tuple[list[dict[str, Any]], list[str]]:
-    """The messages to summarise from ``entries`` (pi's ``getMessagesFromProjectedEntryForCompaction``):
-    no compaction's, and no system messages (prompt state, carried by the compaction entry)."""
-    msgs: list[dict[str, Any]] = []
-    ids: list[str] = []
-    for e in entries:
-        if heads[e.index].type == "compaction":
-            continue
-        for m in e.messages:
-            if m.get("role") != "system":
-                msgs.append(m)
-                ids.append(heads[e.index].id or "")
-    return msgs, ids
+def _collect(st: State, a: int, b: int) -> tuple[list[dict[str, Any]], list[str]]:
+    """The messages to summarise from entries ``a`` to ``b`` (pi's
+    ``getMessagesFromProjectedEntryForCompaction``): no compaction's, and no system messages (prompt
+    state, carried by the compaction entry). Slices of the kept context when no system message is
+    in the range."""
+    pa, pb = _message_range(st, a, b)
+    systems = st.systems
+    first_system = bisect_left(systems, pa)
+    if first_system == len(systems) or systems[first_system] >= pb:
+        return st.agent[pa:pb], st.ids[pa:pb]
+    keep = [p for p in range(pa, pb) if st.messages[p].role != "system"]
+    return [st.agent[p] for p in keep], [st.ids[p] for p in keep]
+
+
+def _message_range(st: State, a: int, b: int) -> tuple[int, int]:
+    """Message positions of entries ``a`` to ``b``, leaving out a compaction's (only the first entry
+    can show one: older compactions in the kept range show nothing)."""
+    n = len(st.entries)
+    pa = st.start[a] if a < n else len(st.messages)
+    pb = st.start[b] if b < n else len(st.messages)
+    if a == 0 and n and st.path.compaction == st.entries[0].index:
+        pa = max(pa, st.entry_end(0))
+    return pa, max(pa, pb)
+
+
+@attrs.define
+class _OpsSoFar:
+    """File operations of the messages from ``origin`` to ``upto``, carried from plan to plan."""
+
+    origin: int
+    upto: int
+    ops: FileOps
+
+
+def _summarized_ops(st: State, a: int, b: int) -> FileOps:
+    """File operations of the messages to summarise from entries ``a`` to ``b``: what the previous
+    plan found, plus the messages since (the summarised range only grows while the session does)."""
+    pa, pb = _message_range(st, a, b)
+    carried = st.plan_cache
+    if not isinstance(carried, _OpsSoFar) or carried.origin != pa or carried.upto > pb:
+        carried = st.plan_cache = _OpsSoFar(pa, pa, FileOps())
+    if pb > carried.upto:
+        carried.ops.update(extract_file_ops(st.agent[carried.upto : pb]))
+        carried.upto = pb
+    out = FileOps()
+    out.update(carried.ops)
+    return out

@@ -166,6 +166,11 @@ class LiveContext:
             return None
         return self._move(leaf)
 
+    def at_index(self, leaf: int) -> State:
+        """The state at the entry with index ``leaf``."""
+        self.session.tree.update()
+        return self._move(leaf)
+
     def context(self, leaf_id: str | None = None) -> Context:
         """Equal to ``build_context(file, tree, leaf_id)``."""
         file, tree = self.session.file, self.session.tree
@@ -280,6 +285,8 @@ class LiveContext:
         if keep >= len(st.entries):
             return
         m = st.start[keep]
+        if m < len(st.messages):
+            st.plan_cache = None  # it may cover messages that leave
         del st.entries[keep:], st.raw[keep:], st.start[keep:], st.path.indices[keep:]
         del st.messages[m:], st.agent[m:], st.ids[m:], st.owners[m:]
         del st.cum[m + 1 :], st.cum_other[m + 1 :]
