@@ -84,14 +84,15 @@ class Context:
     def agent_messages(self) -> list[dict[str, Any]]:
         return [m.message for m in self.messages]
 
-    def to_json(self, *, with_messages: bool = True) -> dict[str, Any]:
+    def to_json(self, *, with_messages: bool = True, start: int = 0) -> dict[str, Any]:
+        """``start``: leave out the messages before it (the caller has them already)."""
         return {
             "leafId": self.leafId,
             "model": self.model,
             "provider": self.provider,
             "modelId": self.modelId,
             "thinkingLevel": self.thinkingLevel,
-            "messages": [m.to_json(with_message=with_messages) for m in self.messages],
+            "messages": [m.to_json(with_message=with_messages) for m in self.messages[start:]],
             "estimatedTokens": self.estimatedTokens,
             "contextTokens": self.contextTokens,
             "compactionId": self.compactionId,

@@ -16,13 +16,24 @@ change them (``truncate_tool_result`` copies, as every consumer must).
 
 from __future__ import annotations
 
+import itertools
+import secrets
 from bisect import bisect_left
 from collections.abc import Sequence
 from typing import Any
 
 import attrs
 
-from ctxd.context.build import Context, ContextMessage, Size, _last_of, _last_of_message, _model, _thinking
+from ctxd.context.build import (
+    Context,
+    ContextMessage,
+    Size,
+    _last_of,
+    _last_of_message,
+    _model,
+    _thinking,
+    context_size,
+)
 from ctxd.context.project import ContextPath, ProjectedEntry, Projection, context_path, entry_tokens
 from ctxd.context.rules import (
     USAGE_INVALIDATORS,
@@ -37,6 +48,8 @@ from ctxd.tree.session import Session
 
 __all__ = ["LiveContext", "live_context", "size_of"]
 
+_PROCESS = secrets.token_hex(3)
+_SERIAL = itertools.count(1)
 _BODY_TYPES = frozenset({"compaction", "context_edit"})
 """Entry types whose whole body the state keeps (the plan reads them; they are few)."""
 
@@ -154,6 +167,15 @@ class LiveContext:
         self.state: State | None = None
         self.rebuilds = 0
         """How many times the state was rebuilt rather than moved (tests read it)."""
+        self._serial = f"{_PROCESS}{next(_SERIAL)}"
+
+    def revision(self) -> str:
+        """Names what the contexts of this session's entries are now: it changes when a context
+        already given out may have changed (a reload, a late parent, a duplicate id), and with every
+        new LiveContext (a daemon restart). Within one revision the file only grew."""
+        file, tree = self.session.file, self.session.tree
+        tree.update()
+        return f"{self._serial}.{file.generation}.{tree.relinks}.{len(file.heads) - len(file.index)}"
 
     # --- answers --------------------------------------------------------------------------------
 
@@ -409,12 +431,11 @@ def live_context(session: Session) -> LiveContext:
     return live
 
 
-def size_of(session: Session) -> Size:
-    """The context's size at the leaf: from the kept context when there is one (both are O(change)),
-    else without building it (``context_size``), so sessions nobody builds stay cheap."""
+def size_of(session: Session, leaf_id: str | None = None) -> Size:
+    """The context's size at ``leaf_id`` (default: the leaf): from the kept context when there is
+    one (both ways are O(change)), else without building it (``context_size``), so that sessions
+    nobody asks the context of stay cheap to watch."""
     live = session.derived.get("context")
     if isinstance(live, LiveContext) and live.state is not None:
-        return live.size()
-    from ctxd.context.build import context_size
-
-    return context_size(session.file, session.tree, estimates=session.estimates)
+        return live.size(leaf_id)
+    return context_size(session.file, session.tree, leaf_id, estimates=session.estimates)

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from ctxd.compaction.settings import CompactionSettings
-from ctxd.context.build import context_size
+from ctxd.context.live import size_of
 from ctxd.errors import CancelledError, CompactionError, CtxdError
 from ctxd.service import protocol as p
 from ctxd.service.base import ServiceBase
@@ -76,7 +76,7 @@ class Compacting(ServiceBase):
         s = opened.session
         async with opened.lock:
             leaf = leaf_id or s.leaf_id()
-            before = await asyncio.to_thread(lambda: context_size(s.file, s.tree, leaf, estimates=s.estimates))
+            before = await asyncio.to_thread(lambda: size_of(s, leaf))
         self._emit(p.COMPACTION_STATUS, p.CompactionStatus(s.path, "running", trigger, before.tokens))
         try:
             outcome = await compact(
@@ -118,7 +118,7 @@ class Compacting(ServiceBase):
         )
         self._emit(p.DID_CHANGE, p.DidChange(s.path, s.file.session_id, [outcome.entryId], s.leaf_id(), "ctxd"))
         async with opened.lock:
-            size = await asyncio.to_thread(lambda: context_size(s.file, s.tree, estimates=s.estimates))
+            size = await asyncio.to_thread(lambda: size_of(s))
         self._emit(p.CONTEXT_USAGE, self._usage(s, size.tokens))
         out = outcome.to_json()
         out["retry"] = retry
@@ -142,7 +142,7 @@ class Compacting(ServiceBase):
         new = [i for i in (outcome.summaryEntryId, outcome.markerId) if i]
         self._emit(p.DID_CHANGE, p.DidChange(s.path, s.file.session_id, new, s.leaf_id(), "ctxd"))
         async with opened.lock:
-            size = await asyncio.to_thread(lambda: context_size(s.file, s.tree, estimates=s.estimates))
+            size = await asyncio.to_thread(lambda: size_of(s))
         self._emit(p.CONTEXT_USAGE, self._usage(s, size.tokens))
         return outcome.to_json()
 

@@ -10,7 +10,8 @@ import os
 import time
 from typing import Any
 
-from ctxd.context.build import Size, context_size
+from ctxd.context.build import Size
+from ctxd.context.live import size_of
 from ctxd.errors import CtxdError
 from ctxd.service import protocol as p
 from ctxd.service.base import ServiceBase
@@ -50,7 +51,7 @@ class Live(ServiceBase):
 
         def work() -> tuple[Any, range, Size, Any]:
             result, new = s.refresh()
-            size = context_size(s.file, s.tree, estimates=s.estimates)
+            size = size_of(s)
             return result, new, size, self._decision(s, size)
 
         try:

@@ -91,6 +91,9 @@ class ContextBuildParams:
     includeMessages: bool = True
     countModel: str | None = None
     """Also count tokens exactly with this model's tokenizer (litellm, offline)."""
+    sinceLeafId: str | None = None
+    """The leaf of a context the client holds (with ``sinceRevision``): only what follows it is sent."""
+    sinceRevision: str | None = None
 
 
 @attrs.define

@@ -16,7 +16,8 @@ from typing import Any
 
 import attrs
 
-from ctxd.context.build import Size, build_context, context_size
+from ctxd.context.build import Size
+from ctxd.context.live import live_context, size_of
 from ctxd.context.openai import to_openai
 from ctxd.context.truncate import is_oversized, limit_chars, truncate_tool_result
 from ctxd.context.view import project, run_rows
@@ -59,7 +60,7 @@ class Service(Compacting, Live, ServiceBase):
 
     def _info(self, opened: OpenSession) -> dict[str, Any]:
         s = opened.session
-        size = context_size(s.file, s.tree, estimates=s.estimates)
+        size = size_of(s)
         return {
             "path": s.path,
             "sessionId": s.file.session_id,
@@ -133,7 +134,7 @@ class Service(Compacting, Live, ServiceBase):
                         )
                     except Exception as exc:  # one bad append fails alone
                         results.append(exc)
-                size = context_size(s.file, s.tree, estimates=s.estimates)
+                size = size_of(s)
                 return results, size, self._decision(s, size)
 
             try:
@@ -174,7 +175,7 @@ class Service(Compacting, Live, ServiceBase):
                 total = len(rows)
             else:
                 rows, total = project(s, collapse=params.collapse, offset=params.offset, limit=params.limit)
-            size = context_size(s.file, s.tree, estimates=s.estimates)
+            size = size_of(s)
             return {
                 "session": s.path,
                 "sessionId": s.file.session_id,
@@ -234,7 +235,7 @@ class Service(Compacting, Live, ServiceBase):
                 if h.message is not None:
                     roles[h.message.role] = roles.get(h.message.role, 0) + 1
             leaves = sum(1 for i in range(len(s.file)) if not s.tree.child_ids(i))
-            ctx = build_context(s.file, s.tree, estimates=s.estimates)
+            ctx = live_context(s).context()
             return {
                 "session": s.path,
                 "entries": len(s.file),
@@ -299,18 +300,29 @@ class Service(Compacting, Live, ServiceBase):
     async def context_build(self, params: p.ContextBuildParams) -> dict[str, Any]:
         def work(opened: OpenSession) -> dict[str, Any]:
             s = opened.session
-            ctx = build_context(s.file, s.tree, params.leafId, estimates=s.estimates)
-            out = ctx.to_json(with_messages=params.includeMessages and params.format == "pi")
-            messages = ctx.agent_messages()
+            live = live_context(s)  # kept between requests: an append costs what it adds
+            ctx = live.context(params.leafId)
+            revision = live.revision()
+            base = 0
+            if params.sinceLeafId and params.sinceRevision == revision and params.format == "pi":
+                base = live.unchanged_prefix(params.sinceLeafId, params.leafId)
+            with_messages = params.includeMessages and params.format == "pi"
+            out = ctx.to_json(with_messages=with_messages, start=base)
+            out["base"] = base
+            out["revision"] = revision
+            messages = ctx.agent_messages() if params.format == "openai" or params.countModel else None
             if params.truncateToolResults:
                 limit = limit_chars(params.contextWindow or self.window())
-                truncated = [i for i, m in enumerate(messages) if is_oversized(m, limit)]
+                truncated = [i for i in range(base, len(ctx.messages)) if is_oversized(ctx.messages[i].message, limit)]
+                if messages is None:
+                    messages = ctx.agent_messages()
                 for i in truncated:
                     messages[i] = truncate_tool_result(messages[i], limit)
-                    if params.format == "pi" and params.includeMessages:
-                        out["messages"][i]["message"] = messages[i]
+                    if with_messages:
+                        out["messages"][i - base]["message"] = messages[i]
                 out["truncated"] = [ctx.messages[i].entryId for i in truncated]
             if params.format == "openai":
+                assert messages is not None
                 problems: list[str] = []
                 out["openai"] = to_openai(messages, problems)
                 out["diagnostics"] = out["diagnostics"] + [{"line": None, "message": m} for m in problems]
@@ -318,6 +330,7 @@ class Service(Compacting, Live, ServiceBase):
             if params.countModel:
                 from ctxd.context.exact import exact_tokens
 
+                assert messages is not None
                 total, each = exact_tokens(messages, params.countModel)
                 out["exactTokens"] = {"model": params.countModel, "tokens": total, "perMessage": each}
             return out

@@ -210,6 +210,16 @@ async def record(rec: Recorder) -> None:
                 "includeMessages": False,
             },
         )
+        held = await client.request("context/build", {"session": big["path"], "includeMessages": False})
+        await client.request(
+            "session/append",
+            {"session": big["path"], "messages": [msg("assistant", "The build passed: 3000 steps, all ok.")]},
+        )
+        await call(
+            "context/build since",
+            "context/build",
+            {"session": big["path"], "sinceLeafId": held["leafId"], "sinceRevision": held["revision"]},
+        )
 
         await call("compact dryRun", "compact", {"session": path, "dryRun": True})
         await call("compact", "compact", {"session": path, "workDoneToken": "compact-1"}, settle=0.5)
