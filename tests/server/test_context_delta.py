@@ -52,7 +52,7 @@ async def test_since_falls_back_to_the_whole_context(ctxd: LanguageClient) -> No
     await call(ctxd, p.BRANCH, {"session": path, "entryId": ids[0]})
     await append(ctxd, path, user("another way"))
     moved = await build(ctxd, path, sinceLeafId=held["leafId"], sinceRevision=held["revision"])
-    assert moved["base"] == 0 and [m["entryId"] for m in moved["messages"]][0] == ids[0]
+    assert moved["base"] == 0 and moved["messages"][0]["entryId"] == ids[0]
     # ... but the context at the branch point is.
     at_fork = await build(ctxd, path, leafId=ids[0])
     since_fork = await build(ctxd, path, sinceLeafId=ids[0], sinceRevision=held["revision"])
