@@ -7,6 +7,7 @@ newline: such a line is completed (if it is a whole JSON object) or moved to a s
 
 from __future__ import annotations
 
+import bisect
 import enum
 import gc
 import os
@@ -192,6 +193,16 @@ class SessionReader:
 
     def line_of(self, entry_id: str) -> int:
         return self.lines[self.require(entry_id)]
+
+    def line_at(self, offset: int) -> int:
+        """The line number of the byte at ``offset`` (counted from the nearest indexed line)."""
+        k = bisect.bisect_right(self.offsets, offset) - 1
+        base, line = (self.offsets[k], self.lines[k]) if k >= 0 and self.offsets[k] >= 0 else (0, 1)
+        fd = self._open_read()
+        try:
+            return line + os.pread(fd, max(0, offset - base), base).count(b"\n")
+        finally:
+            os.close(fd)
 
     def leaf_index(self) -> int | None:
         """pi's leaf: the last entry in file order; a ctxd leaf marker stands for its parent."""

@@ -1,8 +1,10 @@
 """One session file: :class:`SessionReader` plus safe appends.
 
 Writing happens only under an exclusive advisory lock, after catching up with whatever other
-processes appended, and never after a final line that lacks its newline: such a line is completed
-(if it is a whole JSON object) or moved to a sidecar file.
+processes appended, and never after a final line that lacks its newline: such a line may belong to
+a writer that takes no lock (pi), so ctxd waits for it to complete, and only a tail that stays
+unchanged for a grace period is terminated in place (never moved or truncated).  The whole rule is
+in :mod:`ctxd.store.tail`.
 """
 
 from __future__ import annotations
@@ -14,7 +16,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from ctxd.errors import InvalidEntryError, SessionError, UnsupportedVersionError
-from ctxd.formats.codec import CURRENT_VERSION, decode_any, decode_head, dumps_line, head_from_dict
+from ctxd.formats.codec import CURRENT_VERSION, decode_head, dumps_line, head_from_dict
+from ctxd.store import tail
 from ctxd.store.files import Clock, atomic_write, iso_timestamp, locked, new_entry_id, write_all
 from ctxd.store.reader import LEAF_MARKER, Durability, RefreshResult, SessionReader
 from ctxd.store.scan import Diagnostic
@@ -36,8 +39,17 @@ class SessionFile(SessionReader):
     caller's own locking, except :meth:`append`, which serialises itself (across threads and
     processes)."""
 
-    def __init__(self, path: str, *, durability: Durability = Durability.FLUSH, clock: Clock = time.time):
+    def __init__(
+        self,
+        path: str,
+        *,
+        durability: Durability = Durability.FLUSH,
+        clock: Clock = time.time,
+        tail_grace: float | None = None,
+    ):
         super().__init__(path, durability=durability, clock=clock)
+        self.tail_grace = tail.TAIL_GRACE if tail_grace is None else tail_grace
+        """Seconds a partial final line must stay unchanged before it is taken for torn."""
         self._write_lock = threading.Lock()
         self._append_fd: int | None = None
 
@@ -85,22 +97,85 @@ class SessionFile(SessionReader):
         mode: Durability,
     ) -> list[str]:
         prepared, lines = self._prepare(entries, parent_id, chain)
-        data = b"".join(lines)
-        before = self._end  # caught up under the lock: the file ends here
-        if mode is Durability.FSYNC and len(lines) > 1:
-            for one in lines:
-                write_all(fd, one)
-                os.fsync(fd)
-        else:
-            write_all(fd, data)
-            if mode is not Durability.FLUSH:
-                os.fsync(fd)
-        after = os.fstat(fd).st_size
-        if after == before + len(data):
-            self._index_own(prepared, lines, before)
-        else:
-            self.refresh()  # someone without the lock (pi) wrote meanwhile
+        # One write() for the batch (rule 4 of ctxd.store.tail); fsync mode writes (and syncs) line by line.
+        chunks = lines if mode is Durability.FSYNC and len(lines) > 1 else [b"".join(lines)]
+        glued: list[tuple[int, int]] = []
+        try:
+            self._write_chunks_locked(fd, prepared, lines, chunks, mode, glued)
+        except tail.Replaced as exc:
+            raise SessionError("the file was replaced while appending", path=self.path) from exc
         return [e["id"] for e in prepared]
+
+    def _write_chunks_locked(
+        self,
+        fd: int,
+        prepared: list[dict[str, Any]],
+        lines: list[bytes],
+        chunks: list[bytes],
+        mode: Durability,
+        glued: list[tuple[int, int]],
+    ) -> None:
+        for chunk in chunks:
+            before = self._end
+            start, landed_after_partial = self._write_raw_locked(fd, chunk, sync=mode is not Durability.FLUSH)
+            if landed_after_partial:
+                glued.append((start, start + len(chunk)))
+            if len(chunks) == 1 and start == before and os.fstat(fd).st_size == start + len(chunk):
+                self._index_own(prepared, lines, before)  # nobody else wrote: no need to read it back
+            else:
+                self.refresh()  # someone without the lock (pi) wrote meanwhile
+        if glued:
+            self._heal_locked(fd, prepared, lines, glued, mode)
+
+    def _write_raw_locked(self, fd: int, data: bytes, *, sync: bool) -> tuple[int, bool]:
+        """Write ``data`` (whole lines) at the end, only when the file ends in a newline; return
+        where it landed and whether it landed after a partial line after all (rule 4)."""
+        tail.settle(self, fd, self.tail_grace)
+        while os.fstat(fd).st_size != self._end:  # the last check before writing: keep it tight
+            tail.settle(self, fd, self.tail_grace)
+        before = self._end
+        write_all(fd, data)
+        if sync:
+            os.fsync(fd)
+        start = os.lseek(fd, 0, os.SEEK_CUR) - len(data)
+        if start == before:
+            return start, False
+        rfd = self._open_read()
+        try:
+            previous = os.pread(rfd, 1, start - 1)
+        finally:
+            os.close(rfd)
+        return start, previous != b"\n"
+
+    def _heal_locked(
+        self,
+        fd: int,
+        prepared: list[dict[str, Any]],
+        lines: list[bytes],
+        glued: list[tuple[int, int]],
+        mode: Durability,
+    ) -> None:
+        """Our data landed after another writer's partial line (rule 4): append that writer's line
+        again whole, and our entries the glued line hid."""
+        sync = mode is not Durability.FLUSH
+        rejoined: list[bytes] = []
+        for start, end in glued:
+            found = tail.await_rejoin(self, fd, start, end, self.tail_grace)  # the other writer finishes
+            line = self.line_at(start)
+            if found is None:
+                message = "an append landed inside another writer's line; that line could not be rejoined"
+            elif not found:
+                message = "an append landed after another writer's object before its newline; both are served"
+            else:
+                rejoined.append(found)
+                message = "an append landed inside another writer's line; appended that line again, whole"
+            self.diagnostics.append(Diagnostic(self.path, line, message, severity="warning"))
+        missing = [line for entry, line in zip(prepared, lines, strict=True) if entry["id"] not in self.index]
+        data = b"".join(missing) + b"".join(rejoined)
+        if data:
+            # Glued again (a second race in a row) is left to be reported: never loop on it.
+            self._write_raw_locked(fd, data, sync=sync)
+            self.refresh()
 
     def move_leaf(self, entry_id: str | None) -> str:
         """Persist a leaf move: a ``custom`` entry pi ignores in context, parented at the target.
@@ -133,8 +208,9 @@ class SessionFile(SessionReader):
                 self._append_fd = None
 
     def _catch_up_locked(self, fd: int) -> bool:
-        """Under the lock: read what others appended, repair a torn tail, and migrate an old file
-        to v3. False if the file was replaced and the caller must reopen it."""
+        """Under the lock: read what others appended, wait out (or set aside) a partial tail (see
+        :mod:`ctxd.store.tail`), and migrate an old file to v3. False if the file was replaced and
+        the caller must reopen it."""
         st = os.fstat(fd)
         try:
             current = os.stat(self.path)
@@ -147,53 +223,14 @@ class SessionFile(SessionReader):
             raise UnsupportedVersionError(
                 f"version {self.version} is newer than ctxd supports; not writing", path=self.path
             )
-        size = st.st_size
-        if size != self._end:
-            self.refresh()
-            size = os.fstat(fd).st_size
-        if size > self._end:
-            self._repair_tail(fd, size)
+        try:
+            tail.settle(self, fd, self.tail_grace)
+        except tail.Replaced:
+            return False
         if self.version < CURRENT_VERSION:
             self._migrate_on_disk()
             return False
         return True
-
-    def _repair_tail(self, fd: int, size: int) -> None:
-        rfd = self._open_read()
-        try:
-            tail = os.pread(rfd, size - self._end, self._end)
-        finally:
-            os.close(rfd)
-        line = self._next_line
-        try:
-            obj = decode_any(tail)
-        except Exception:
-            obj = None
-        if isinstance(obj, dict):
-            write_all(fd, b"\n")
-            os.fsync(fd)
-            self.diagnostics.append(
-                Diagnostic(self.path, line, "final line lacked its newline; completed it", severity="info")
-            )
-            self.refresh()
-            return
-        sidecar = self.path + ".torn"
-        sfd = os.open(sidecar, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-        try:
-            write_all(sfd, tail + b"\n")
-            os.fsync(sfd)
-        finally:
-            os.close(sfd)
-        os.ftruncate(fd, self._end)
-        os.fsync(fd)
-        self.diagnostics.append(
-            Diagnostic(
-                self.path,
-                line,
-                f"torn final line ({len(tail)} bytes, not JSON) moved to {sidecar}",
-                severity="warning",
-            )
-        )
 
     def _migrate_on_disk(self) -> None:
         """Rewrite a v1/v2 file as v3, atomically, keeping every line (even malformed ones) in place."""
