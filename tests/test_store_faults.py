@@ -578,9 +578,7 @@ def test_unlocked_agents_and_ctxd_writers_lose_nothing(
     go = str(tmp_path / "go")
     pi_script = tmp_path / "pi_writer.py"
     pi_script.write_text(PI_WRITER)
-    pis = [
-        Writer(pi_script, path=path, tag=f"pi{k}", seed=k, count=per_pi, go=go, **pi_cfg) for k in range(pi_writers)
-    ]
+    pis = [Writer(pi_script, path=path, tag=f"pi{k}", seed=k, count=per_pi, go=go, **pi_cfg) for k in range(pi_writers)]
     ctxds = [
         Writer(writer_script, path=path, tag=f"cx{k}", seed=50 + k, count=per_ctxd, go=go, big=0.05, grace=1.0)
         for k in range(2)

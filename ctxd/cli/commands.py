@@ -42,7 +42,7 @@ def cmd_tree(args: argparse.Namespace) -> int:
                 "leafId": session.leaf_id(),
                 "entries": len(session.file),
                 "rows": [r.to_json() for r in rows],
-                "diagnostics": [d.to_json() for d in session.file.diagnostics],
+                "diagnostics": [d.to_json() for d in session.diagnostics()],
             }
         )
         return 0
@@ -51,7 +51,7 @@ def cmd_tree(args: argparse.Namespace) -> int:
     print(f"{len(session.file)} entries, leaf {session.leaf_id()}  (* = active path)")
     for line in render_rows(rows, color=use_color()):
         print(line)
-    for d in session.file.diagnostics:
+    for d in session.diagnostics():
         print(f"! line {d.line}: {d.message}", file=sys.stderr)
     return 0
 

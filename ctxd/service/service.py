@@ -69,7 +69,7 @@ class Service(Compacting, Live, ServiceBase):
             "entries": len(s.file),
             "leafId": s.leaf_id(),
             "usage": p.to_json(self._usage(s, size.tokens)),
-            "diagnostics": [d.to_json() for d in s.file.diagnostics],
+            "diagnostics": [d.to_json() for d in s.diagnostics()],
             "readOnly": s.file.read_only,
             "agent": s.file.header.get("agent", "pi"),
         }
@@ -186,6 +186,7 @@ class Service(Compacting, Live, ServiceBase):
                 "rows": [r.to_json() for r in rows],
                 "usage": p.to_json(self._usage(s, size.tokens)),
                 "readOnly": s.file.read_only,
+                "diagnostics": [d.to_json() for d in s.diagnostics()],
             }
 
         return await self._with(params.session, work)

@@ -1,8 +1,7 @@
 """Reading one session file: its index, incremental refresh and on-demand bodies.
 
-Reading never modifies the file.  Writing happens only under an exclusive advisory lock, after
-catching up with whatever other processes appended, and never after a final line that lacks its
-newline: such a line is completed (if it is a whole JSON object) or moved to a sidecar file.
+Reading never modifies the file, and never consumes a final line that lacks its newline (it may
+still be being written).  Writing is :class:`ctxd.store.session_file.SessionFile`'s.
 """
 
 from __future__ import annotations
@@ -25,7 +24,7 @@ from ctxd.errors import (
 from ctxd.formats.codec import CURRENT_VERSION, LineHead, decode_any, dumps_line
 from ctxd.formats.migrate import migrate_body, migrate_head_roles, migrate_heads
 from ctxd.store.files import Clock
-from ctxd.store.scan import Diagnostic, ScannedLine, scan
+from ctxd.store.scan import Diagnostic, ScannedLine, decode_bounded, scan
 
 LEAF_MARKER = "ctxd.leaf"
 """customType of the ``custom`` entry ctxd writes to move the leaf: pi skips it in context."""
@@ -72,6 +71,8 @@ class SessionReader:
         self.index: dict[str, int] = {}
         self.diagnostics: list[Diagnostic] = []
         self._bodies: dict[int, dict[str, Any]] = {}
+        self._checked = bytearray()
+        """1 for entries whose body was read once and needed nothing (see decode_bounded)."""
         self._end = 0
         self._next_line = 2
         self._identity: tuple[int, int] = (0, 0)
@@ -330,12 +331,34 @@ class SessionReader:
                 self.index[head_id] = i
 
     def _decode_body(self, i: int, data: bytes) -> dict[str, Any]:
-        body = decode_any(data)
+        checked = self._checked
+        if i < len(checked) and checked[i]:
+            body = decode_any(data)  # read before: known to be servable as it is
+        else:
+            try:
+                body, note = decode_bounded(data)
+            except ValueError as exc:  # changed on disk under us: never crash on it
+                body, note = {"type": self.heads[i].type, "id": self.heads[i].id}, f"unreadable now: {exc}"
+            if note is not None:
+                self._report(i, note)
+                if isinstance(body, dict):
+                    self._bodies[i] = body  # served from here from now on
+                    body = _copy(body)
+            else:
+                if i >= len(checked):
+                    checked.extend(bytes(len(self.heads) - len(checked)))
+                checked[i] = 1
         if not isinstance(body, dict):  # cannot happen for an indexed line, but never crash on it
             return {"type": self.heads[i].type}
         if self.version < CURRENT_VERSION:
             return migrate_body(self.version, body, self.heads[i])
         return body
+
+    def _report(self, i: int, note: str) -> None:
+        """A problem found while reading entry ``i``'s body, reported once."""
+        line = self.lines[i]
+        if not any(d.line == line and d.message == note for d in self.diagnostics):
+            self.diagnostics.append(Diagnostic(self.path, line, note, severity="warning", entryId=self.heads[i].id))
 
     def close(self) -> None:
         """Release what the file holds open (nothing, for a reader)."""

@@ -49,8 +49,18 @@ from ctxd.store.scan import Diagnostic
 if TYPE_CHECKING:
     from ctxd.store.session_file import SessionFile
 
-TAIL_GRACE = 1.5
-"""Seconds a partial final line must stay unchanged before ctxd takes it for torn."""
+
+def _grace_from_env() -> float:
+    try:
+        ms = float(os.environ.get("CTXD_TAIL_GRACE_MS", "1500"))
+    except ValueError:
+        ms = 1500.0
+    return ms / 1000 if ms >= 0 else 1.5
+
+
+TAIL_GRACE = _grace_from_env()
+"""Seconds a partial final line must stay unchanged before ctxd takes it for torn (1.5 s, or
+``CTXD_TAIL_GRACE_MS`` from the environment; :class:`SessionFile` takes its own)."""
 
 POLL_FIRST = 0.0005
 POLL_MAX = 0.02
