@@ -87,15 +87,15 @@ class Service(Compacting, Live, ServiceBase):
 
     async def session_append(self, params: p.SessionAppendParams, *, explicit_parent: bool) -> dict[str, Any]:
         entries = list(params.entries)
+        fields = [(f"entries[{i}]", f"entries[{i}].message") for i in range(len(entries))]
         for i, m in enumerate(params.messages):
-            if not isinstance(m, dict) or not isinstance(m.get("role"), str):
-                raise InvalidEntryError(f"messages[{i}] must be an object with a string 'role'", index=i)
             entries.append({"type": "message", "message": m})
+            fields.append((f"messages[{i}]", f"messages[{i}]"))
         if not entries:
             raise InvalidEntryError("nothing to append: give entries or messages")
         opened = await self._open(params.session)
         return await self._append(
-            opened, entries, params.parentId, use_leaf=not explicit_parent, mode=params.durability
+            opened, entries, params.parentId, use_leaf=not explicit_parent, mode=params.durability, fields=fields
         )
 
     async def _append(
@@ -106,11 +106,12 @@ class Service(Compacting, Live, ServiceBase):
         *,
         use_leaf: bool,
         mode: str | None = None,
+        fields: list[tuple[str, str]] | None = None,
     ) -> dict[str, Any]:
         """Queue an append; concurrent appends to one session are written together, in order, by
         one worker-thread hop (group commit), each still acknowledged only once written."""
         future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
-        opened.queue.append(_Append(entries, parent, use_leaf, mode, future))
+        opened.queue.append(_Append(entries, parent, use_leaf, mode, future, fields))
         if opened.writer is None or opened.writer.done():
             opened.writer = self.run_task(self._drain(opened), f"writer {opened.session.path}")
         return await future
@@ -129,6 +130,7 @@ class Service(Compacting, Live, ServiceBase):
                                 item.entries,
                                 parent_id=LEAF if item.use_leaf else item.parent,
                                 durability=Durability(item.mode) if item.mode else None,
+                                fields=item.fields,
                             )
                         )
                     except Exception as exc:  # one bad append fails alone
@@ -333,3 +335,4 @@ class _Append:
     use_leaf: bool
     mode: str | None
     future: asyncio.Future[dict[str, Any]]
+    fields: list[tuple[str, str]] | None = None

@@ -15,12 +15,15 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+import msgspec
+
 from ctxd.errors import InvalidEntryError, SessionError, UnsupportedVersionError
 from ctxd.formats.codec import CURRENT_VERSION, decode_head, dumps_line, head_from_dict
 from ctxd.store import tail
 from ctxd.store.files import Clock, atomic_write, iso_timestamp, locked, new_entry_id, write_all
 from ctxd.store.reader import LEAF_MARKER, Durability, RefreshResult, SessionReader
 from ctxd.store.scan import Diagnostic
+from ctxd.store.validate import validate_entries
 
 __all__ = ["LEAF", "LEAF_MARKER", "Durability", "RefreshResult", "SessionFile"]
 
@@ -60,18 +63,18 @@ class SessionFile(SessionReader):
         parent_id: str | None = LEAF,
         durability: Durability | None = None,
         chain: bool = True,
+        fields: Sequence[tuple[str, str]] | None = None,
     ) -> list[str]:
         """Append entries as one batch and return their ids once they are durable as configured.
 
         Missing ``id``, ``parentId`` and ``timestamp`` are filled in: the first entry's parent is
         ``parent_id`` (default: the leaf, read under the lock) and, with ``chain``, each further
-        entry's parent is the previous one.  Entries are validated before anything is written.
+        entry's parent is the previous one.  Entries are validated (:mod:`ctxd.store.validate`;
+        ``fields`` names them in errors) before anything is written: one bad entry, nothing written.
         """
         if not entries:
             return []
-        for e in entries:
-            if not isinstance(e, dict) or not isinstance(e.get("type"), str) or e.get("type") == "session":
-                raise InvalidEntryError("each entry must be an object with a string 'type' (not 'session')")
+        validate_entries(entries, fields)
         mode = durability or self.durability
         with self._write_lock:
             for _ in range(8):
@@ -79,7 +82,7 @@ class SessionFile(SessionReader):
                 try:
                     with locked(fd):
                         if self._catch_up_locked(fd):
-                            return self._write_locked(fd, entries, parent_id, chain, mode)
+                            return self._write_locked(fd, entries, parent_id, chain, mode, fields)
                 except OSError as exc:
                     self._close_append_fd()
                     raise SessionError(f"append failed: {exc.strerror or exc}", path=self.path) from exc
@@ -95,8 +98,9 @@ class SessionFile(SessionReader):
         parent_id: str | None,
         chain: bool,
         mode: Durability,
+        fields: Sequence[tuple[str, str]] | None = None,
     ) -> list[str]:
-        prepared, lines = self._prepare(entries, parent_id, chain)
+        prepared, lines = self._prepare(entries, parent_id, chain, fields)
         # One write() for the batch (rule 4 of ctxd.store.tail); fsync mode writes (and syncs) line by line.
         chunks = lines if mode is Durability.FSYNC and len(lines) > 1 else [b"".join(lines)]
         glued: list[tuple[int, int]] = []
@@ -258,7 +262,11 @@ class SessionFile(SessionReader):
         )
 
     def _prepare(
-        self, entries: Sequence[dict[str, Any]], parent_id: str | None, chain: bool
+        self,
+        entries: Sequence[dict[str, Any]],
+        parent_id: str | None,
+        chain: bool,
+        fields: Sequence[tuple[str, str]] | None = None,
     ) -> tuple[list[dict[str, Any]], list[bytes]]:
         if parent_id is LEAF:
             parent_id = self.leaf_id()
@@ -272,25 +280,31 @@ class SessionFile(SessionReader):
 
         prepared: list[dict[str, Any]] = []
         parent = parent_id
-        for e in entries:
+        for i, e in enumerate(entries):
+            at = fields[i][0] if fields is not None else f"entries[{i}]"
             entry = {"type": e["type"]}
             entry.update(e)
             eid = entry.get("id")
-            if not isinstance(eid, str) or not eid:
+            if eid is None:
                 eid = new_entry_id(taken)
             elif taken(eid):
-                raise InvalidEntryError(f"entry id {eid!r} already exists", entryId=eid)
-            fresh.add(eid)
+                raise InvalidEntryError(f"entry id {eid!r} already exists", entryId=eid, field=f"{at}.id")
             entry["id"] = eid
             if "parentId" not in e:
                 entry["parentId"] = parent
             elif entry["parentId"] is not None and not taken(entry["parentId"]):
-                raise InvalidEntryError(f"parentId {entry['parentId']!r} does not exist", entryId=eid)
+                # Only entries already in the file or earlier in the batch: no self-parent, no cycle.
+                missing = entry["parentId"]
+                raise InvalidEntryError(f"parentId {missing!r} does not exist", entryId=eid, field=f"{at}.parentId")
+            fresh.add(eid)
             entry.setdefault("timestamp", now)
             prepared.append(entry)
             if chain:
                 parent = eid
-        return prepared, [dumps_line(e) for e in prepared]
+        try:
+            return prepared, [dumps_line(e) for e in prepared]
+        except (msgspec.EncodeError, TypeError, ValueError, OverflowError) as exc:  # from Python callers only
+            raise InvalidEntryError(f"an entry cannot be written as JSON: {exc}") from exc
 
     def _index_own(self, prepared: list[dict[str, Any]], lines: list[bytes], start: int) -> None:
         offset = start
