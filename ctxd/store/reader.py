@@ -23,8 +23,11 @@ from ctxd.errors import (
 )
 from ctxd.formats.codec import CURRENT_VERSION, LineHead, decode_any, dumps_line
 from ctxd.formats.migrate import migrate_body, migrate_head_roles, migrate_heads
-from ctxd.store.files import Clock
+from ctxd.store.files import Clock, open_regular
 from ctxd.store.scan import Diagnostic, ScannedLine, decode_bounded, scan
+
+MAX_HEADER = 1 << 20
+"""The longest header line read (1 MB; pi's are a few hundred bytes)."""
 
 LEAF_MARKER = "ctxd.leaf"
 """customType of the ``custom`` entry ctxd writes to move the leaf: pi skips it in context."""
@@ -221,7 +224,7 @@ class SessionReader:
 
     def _open_read(self) -> int:
         try:
-            return os.open(self.path, os.O_RDONLY)
+            return open_regular(self.path)
         except FileNotFoundError as exc:
             raise SessionError("no such session file", path=self.path) from exc
         except OSError as exc:
@@ -230,7 +233,7 @@ class SessionReader:
     def _read_header(self, fd: int) -> None:
         first = b""
         pos = 0
-        while b"\n" not in first:
+        while b"\n" not in first and len(first) <= MAX_HEADER:
             chunk = os.pread(fd, 65536, pos)
             if not chunk:
                 break
@@ -239,6 +242,9 @@ class SessionReader:
         nl = first.find(b"\n")
         if not first.strip():
             raise BadHeaderError("the file is empty: no session header", path=self.path, line=1)
+        if nl < 0 and len(first) > MAX_HEADER:
+            message = f"line 1 is longer than {MAX_HEADER >> 10} KB: not a session header; refusing the file"
+            raise BadHeaderError(message, path=self.path, line=1)
         if nl < 0:
             raise BadHeaderError("the header line is incomplete (no newline yet)", path=self.path, line=1)
         raw = first[:nl]

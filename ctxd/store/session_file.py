@@ -20,7 +20,7 @@ import msgspec
 from ctxd.errors import InvalidEntryError, SessionError, UnsupportedVersionError
 from ctxd.formats.codec import CURRENT_VERSION, decode_head, dumps_line, head_from_dict
 from ctxd.store import tail
-from ctxd.store.files import Clock, atomic_write, iso_timestamp, locked, new_entry_id, write_all
+from ctxd.store.files import Clock, atomic_write, iso_timestamp, locked, new_entry_id, open_regular, write_all
 from ctxd.store.reader import LEAF_MARKER, Durability, RefreshResult, SessionReader
 from ctxd.store.scan import Diagnostic
 from ctxd.store.validate import validate_entries
@@ -199,7 +199,7 @@ class SessionFile(SessionReader):
     def _lock_fd(self) -> int:
         if self._append_fd is None:
             try:
-                self._append_fd = os.open(self.path, os.O_WRONLY | os.O_APPEND)
+                self._append_fd = open_regular(self.path, os.O_WRONLY | os.O_APPEND)
             except OSError as exc:
                 raise SessionError(f"cannot open for appending: {exc.strerror}", path=self.path) from exc
         return self._append_fd

@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import stat
 import time
 from typing import TYPE_CHECKING
 
@@ -122,6 +123,18 @@ def settle(sf: SessionFile, fd: int, grace: float) -> None:
         delay = min(delay * 2, POLL_MAX)
 
 
+def _record(sidecar: str, data: bytes) -> None:
+    """Append ``data`` to the sidecar (created 0600; never through a symlink, never a non-file)."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+    sfd = os.open(sidecar, flags, PRIVATE_MODE)
+    try:
+        if stat.S_ISREG(os.fstat(sfd).st_mode):
+            write_all(sfd, data)
+            os.fsync(sfd)
+    finally:
+        os.close(sfd)
+
+
 def set_aside(sf: SessionFile, fd: int, size: int) -> None:
     """Terminate the unchanged partial tail ``[sf._end, size)`` with a newline (rule 3)."""
     rfd = sf._open_read()
@@ -137,14 +150,9 @@ def set_aside(sf: SessionFile, fd: int, size: int) -> None:
             whole = isinstance(decode_any(tail), dict)
         except Exception:  # not JSON (msgspec errors, or too deep to decode)
             whole = False
+    sidecar = sf.path + ".torn"
     if not whole:
-        sidecar = sf.path + ".torn"
-        sfd = os.open(sidecar, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW | os.O_NONBLOCK, PRIVATE_MODE)
-        try:
-            write_all(sfd, tail + b"\n")
-            os.fsync(sfd)
-        finally:
-            os.close(sfd)
+        _record(sidecar, tail + b"\n")
     if os.fstat(fd).st_size != size:
         return  # its writer woke up after all: wait for it again
     write_all(fd, b"\n")

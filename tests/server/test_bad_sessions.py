@@ -4,6 +4,7 @@ readers could not take is refused with -31003 naming its field."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 from pathlib import Path
@@ -16,7 +17,7 @@ from pytest_lsp import LanguageClient
 
 from ctxd.service import protocol as p
 
-from .harness import call, call_error, new_session, read_entries
+from .harness import call, call_error, new_session, read_entries, start_ctxd
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -109,3 +110,31 @@ async def test_append_refuses_what_readers_cannot_take(
     tree = await call(ctxd, p.SESSION_TREE, {"session": path})
     assert tree["entries"] == 1 and tree["diagnostics"] == []
     assert [e["type"] for e in read_entries(path)] == ["session", "session_info"]
+
+
+async def test_a_fifo_or_dev_zero_in_a_root_never_stalls_the_daemon(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    d = root / "--proj--"
+    d.mkdir(parents=True)
+    good = write_raw(d / "good.jsonl", *(line(e) for e in chain(user, assistant)))
+    async with start_ctxd({"roots": [str(root)], "watch": True, "autoCompact": False}) as client:
+        os.mkfifo(d / "fifo.jsonl")
+        os.symlink("/dev/zero", d / "zero.jsonl")
+        await asyncio.sleep(0.5)  # the watcher has seen both
+        listed = await call(client, p.SESSION_LIST, {}, timeout=ANSWER)
+        assert [Path(s["path"]).name for s in listed["sessions"]] == ["good.jsonl"]
+        for name in ("fifo.jsonl", "zero.jsonl"):
+            error = await call_error(client, p.SESSION_OPEN, {"session": str(d / name)})
+            assert error.code in (-31010, -31001), (name, error.code, error.message)
+        opened = await call(client, p.SESSION_OPEN, {"session": good}, timeout=ANSWER)
+        assert opened["entries"] == 2  # still serving
+
+
+async def test_directories_the_daemon_creates_are_private(tmp_path: Path) -> None:
+    root = tmp_path / "not" / "yet" / "sessions"
+    async with start_ctxd({"roots": [str(root)], "watch": False}) as client:
+        created = await call(client, p.SESSION_CREATE, {"cwd": "/home/me/proj", "name": "private"})
+    path = Path(created["path"])
+    for d in (tmp_path / "not", tmp_path / "not" / "yet", root, path.parent):
+        assert os.stat(d).st_mode & 0o777 == 0o700, d
+    assert os.stat(path).st_mode & 0o777 == 0o600
