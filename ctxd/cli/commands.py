@@ -130,6 +130,32 @@ def cmd_compact(args: argparse.Namespace) -> int:
     return run_compact(args)
 
 
+def cmd_check(args: argparse.Namespace) -> int:
+    from ctxd.context.check import check_session
+    from ctxd.context.repair import repair
+
+    session = Session.open(args.file)
+    report = repair(session) if args.repair else check_session(session)
+    if args.json:
+        _dump(report.to_json())
+        return report.exit_code
+    state = "clean" if report.clean else f"{len(report.findings)} finding(s)"
+    print(f"{report.path}: {report.entries} entries, {report.lines} lines, leaf {report.leafId}: {state}")
+    for f in report.findings:
+        where = f"line {f.line}" if f.line is not None else "..."
+        entry = f" (entry {f.entryId})" if f.entryId else ""
+        print(f"  {where} [{f.severity}] {f.kind}: {f.message}{entry}")
+    if report.repair is not None:
+        done = report.repair
+        if done.get("leafTo"):
+            print(f"repair: leaf moved {done['leafFrom']} -> {done['leafTo']} (marker {done['appended'][-1]})")
+        if done.get("copy"):
+            print(f"repair: repaired copy written to {done['copy']} (the file itself is unchanged)")
+        if not done.get("leafTo") and not done.get("copy"):
+            print("repair: nothing to repair by appending or in a copy")
+    return report.exit_code
+
+
 def cmd_demo(args: argparse.Namespace) -> int:
     from ctxd.cli.demo import run_demo
 

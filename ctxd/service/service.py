@@ -297,6 +297,27 @@ class Service(Compacting, Live, ServiceBase):
 
         return await self._with(params.session, work)
 
+    async def session_check(self, params: p.SessionCheckParams) -> dict[str, Any]:
+        """fsck: every finding in the session file (see ctxd.context.check); with ``repair``, the
+        repairs that append or write a copy (ctxd.context.repair)."""
+
+        def work(opened: OpenSession) -> dict[str, Any]:
+            from ctxd.context.check import check_session
+            from ctxd.context.repair import repair
+
+            s = opened.session
+            s.refresh()
+            report = repair(s) if params.repair else check_session(s)
+            return report.to_json()
+
+        out = await self._with(params.session, work)
+        appended = (out.get("repair") or {}).get("appended") or []
+        if appended:
+            opened = await self._open(params.session)
+            s = opened.session
+            self._emit(p.DID_CHANGE, p.DidChange(s.path, s.file.session_id, appended, s.leaf_id(), "ctxd"))
+        return out
+
     # --- context ------------------------------------------------------------------------------
 
     async def context_build(self, params: p.ContextBuildParams) -> dict[str, Any]:

@@ -20,6 +20,8 @@ from ctxd.formats.codec import decode_any
 from ctxd.store.files import open_regular, read_bounded
 
 SESSION_SUFFIX = ".jsonl"
+REPAIRED_SUFFIX = ".repaired.jsonl"
+"""``ctxd check --repair``'s copies: not sessions of their own (they repeat the original's id)."""
 LIST_READ_CAP = 32 << 20
 """Files up to this size are read whole for a listing; larger ones by their head and tail."""
 LIST_WINDOW = 4 << 20
@@ -220,7 +222,7 @@ def iter_session_files(root: str) -> Iterable[str]:
     for dirpath, dirnames, filenames in os.walk(root):
         dirnames.sort()
         for name in sorted(filenames):
-            if name.endswith(SESSION_SUFFIX) and not name.startswith("."):
+            if name.endswith(SESSION_SUFFIX) and not name.startswith(".") and not name.endswith(REPAIRED_SUFFIX):
                 path = os.path.join(dirpath, name)
                 try:
                     regular = stat.S_ISREG(os.stat(path).st_mode)  # follows symlinks; opens nothing

@@ -24,7 +24,7 @@ from ctxd.errors import (
 from ctxd.formats.codec import CURRENT_VERSION, LineHead, decode_any, dumps_line
 from ctxd.formats.migrate import migrate_body, migrate_head_roles, migrate_heads
 from ctxd.store.files import Clock, open_regular
-from ctxd.store.scan import Diagnostic, ScannedLine, decode_bounded, scan
+from ctxd.store.scan import Diagnostic, ScannedLine, decode_bounded, note_kind, scan
 
 MAX_HEADER = 1 << 20
 """The longest header line read (1 MB; pi's are a few hundred bytes)."""
@@ -263,7 +263,12 @@ class SessionReader:
             raise BadHeaderError(f"the header's version {version!r} is not a positive integer", path=self.path, line=1)
         if version > CURRENT_VERSION:
             self.diagnostics.append(
-                Diagnostic(self.path, 1, f"version {version} is newer than ctxd knows ({CURRENT_VERSION}); read-only")
+                Diagnostic(
+                    self.path,
+                    1,
+                    f"version {version} is newer than ctxd knows ({CURRENT_VERSION}); read-only",
+                    kind="version",
+                )
             )
         self.header = header
         self.version = version
@@ -299,17 +304,27 @@ class SessionReader:
         head = scanned.head
         if self.version >= 2 and not head.id:
             self.diagnostics.append(
-                Diagnostic(self.path, scanned.line, f"entry of type {head.type or '?'!r} has no id; skipped")
+                Diagnostic(
+                    self.path, scanned.line, f"entry of type {head.type or '?'!r} has no id; skipped", kind="no-id"
+                )
             )
             return
         if head.type == "session":
-            self.diagnostics.append(Diagnostic(self.path, scanned.line, "a second session header; skipped"))
+            message = "a second session header; skipped"
+            self.diagnostics.append(Diagnostic(self.path, scanned.line, message, kind="second-header"))
             return
         i = len(self.heads)
         if head.id:
             if head.id in self.index:
                 self.diagnostics.append(
-                    Diagnostic(self.path, scanned.line, f"duplicate id {head.id!r}; the later entry wins")
+                    Diagnostic(
+                        self.path,
+                        scanned.line,
+                        f"duplicate id {head.id!r}; the later entry wins",
+                        "error",
+                        head.id,
+                        "duplicate-id",
+                    )
                 )
             self.index[head.id] = i
         self.heads.append(head)
@@ -364,7 +379,8 @@ class SessionReader:
         """A problem found while reading entry ``i``'s body, reported once."""
         line = self.lines[i]
         if not any(d.line == line and d.message == note for d in self.diagnostics):
-            self.diagnostics.append(Diagnostic(self.path, line, note, severity="warning", entryId=self.heads[i].id))
+            kind = note_kind(note) if not note.startswith("unreadable") else "unreadable"
+            self.diagnostics.append(Diagnostic(self.path, line, note, "warning", self.heads[i].id, kind))
 
     def close(self) -> None:
         """Release what the file holds open (nothing, for a reader)."""

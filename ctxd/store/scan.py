@@ -35,12 +35,22 @@ class Diagnostic:
     severity: str = "warning"
     entryId: str | None = None
     """The entry the line holds, when it is known."""
+    kind: str | None = None
+    """What is wrong, as a stable word (``malformed``, ``too-deep``, ``orphan``, ...: see
+    docs/protocol.md, session/check)."""
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"path": self.path, "line": self.line, "message": self.message, "severity": self.severity}
         if self.entryId is not None:
             out["entryId"] = self.entryId
+        if self.kind is not None:
+            out["kind"] = self.kind
         return out
+
+
+def note_kind(note: str) -> str:
+    """The kind of a :func:`decode_bounded` note."""
+    return "too-deep" if note.startswith(TOO_DEEP) else "bad-utf8"
 
 
 def decode_bounded(data: bytes | memoryview) -> tuple[Any, str | None]:
@@ -109,10 +119,10 @@ def parse_line(
         obj, note = decode_bounded(data)
         if isinstance(obj, dict):
             if note:
-                diagnostics.append(Diagnostic(path, line, note, severity="warning", entryId=_id_of(obj)))
+                diagnostics.append(Diagnostic(path, line, note, "warning", _id_of(obj), note_kind(note)))
             sink(ScannedLine(head_from_dict(obj), offset, len(data), line, body=obj if note else None))
         else:
-            diagnostics.append(Diagnostic(path, line, f"not a JSON object ({type(obj).__name__})"))
+            diagnostics.append(Diagnostic(path, line, f"not a JSON object ({type(obj).__name__})", kind="not-object"))
         return
     except RecursionError:
         error = "too deep to read"  # deeper than the decoder goes: pruned below
@@ -127,22 +137,24 @@ def parse_line(
         obj, note = None, None
     if isinstance(obj, dict) and note:
         # Servable only pruned, or after replacing invalid UTF-8: serve it, say so.
-        diagnostics.append(Diagnostic(path, line, note, severity="warning", entryId=_id_of(obj)))
+        diagnostics.append(Diagnostic(path, line, note, "warning", _id_of(obj), note_kind(note)))
         sink(ScannedLine(head_from_dict(obj), offset, len(data), line, body=obj))
         return
     if depth.too_deep(raw):
-        diagnostics.append(Diagnostic(path, line, f"malformed JSON: {error}", severity="error"))
+        diagnostics.append(Diagnostic(path, line, f"malformed JSON: {error}", severity="error", kind="malformed"))
         return
     text = raw.decode("utf-8", errors="replace")
     values = _split_objects(text)
     if len(values) > 1 and all(isinstance(v, dict) for v in values):
         diagnostics.append(
-            Diagnostic(path, line, f"{len(values)} JSON objects on one line; recovered each", severity="info")
+            Diagnostic(
+                path, line, f"{len(values)} JSON objects on one line; recovered each", "info", kind="two-objects"
+            )
         )
         for value in values:
             sink(ScannedLine(head_from_dict(value), offset, len(data), line, body=value))
         return
-    diagnostics.append(Diagnostic(path, line, f"malformed JSON: {error}", severity="error"))
+    diagnostics.append(Diagnostic(path, line, f"malformed JSON: {error}", severity="error", kind="malformed"))
 
 
 def _id_of(obj: dict[str, Any]) -> str | None:
@@ -185,7 +197,7 @@ def scan(
                 if skipped < 0:
                     break  # no newline yet: leave it unconsumed, like any partial line
                 diagnostics.append(
-                    Diagnostic(path, line, f"line longer than {MAX_LINE >> 20} MB; skipped", severity="error")
+                    Diagnostic(path, line, f"line longer than {MAX_LINE >> 20} MB; skipped", "error", kind="too-long")
                 )
                 base = skipped
                 have = 0

@@ -12,8 +12,8 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
 
 import msgspec
 
@@ -26,6 +26,8 @@ from ctxd.store.scan import Diagnostic
 from ctxd.store.validate import validate_entries
 
 __all__ = ["LEAF", "LEAF_MARKER", "Durability", "RefreshResult", "SessionFile"]
+
+T = TypeVar("T")
 
 
 class _Leaf:
@@ -76,13 +78,22 @@ class SessionFile(SessionReader):
             return []
         validate_entries(entries, fields)
         mode = durability or self.durability
+        return self._under_lock(lambda fd: self._write_locked(fd, entries, parent_id, chain, mode, fields))
+
+    def settle(self) -> None:
+        """Under the lock, read everything appended and wait out (or, after the grace period, set
+        aside) a partial final line: what an append does before it writes, writing nothing else."""
+        self._under_lock(lambda fd: None)
+
+    def _under_lock(self, then: Callable[[int], T]) -> T:
+        """Take the lock, catch up (following a replaced or migrated file), then ``then(fd)``."""
         with self._write_lock:
             for _ in range(8):
                 fd = self._lock_fd()
                 try:
                     with locked(fd):
                         if self._catch_up_locked(fd):
-                            return self._write_locked(fd, entries, parent_id, chain, mode, fields)
+                            return then(fd)
                 except OSError as exc:
                     self._close_append_fd()
                     raise SessionError(f"append failed: {exc.strerror or exc}", path=self.path) from exc
@@ -173,7 +184,7 @@ class SessionFile(SessionReader):
             else:
                 rejoined.append(found)
                 message = "an append landed inside another writer's line; appended that line again, whole"
-            self.diagnostics.append(Diagnostic(self.path, line, message, severity="warning"))
+            self.diagnostics.append(Diagnostic(self.path, line, message, severity="warning", kind="glued"))
         missing = [line for entry, line in zip(prepared, lines, strict=True) if entry["id"] not in self.index]
         data = b"".join(missing) + b"".join(rejoined)
         if data:
@@ -258,7 +269,9 @@ class SessionFile(SessionReader):
         stat = os.stat(self.path)
         atomic_write(self.path, b"".join(out), mode=stat.st_mode & 0o777)
         self.diagnostics.append(
-            Diagnostic(self.path, 1, f"migrated from version {self.version} to {CURRENT_VERSION}", severity="info")
+            Diagnostic(
+                self.path, 1, f"migrated from version {self.version} to {CURRENT_VERSION}", "info", kind="migrated"
+            )
         )
 
     def _prepare(

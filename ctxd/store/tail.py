@@ -161,11 +161,13 @@ def set_aside(sf: SessionFile, fd: int, size: int) -> None:
     if landed != size:
         # The writer finished its line in the microseconds between the check and our newline.
         sf.diagnostics.append(
-            Diagnostic(sf.path, line, "a stalled writer resumed while its line was being terminated", "warning")
+            Diagnostic(
+                sf.path, line, "a stalled writer resumed while its line was being terminated", "warning", kind="resumed"
+            )
         )
     if whole:
         message = f"final line lacked its newline for {length} bytes and stayed unchanged; completed it"
-        sf.diagnostics.append(Diagnostic(sf.path, line, message, severity="info"))
+        sf.diagnostics.append(Diagnostic(sf.path, line, message, severity="info", kind="completed"))
     else:
         cut = "" if length <= SIDECAR_CAP else f" (its first {SIDECAR_CAP} bytes)"
         sf.diagnostics.append(
@@ -175,6 +177,7 @@ def set_aside(sf: SessionFile, fd: int, size: int) -> None:
                 f"torn final line ({length} bytes, not a JSON object) left by a writer that stopped: "
                 f"terminated in place; a copy{cut} is in {sidecar}",
                 severity="warning",
+                kind="torn",
             )
         )
 

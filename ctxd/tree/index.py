@@ -163,17 +163,19 @@ class TreeIndex:
         for i in bad[:MAX_PROBLEMS]:
             head = heads[i]
             if head.parentId == head.id:
-                message = f"entry {head.id!r} names itself as its parent; served as a root"
+                kind, message = "self-parent", f"entry {head.id!r} names itself as its parent; served as a root"
             elif i in cycles:
+                kind = "cycle"
                 message = f"entry {head.id!r}: its parent {head.parentId!r} descends from it (a cycle)"
                 message += "; served as a root"
             else:
+                kind = "orphan"
                 message = f"entry {head.id!r}: its parent {head.parentId!r} does not exist; served as a root"
-            out.append(Diagnostic(path, lines[i], message, severity="warning", entryId=head.id))
+            out.append(Diagnostic(path, lines[i], message, severity="warning", entryId=head.id, kind=kind))
         if len(bad) > MAX_PROBLEMS:
             rest = len(bad) - MAX_PROBLEMS
             more = f"{rest} more entries with a missing or cyclic parent"
-            out.append(Diagnostic(path, lines[bad[MAX_PROBLEMS]], more))
+            out.append(Diagnostic(path, lines[bad[MAX_PROBLEMS]], more, kind="more"))
         return out
 
     def _adopt(self, parent: int, waiting: list[int]) -> bool:

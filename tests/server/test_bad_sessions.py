@@ -138,3 +138,33 @@ async def test_directories_the_daemon_creates_are_private(tmp_path: Path) -> Non
     for d in (tmp_path / "not", tmp_path / "not" / "yet", root, path.parent):
         assert os.stat(d).st_mode & 0o777 == 0o700, d
     assert os.stat(path).st_mode & 0o777 == 0o600
+
+
+async def test_session_check_reports_and_repairs_without_rewriting(ctxd: LanguageClient) -> None:
+    root = Path(ctxd.root)  # type: ignore[attr-defined]
+    a, b, c, d = chain(user, assistant, user, assistant)
+    path = write_raw(root / "check.jsonl", line(a), line(b), line(c)[:30] + b"\n", line(d), b"\n")
+    before = Path(path).read_bytes()
+    report = await call(ctxd, p.SESSION_CHECK, {"session": path}, timeout=ANSWER)
+    assert report["clean"] is False and report["repair"] is None
+    assert report["counts"] == {"malformed": 1, "orphan": 1, "blank-line": 1}
+    assert {(f["kind"], f["line"], f["entryId"]) for f in report["findings"]} == {
+        ("malformed", 4, None),
+        ("orphan", 5, d["id"]),
+        ("blank-line", 6, None),
+    }
+    assert Path(path).read_bytes() == before
+
+    mark = ctxd.notes.mark()  # type: ignore[attr-defined]
+    fixed = await call(ctxd, p.SESSION_CHECK, {"session": path, "repair": True}, timeout=ANSWER)
+    after = Path(path).read_bytes()
+    assert after.startswith(before)  # only appended
+    assert fixed["repair"]["leafTo"] == b["id"] and fixed["leafId"] == b["id"]
+    (marker,) = fixed["repair"]["appended"]
+    changed = await ctxd.notes.wait(p.DID_CHANGE, session=path, since=mark)  # type: ignore[attr-defined]
+    assert changed["ids"] == [marker] and changed["leafId"] == b["id"] and changed["origin"] == "ctxd"
+    assert os.stat(fixed["repair"]["copy"]).st_mode & 0o777 == 0o600
+    opened = await call(ctxd, p.SESSION_OPEN, {"session": path})
+    assert opened["leafId"] == b["id"]
+    error = await call_error(ctxd, p.SESSION_CHECK, {"session": path, "repair": "yes"})
+    assert error.code == -32602
