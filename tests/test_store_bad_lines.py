@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 from broken import line, nested, non_utf8, write_raw
-from conftest import REPO
+from conftest import REPO, reference
 from factories import assistant, chain, tool_result, user
 
 import ctxd.store.scan as scan
@@ -162,3 +162,18 @@ def test_the_cli_serves_a_session_with_a_bad_line(tmp_path: Path, kind: str) -> 
             assert any(d["line"] == 5 for d in data["diagnostics"]), (args, data["diagnostics"])
     tree = ctxd("tree", path, "--all")
     assert tree.returncode == 0 and "! line 5:" in tree.stderr
+
+
+def test_a_deep_line_in_another_agents_transcript_is_pruned_and_reported(tmp_path: Path) -> None:
+    lines = reference("claude", "incremental-turn-1.jsonl").read_bytes().split(b"\n")
+    user_line = next(k for k, raw in enumerate(lines) if b'"type":"user"' in raw)
+    deep = b"[" * 400 + b"]" * 400
+    lines[user_line] = lines[user_line].replace(b'"message":{', b'"message":{"deep":' + deep + b",", 1)
+    path = tmp_path / "claude.jsonl"
+    path.write_bytes(b"\n".join(lines))
+    session = Session.open(str(path))
+    assert session.file.read_only
+    ctx = build_context(session.file, session.tree, estimates=session.estimates)
+    assert ctx.messages and all(deepest(m.message) <= MAX_DEPTH for m in ctx.messages)
+    json.dumps(ctx.to_json())
+    assert any(d["line"] == user_line + 1 and "nested deeper" in d["message"] for d in ctx.diagnostics)
