@@ -23,7 +23,7 @@ from ctxd.store import tail
 from ctxd.store.files import Clock, atomic_write, iso_timestamp, locked, new_entry_id, open_regular, write_all
 from ctxd.store.reader import LEAF_MARKER, Durability, RefreshResult, SessionReader
 from ctxd.store.scan import Diagnostic
-from ctxd.store.validate import validate_entries
+from ctxd.store.validate import check_depth, validate_entries
 
 __all__ = ["LEAF", "LEAF_MARKER", "Durability", "RefreshResult", "SessionFile"]
 
@@ -145,7 +145,6 @@ class SessionFile(SessionReader):
     def _write_raw_locked(self, fd: int, data: bytes, *, sync: bool) -> tuple[int, bool]:
         """Write ``data`` (whole lines) at the end, only when the file ends in a newline; return
         where it landed and whether it landed after a partial line after all (rule 4)."""
-        tail.settle(self, fd, self.tail_grace)
         while os.fstat(fd).st_size != self._end:  # the last check before writing: keep it tight
             tail.settle(self, fd, self.tail_grace)
         before = self._end
@@ -314,10 +313,17 @@ class SessionFile(SessionReader):
             prepared.append(entry)
             if chain:
                 parent = eid
-        try:
-            return prepared, [dumps_line(e) for e in prepared]
-        except (msgspec.EncodeError, TypeError, ValueError, OverflowError) as exc:  # from Python callers only
-            raise InvalidEntryError(f"an entry cannot be written as JSON: {exc}") from exc
+        lines: list[bytes] = []
+        for i, e in enumerate(prepared):
+            at = fields[i][0] if fields is not None else f"entries[{i}]"
+            try:
+                lines.append(dumps_line(e))
+            except RecursionError as exc:
+                raise InvalidEntryError(f"{at}: nests too deeply", field=at, index=i) from exc
+            except (msgspec.EncodeError, TypeError, ValueError, OverflowError) as exc:  # from Python callers only
+                raise InvalidEntryError(f"{at}: cannot be written as JSON: {exc}", field=at, index=i) from exc
+            check_depth(lines[-1], at, i)
+        return prepared, lines
 
     def _index_own(self, prepared: list[dict[str, Any]], lines: list[bytes], start: int) -> None:
         offset = start

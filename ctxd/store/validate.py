@@ -10,11 +10,12 @@ roles and unknown extra fields stay allowed: pi adds them.  ``id``, ``parentId``
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any
 
 from ctxd.errors import InvalidEntryError
+from ctxd.formats import depth
 from ctxd.formats.depth import MAX_DEPTH
 
 MAX_ID = 256
@@ -40,7 +41,7 @@ def _bool(v: Any) -> bool:
 
 
 def _obj(v: Any) -> bool:
-    return isinstance(v, Mapping)
+    return isinstance(v, dict)
 
 
 def _list(v: Any) -> bool:
@@ -70,7 +71,7 @@ class _Checker:
     def fail(self, field: str, message: str) -> InvalidEntryError:
         return InvalidEntryError(f"{field}: {message}", field=field, index=self.index)
 
-    def field(self, obj: Mapping[str, Any], key: str, check: Check, at: str, *, required: bool = False) -> None:
+    def field(self, obj: dict[str, Any], key: str, check: Check, at: str, *, required: bool = False) -> None:
         if key not in obj:
             if required:
                 raise self.fail(f"{at}.{key}", f"is required ({_WHAT[check]})")
@@ -88,7 +89,7 @@ class _Checker:
             self.block(block, f"{at}[{k}]", blocks)
 
     def block(self, block: Any, at: str, known: tuple[str, ...]) -> None:
-        if not isinstance(block, Mapping):
+        if not isinstance(block, dict):
             raise self.fail(at, f"must be an object, not {_kind(block)}")
         self.field(block, "type", _nonempty, at, required=True)
         kind = block["type"]
@@ -107,7 +108,7 @@ class _Checker:
             self.field(block, "arguments", _obj, at)
 
     def message(self, m: Any, at: str) -> None:
-        if not isinstance(m, Mapping):
+        if not isinstance(m, dict):
             raise self.fail(at, f"must be an object (an AgentMessage), not {_kind(m)}")
         self.field(m, "role", _nonempty, at, required=True)
         self.field(m, "timestamp", _num, at)
@@ -150,7 +151,7 @@ class _Checker:
         elif role in ("compactionSummary", "branchSummary"):
             self.field(m, "summary", _str, at, required=True)
 
-    def entry(self, e: Mapping[str, Any], at: str, message_at: str) -> None:
+    def entry(self, e: dict[str, Any], at: str, message_at: str) -> None:
         kind = e["type"]
         for key in ("id", "parentId"):
             value = e.get(key)
@@ -224,7 +225,7 @@ def _kind(v: Any) -> str:
         return f"the string {v[:40]!r}"
     if isinstance(v, list):
         return "a list"
-    if isinstance(v, Mapping):
+    if isinstance(v, dict):
         return "an object"
     return type(v).__name__
 
@@ -237,18 +238,10 @@ def _iso(value: str) -> bool:
     return True
 
 
-def _too_deep(value: Any) -> bool:
-    """Whether ``value`` nests deeper than MAX_DEPTH (the entry itself is level 1), without recursion."""
-    stack: list[tuple[Any, int]] = [(value, 1)]
-    while stack:
-        v, level = stack.pop()
-        if level > MAX_DEPTH:
-            return True
-        if isinstance(v, Mapping):
-            stack.extend((x, level + 1) for x in v.values() if isinstance(x, Mapping | list))
-        elif isinstance(v, list):
-            stack.extend((x, level + 1) for x in v if isinstance(x, Mapping | list))
-    return False
+def check_depth(line: bytes, at: str, index: int) -> None:
+    """Refuse an encoded entry nested deeper than MAX_DEPTH (cheap unless it has that many brackets)."""
+    if depth.too_deep(line):
+        raise _Checker(at, index).fail(at, f"nests deeper than {MAX_DEPTH} levels")
 
 
 def validate_entries(entries: Sequence[Any], fields: Sequence[tuple[str, str]] | None = None) -> None:
@@ -260,11 +253,9 @@ def validate_entries(entries: Sequence[Any], fields: Sequence[tuple[str, str]] |
     for i, e in enumerate(entries):
         at, message_at = fields[i] if fields is not None else (f"entries[{i}]", f"entries[{i}].message")
         checker = _Checker(at, int(at.rsplit("[", 1)[1].rstrip("]")) if at.endswith("]") else i)
-        if not isinstance(e, Mapping):
+        if not isinstance(e, dict):
             raise checker.fail(at, f"must be an object, not {_kind(e)}")
         kind = e.get("type")
         if not isinstance(kind, str) or not kind or kind == "session":
             raise checker.fail(f"{at}.type", "must be a non-empty string naming an entry type (not 'session')")
         checker.entry(e, at, message_at)
-        if _too_deep(e):
-            raise checker.fail(at, f"nests deeper than {MAX_DEPTH} levels")
