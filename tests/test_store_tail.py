@@ -129,3 +129,30 @@ def test_a_batch_glued_onto_a_line_started_in_the_last_microseconds_is_healed(
     assert len([d for d in served.diagnostics if "malformed" in d.message]) == 2  # the two pieces
     assert any("landed inside another writer's line" in d.message for d in sf.diagnostics)
     assert b"\n\n" not in Path(path).read_bytes()
+
+
+def test_a_line_that_never_ends_fails_the_append_instead_of_writing_after_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import ctxd.store.tail as tail
+    from ctxd.errors import SessionError
+
+    monkeypatch.setattr(tail, "MAX_WAIT", 0.3)
+    path = write(tmp_path / "s.jsonl", chain(user))
+    append_raw(path, b'{"type":"message","id":"endless","pad":"')
+    stop = threading.Event()
+
+    def forever() -> None:  # a writer that keeps adding to one line and never ends it
+        while not stop.is_set():
+            append_raw(path, b"x" * 10)
+            time.sleep(0.02)
+
+    t = later(0.0, forever)
+    try:
+        sf = SessionFile.open(path, tail_grace=0.1)
+        with pytest.raises(SessionError, match="kept growing"):
+            sf.append([{"type": "custom"}])
+    finally:
+        stop.set()
+        t.join()
+    assert b'"custom"' not in Path(path).read_bytes()

@@ -13,7 +13,9 @@ The rule, applied by every ctxd writer under its exclusive lock before it writes
 
 1. Readers never consume a final line without its newline; it is neither served nor reported.
 2. While the file ends in a partial line, ctxd does not write: it polls (0.5 ms, growing to
-   20 ms) and reads each line once a newline completes it, for as long as the tail keeps changing.
+   20 ms) and reads each line once a newline completes it, for as long as the tail keeps changing
+   (a line that keeps growing for :data:`MAX_WAIT`, 30 s, without ending fails the append: nothing
+   is written).
 3. A tail that stays byte-for-byte unchanged for the grace period (:data:`TAIL_GRACE`, 1.5 s by
    default) was left by a writer that stopped.  ctxd then sets it aside *append-only*: it writes one
    newline after it, so the bytes stay where their writer put them and the line becomes complete —
@@ -43,6 +45,7 @@ import stat
 import time
 from typing import TYPE_CHECKING
 
+from ctxd.errors import SessionError
 from ctxd.formats.codec import decode_any
 from ctxd.store.files import PRIVATE_MODE, write_all
 from ctxd.store.scan import Diagnostic
@@ -62,6 +65,10 @@ def _grace_from_env() -> float:
 TAIL_GRACE = _grace_from_env()
 """Seconds a partial final line must stay unchanged before ctxd takes it for torn (1.5 s, or
 ``CTXD_TAIL_GRACE_MS`` from the environment; :class:`SessionFile` takes its own)."""
+
+MAX_WAIT = 30.0
+"""The longest an append waits for a final line that keeps growing without ever ending: then it
+fails (nothing written) rather than write after a partial line."""
 
 POLL_FIRST = 0.0005
 POLL_MAX = 0.02
@@ -90,7 +97,7 @@ def settle(sf: SessionFile, fd: int, grace: float) -> None:
     was replaced meanwhile.
     """
     seen = b""
-    since = time.monotonic()
+    since = started = time.monotonic()
     delay = POLL_FIRST
     identity = sf._identity
     while True:
@@ -114,6 +121,13 @@ def settle(sf: SessionFile, fd: int, grace: float) -> None:
             os.close(rfd)
         now = time.monotonic()
         if now_seen != seen:
+            if now - started > max(MAX_WAIT, 2 * grace):
+                raise SessionError(
+                    f"the last line has kept growing for {now - started:.0f} s without ending; not appending "
+                    "after a line another writer is still writing",
+                    path=sf.path,
+                    line=sf._next_line,
+                )
             seen, since, delay = now_seen, now, POLL_FIRST
         elif now - since >= grace:
             set_aside(sf, fd, size)
