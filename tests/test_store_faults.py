@@ -583,13 +583,19 @@ def test_unlocked_agents_and_ctxd_writers_lose_nothing(
         Writer(writer_script, path=path, tag=f"cx{k}", seed=50 + k, count=per_ctxd, go=go, big=0.05, grace=1.0)
         for k in range(2)
     ]
-    for w in pis + ctxds:
-        w.wait_ready()
-    started = time.monotonic()
-    Path(go).touch()
-    for w in pis + ctxds:
-        w.finish()
-    elapsed = time.monotonic() - started
+    try:
+        for w in pis + ctxds:
+            w.wait_ready()
+        started = time.monotonic()
+        Path(go).touch()
+        for w in pis + ctxds:
+            w.finish()
+        elapsed = time.monotonic() - started
+    finally:
+        for w in pis + ctxds:  # a failed test leaves no writer waiting for its go
+            if w.proc.poll() is None:
+                w.proc.kill()
+                w.proc.wait()
 
     data = Path(path).read_bytes()
     assert data.endswith(b"\n")
