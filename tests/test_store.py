@@ -99,33 +99,39 @@ def test_refresh_reloads_after_truncation_or_replacement(tmp_path: Path) -> None
     assert result.reloaded and len(sf) == 4 and sf.session_id == "sess-2"
 
 
-def test_complete_final_line_without_newline_is_repaired_before_append(tmp_path: Path) -> None:
+def test_complete_final_line_left_unchanged_is_completed_before_append(tmp_path: Path) -> None:
     entries = chain(user, assistant)
     path = write(tmp_path / "s.jsonl", entries)
     tail = json.dumps(user(entries[-1]["id"], "no newline"))
     with open(path, "a") as f:
         f.write(tail)
-    sf = SessionFile.open(path)
+    sf = SessionFile.open(path, tail_grace=0.05)
     assert len(sf) == 2  # reading: not yet written
     (new,) = sf.append([{"type": "custom"}])
     lines = lines_of(path)
     assert lines[3] == tail and json.loads(lines[4])["id"] == new
-    assert json.loads(lines[4])["parentId"] == json.loads(tail)["id"]  # the repaired entry was the leaf
+    assert json.loads(lines[4])["parentId"] == json.loads(tail)["id"]  # the completed entry was the leaf
     assert any("completed" in d.message for d in sf.diagnostics)
     assert not os.path.exists(path + ".torn")
 
 
-def test_torn_final_line_moves_to_sidecar(tmp_path: Path) -> None:
+def test_torn_final_line_is_terminated_in_place_and_copied_to_sidecar(tmp_path: Path) -> None:
     entries = chain(user, assistant)
     path = write(tmp_path / "s.jsonl", entries)
     with open(path, "a") as f:
         f.write('{"type":"message","id":"torn0001","mess')
-    sf = SessionFile.open(path)
-    sf.append([{"type": "custom"}])
+    before = Path(path).read_bytes()
+    sf = SessionFile.open(path, tail_grace=0.05)
+    (new,) = sf.append([{"type": "custom"}])
+    after = Path(path).read_bytes()
+    assert after.startswith(before + b"\n")  # nothing moved or truncated: only a newline added
     assert Path(path + ".torn").read_text() == '{"type":"message","id":"torn0001","mess\n'
-    assert all(json.loads(x) for x in lines_of(path))
+    assert stat.S_IMODE(os.stat(path + ".torn").st_mode) == 0o600
+    assert json.loads(lines_of(path)[4])["id"] == new
     diag = [d for d in sf.diagnostics if "torn" in d.message]
     assert diag and diag[0].line == 4 and diag[0].path == sf.path
+    again = SessionFile.open(path)  # the torn line is now a malformed line, reported; the rest served
+    assert [d.line for d in again.diagnostics] == [4] and len(again) == 3
 
 
 def test_malformed_lines_are_reported_and_the_rest_served(tmp_path: Path) -> None:

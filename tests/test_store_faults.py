@@ -62,7 +62,9 @@ if cfg.get("chunk"):
 
     sf.write_all = slow_write_all
 
-f = SessionFile.open(cfg["path"], durability=Durability[cfg.get("durability", "FLUSH")])
+f = SessionFile.open(
+    cfg["path"], durability=Durability[cfg.get("durability", "FLUSH")], tail_grace=cfg.get("grace", 0.05)
+)
 tag = cfg["tag"]
 
 
@@ -110,6 +112,7 @@ while count is None or seq < count:
         time.sleep(rng.uniform(0, cfg["sleep"]))
 f.refresh()
 known = [h.id for h in f.heads]
+out("DIAG", json.dumps([d.to_json() for d in f.diagnostics]))
 out("DONE", json.dumps(known))
 '''
 
@@ -178,6 +181,13 @@ class Writer:
         return None
 
     @property
+    def diagnostics(self) -> list[dict[str, Any]]:
+        for line in self.lines:
+            if line.startswith("DIAG "):
+                return list(json.loads(line[5:]))
+        return []
+
+    @property
     def known(self) -> list[str]:
         for line in self.lines:
             if line.startswith("DONE "):
@@ -212,6 +222,26 @@ def assert_complete_lines_are_single_objects(data: bytes) -> list[dict[str, Any]
     return objects
 
 
+def parse_lines(data: bytes, torn: bytes) -> tuple[list[tuple[int, dict[str, Any]]], list[int]]:
+    """The complete lines as (line number, object), and the numbers of the lines that are not one
+    JSON object: each must be a torn line terminated in place, whose copy is in the sidecar."""
+    complete, _ = split_lines(data)
+    set_aside = set(torn.split(b"\n"))
+    objects: list[tuple[int, dict[str, Any]]] = []
+    malformed: list[int] = []
+    for number, line in enumerate(complete, start=1):
+        try:
+            obj = json.loads(line)
+        except ValueError:
+            assert line in set_aside, f"line {number} is malformed but was not set aside: {line[:120]!r}"
+            malformed.append(number)
+            continue
+        assert isinstance(obj, dict), f"line {number} is not an object"
+        objects.append((number, obj))
+    assert objects and objects[0][1]["type"] == "session"
+    return objects, malformed
+
+
 def assert_served_consistently(sf: SessionFile, objects: list[dict[str, Any]]) -> None:
     """The index serves exactly the complete lines, one entry per line, each body intact."""
     entries = objects[1:]
@@ -220,6 +250,19 @@ def assert_served_consistently(sf: SessionFile, objects: list[dict[str, Any]]) -
     assert [d for d in sf.diagnostics if d.severity != "info"] == []
     for i, body in enumerate(sf.entries(range(len(sf)))):
         assert body == entries[i]
+
+
+def assert_served_around_torn_lines(
+    sf: SessionFile, objects: list[tuple[int, dict[str, Any]]], malformed: list[int]
+) -> None:
+    """The index serves exactly the whole lines, one entry per line, each body intact; each torn
+    line left in place is reported with its line number."""
+    entries = objects[1:]
+    assert [h.id for h in sf.heads] == [e["id"] for _, e in entries]
+    assert sf.lines == [n for n, _ in entries]
+    assert sorted({d.line for d in sf.diagnostics if d.severity != "info"}) == malformed
+    for i, body in enumerate(sf.entries(range(len(sf)))):
+        assert body == entries[i][1]
 
 
 def assert_linear_chain(entries: list[dict[str, Any]]) -> None:
@@ -235,16 +278,16 @@ def _sidecar(path: str) -> bytes:
 
 
 def check_repair(path: str, before: bytes, sidecar_before: bytes, w: Writer) -> str:
-    """The writer's first append (its probe) dealt correctly with the tail in ``before``: a torn
-    line went to the sidecar and the file was cut back to its last newline; a whole object missing
-    its newline got one.  Returns which case it was."""
+    """The writer's first append (its probe) dealt correctly with the tail in ``before``: after
+    the grace period it terminated the tail in place with one newline (nothing moved, nothing
+    truncated), and recorded a torn one in the sidecar.  Returns which case it was."""
     assert w.probe is not None, w.stderr()
     probe_id, diags = w.probe
     messages = " ".join(d["message"] for d in diags)
     after = Path(path).read_bytes()
     _, tail = split_lines(before)
     old_end = len(before) - len(tail)
-    assert after[:old_end] == before[:old_end]  # nothing complete was touched
+    assert after[: len(before)] == before  # nothing anyone wrote was touched
     tail_obj: Any = None
     if tail:
         try:
@@ -264,9 +307,10 @@ def check_repair(path: str, before: bytes, sidecar_before: bytes, w: Writer) -> 
         assert _sidecar(path) == sidecar_before
     else:
         kind = "torn"
-        probe_at = old_end
+        assert after[old_end : old_end + len(tail) + 1] == tail + b"\n"  # terminated where it was
+        probe_at = old_end + len(tail) + 1
         assert "torn" in messages
-        assert _sidecar(path) == sidecar_before + tail + b"\n"  # the torn bytes, kept aside
+        assert _sidecar(path) == sidecar_before + tail + b"\n"  # and a copy kept for the record
     probe_line = after[probe_at : after.index(b"\n", probe_at)]
     assert json.loads(probe_line)["id"] == probe_id
     return kind
@@ -297,15 +341,15 @@ def _kill_rounds(script: Path, path: str, rounds: int, seed: int) -> dict[str, i
         after = Path(path).read_bytes()
         sf = SessionFile.open(path)
         assert Path(path).read_bytes() == after
-        objects = assert_complete_lines_are_single_objects(after)
-        assert_served_consistently(sf, objects)
-        assert_linear_chain(objects[1:])
+        objects, malformed = parse_lines(after, _sidecar(path))
+        assert_served_around_torn_lines(sf, objects, malformed)
+        assert_linear_chain([o for _, o in objects[1:]])
         acked.extend(w.acked)
         missing = [i for i in acked if i not in sf.index]
         assert not missing, f"acknowledged ids lost: {missing}"
         order = [sf.index[i] for i in w.acked]
         assert order == sorted(order)
-        # The watcher followed along incrementally (through the truncation of a torn tail too).
+        # The watcher followed along incrementally (nothing is ever truncated any more).
         result, _ = watcher.refresh()
         assert not result.reloaded
         assert [h.id for h in watcher.file.heads] == [h.id for h in sf.heads]
@@ -319,9 +363,9 @@ def _kill_rounds(script: Path, path: str, rounds: int, seed: int) -> dict[str, i
     stats[check_repair(path, before, sidecar_before, final)] += 1
     data = Path(path).read_bytes()
     assert data.endswith(b"\n")
-    objects = assert_complete_lines_are_single_objects(data)
-    assert_linear_chain(objects[1:])
-    ids = [o["id"] for o in objects[1:]]
+    objects, _ = parse_lines(data, _sidecar(path))
+    assert_linear_chain([o for _, o in objects[1:]])
+    ids = [o["id"] for _, o in objects[1:]]
     assert len(ids) == len(set(ids))
     assert set(acked) <= set(ids)
     assert SessionFile.open(path).pending_bytes() == 0
@@ -459,3 +503,126 @@ def test_refreshing_reader_never_serves_a_partial_line(tmp_path: Path, writer_sc
     assert sum(len(w.acked) for w in writers) == len(fresh.file) == 240
     assert reader.file.pending_bytes() == 0
     assert partial_seen > 0  # the reader did look while a line was half written
+
+
+PI_WRITER = r'''
+"""An agent that appends the way pi does: no lock, O_APPEND, one write() per line (or, with
+"pieces", a line in several write() calls), each entry parented on its own previous one."""
+import json, math, os, random, sys, time
+
+cfg = json.loads(sys.argv[1])
+rng = random.Random(cfg["seed"])
+tag = cfg["tag"]
+fd = os.open(cfg["path"], os.O_WRONLY | os.O_APPEND)
+sys.stdout.write("READY\n")
+sys.stdout.flush()
+while not os.path.exists(cfg["go"]):
+    time.sleep(0.001)
+parent = None
+for seq in range(cfg["count"]):
+    size = int(math.exp(rng.uniform(math.log(50), math.log(60_000))))
+    entry = {
+        "type": "message",
+        "id": f"{tag}-{seq:05d}",
+        "parentId": parent,
+        "timestamp": "2026-01-01T00:00:00.000Z",
+        "message": {"role": "user", "content": "", "timestamp": seq},
+        "test": {"tag": tag, "seq": seq},
+    }
+    bare = len(json.dumps(entry, separators=(",", ":")))
+    entry["message"]["content"] = "p" * max(0, size - bare - 1)
+    line = json.dumps(entry, separators=(",", ":")).encode() + b"\n"
+    pieces = cfg.get("pieces", 1)
+    cuts = sorted(rng.sample(range(1, len(line)), min(pieces - 1, len(line) - 1))) if pieces > 1 else []
+    bounds = [0, *cuts, len(line)]
+    for k in range(len(bounds) - 1):
+        if k:
+            time.sleep(cfg.get("gap", 0))
+        piece = line[bounds[k] : bounds[k + 1]]
+        assert os.write(fd, piece) == len(piece)  # a regular file takes a write whole
+    parent = entry["id"]
+    if cfg.get("pace"):
+        time.sleep(cfg["pace"])
+sys.stdout.write("DONE\n")
+'''
+
+
+@pytest.mark.parametrize(
+    ("variant", "pi_cfg", "pi_writers", "per_pi", "per_ctxd"),
+    [
+        ("full speed", {}, 2, 1500, 250),
+        ("paced 2 ms", {"pace": 0.002}, 2, 400, 250),
+        ("lines in pieces", {"pieces": 3, "gap": 0.0005}, 1, 1000, 250),
+    ],
+)
+def test_unlocked_agents_and_ctxd_writers_lose_nothing(
+    tmp_path: Path,
+    writer_script: Path,
+    variant: str,
+    pi_cfg: dict[str, Any],
+    pi_writers: int,
+    per_pi: int,
+    per_ctxd: int,
+) -> None:
+    """pi-style writers (no lock, one write() per line, 50 B to 60 KB) and ctxd writers (separate
+    processes appending through SessionFile, as two daemons would) on one file: afterwards every
+    entry of every writer is there exactly once, every line is one JSON object, none is blank.
+
+    With a writer that writes a line in several pieces, only one such writer runs: two of them (or
+    one and any other unlocked writer) garble each other's lines without ctxd's help.  ctxd's wait
+    keeps it from ever writing after a piece it saw; the microseconds between its last check and its
+    write are healed by rule 4 (ctxd.store.tail), whose glued pieces stay as malformed lines: they
+    are counted and must each be one that a ctxd writer reported.
+    """
+    path = create_session(str(tmp_path), "/proj", path=str(tmp_path / "s.jsonl"))
+    go = str(tmp_path / "go")
+    pi_script = tmp_path / "pi_writer.py"
+    pi_script.write_text(PI_WRITER)
+    pis = [Writer(pi_script, path=path, tag=f"pi{k}", seed=k, count=per_pi, go=go, **pi_cfg) for k in range(pi_writers)]
+    ctxds = [
+        Writer(writer_script, path=path, tag=f"cx{k}", seed=50 + k, count=per_ctxd, go=go, big=0.05, grace=1.0)
+        for k in range(2)
+    ]
+    try:
+        for w in pis + ctxds:
+            w.wait_ready()
+        started = time.monotonic()
+        Path(go).touch()
+        for w in pis + ctxds:
+            w.finish()
+        elapsed = time.monotonic() - started
+    finally:
+        for w in pis + ctxds:  # a failed test leaves no writer waiting for its go
+            if w.proc.poll() is None:
+                w.proc.kill()
+                w.proc.wait()
+
+    data = Path(path).read_bytes()
+    assert data.endswith(b"\n")
+    lines = data.split(b"\n")[:-1]
+    assert all(lines), f"{variant}: {lines.count(b'')} blank lines"
+    objects: list[dict[str, Any]] = []
+    malformed = 0
+    for line in lines:
+        try:
+            obj = json.loads(line)
+        except ValueError:
+            malformed += 1
+            continue
+        assert isinstance(obj, dict)
+        objects.append(obj)
+    glued = sum("landed inside another writer's line" in d["message"] for w in ctxds for d in w.diagnostics)
+    assert malformed <= 2 * glued, (variant, malformed, glued)
+    if len(pis) > 1 or not pi_cfg.get("pieces"):
+        assert malformed == 0, variant
+    ids = [o["id"] for o in objects[1:]]
+    assert len(ids) == len(set(ids)), f"{variant}: an entry appears twice"
+    for k in range(pi_writers):
+        seqs = [o["test"]["seq"] for o in objects[1:] if o.get("test", {}).get("tag") == f"pi{k}"]
+        assert sorted(seqs) == list(range(per_pi)), f"{variant}: pi{k} lost {per_pi - len(set(seqs))} entries"
+    for k, w in enumerate(ctxds):
+        mine = [o for o in objects[1:] if o.get("test", {}).get("tag") == f"cx{k}"]
+        assert sorted(o["id"] for o in mine) == sorted(w.acked) and len(w.acked) == per_ctxd
+    served = SessionFile.open(path)
+    assert sorted(h.id for h in served.heads) == sorted(ids)
+    print(f"{variant}: {len(lines) - 1} lines, {len(data)} bytes in {elapsed:.2f} s; {glued} glued, healed")

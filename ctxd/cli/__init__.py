@@ -61,6 +61,13 @@ def _parser() -> argparse.ArgumentParser:
     k.add_argument("--json", action="store_true")
     k.add_argument("--fork-root", help="where a pi fork of a Claude Code / Codex transcript goes (default: pi's root)")
 
+    ck = sub.add_parser("check", help="check a session file (fsck): exit 0 clean, 1 findings, 2 unusable")
+    ck.add_argument("file")
+    ck.add_argument("--json", action="store_true")
+    ck.add_argument(
+        "--repair", action="store_true", help="append a leaf marker past a broken branch; write FILE.repaired.jsonl"
+    )
+
     sub.add_parser("demo", help="show what ctxd does on a sample session")
 
     srv = sub.add_parser("serve", help="run the daemon (JSON-RPC over stdio)")

@@ -42,7 +42,7 @@ def cmd_tree(args: argparse.Namespace) -> int:
                 "leafId": session.leaf_id(),
                 "entries": len(session.file),
                 "rows": [r.to_json() for r in rows],
-                "diagnostics": [d.to_json() for d in session.file.diagnostics],
+                "diagnostics": [d.to_json() for d in session.diagnostics()],
             }
         )
         return 0
@@ -51,7 +51,7 @@ def cmd_tree(args: argparse.Namespace) -> int:
     print(f"{len(session.file)} entries, leaf {session.leaf_id()}  (* = active path)")
     for line in render_rows(rows, color=use_color()):
         print(line)
-    for d in session.file.diagnostics:
+    for d in session.diagnostics():
         print(f"! line {d.line}: {d.message}", file=sys.stderr)
     return 0
 
@@ -128,6 +128,32 @@ def cmd_compact(args: argparse.Namespace) -> int:
     from ctxd.cli.compact import run_compact
 
     return run_compact(args)
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    from ctxd.context.check import check_session
+    from ctxd.context.repair import repair
+
+    session = Session.open(args.file)
+    report = repair(session) if args.repair else check_session(session)
+    if args.json:
+        _dump(report.to_json())
+        return report.exit_code
+    state = "clean" if report.clean else f"{len(report.findings)} finding(s)"
+    print(f"{report.path}: {report.entries} entries, {report.lines} lines, leaf {report.leafId}: {state}")
+    for f in report.findings:
+        where = f"line {f.line}" if f.line is not None else "..."
+        entry = f" (entry {f.entryId})" if f.entryId else ""
+        print(f"  {where} [{f.severity}] {f.kind}: {f.message}{entry}")
+    if report.repair is not None:
+        done = report.repair
+        if done.get("leafTo"):
+            print(f"repair: leaf moved {done['leafFrom']} -> {done['leafTo']} (marker {done['appended'][-1]})")
+        if done.get("copy"):
+            print(f"repair: repaired copy written to {done['copy']} (the file itself is unchanged)")
+        if not done.get("leafTo") and not done.get("copy"):
+            print("repair: nothing to repair by appending or in a copy")
+    return report.exit_code
 
 
 def cmd_demo(args: argparse.Namespace) -> int:

@@ -112,14 +112,17 @@ def build_context(
     ``estimates`` is an optional cache of per-entry token estimates, keyed by entry index, valid
     for one generation of the file; edited entries bypass it.
     """
-    diagnostics = [d.to_json() for d in session.diagnostics]
+    tree.update()
+    diagnostics = [d.to_json() for d in [*session.diagnostics, *tree.problems()]]
     leaf = session.require(leaf_id) if leaf_id is not None else session.leaf_index()
     if leaf is None:
         return Context(None, None, None, "off", [], 0, 0, diagnostics)
     tree.update()
     provider, model_id = _model(session, tree, leaf)
     thinking = _thinking(session, tree, leaf)
+    known = len(session.diagnostics)
     projection = project(session, tree, leaf)
+    diagnostics.extend(d.to_json() for d in session.diagnostics[known:])  # found reading the bodies
     heads = session.heads
     comp = projection.compaction
     if comp != NONE and not projection.path.first_kept_found:

@@ -107,7 +107,9 @@ def preview(entry: Mapping[str, Any]) -> tuple[str, str]:
             return role, one_line(_text(m.get("content")) or "system prompt update")
         return role, one_line(_text(m.get("content")))
     if kind == "compaction":
-        return "compaction", one_line(f"compacted {entry.get('tokensBefore', 0):,} tokens: {entry.get('summary', '')}")
+        tokens = entry.get("tokensBefore", 0)
+        shown = f"{tokens:,}" if isinstance(tokens, int | float) and not isinstance(tokens, bool) else "?"
+        return "compaction", one_line(f"compacted {shown} tokens: {entry.get('summary', '')}")
     if kind == "branch_summary":
         return "branchSummary", one_line(f"branch summary: {entry.get('summary', '')}")
     if kind == "custom_message":

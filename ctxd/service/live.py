@@ -15,6 +15,7 @@ from ctxd.context.live import size_of
 from ctxd.errors import CtxdError
 from ctxd.service import protocol as p
 from ctxd.service.base import ServiceBase
+from ctxd.store.files import is_regular, open_regular
 from ctxd.tree.session import Session
 
 log = logging.getLogger(__name__)
@@ -40,6 +41,8 @@ class Live(ServiceBase):
                 self._announced.discard(real)
                 self._emit(p.DID_DELETE, p.DidDelete(real))
             return
+        if opened is None and not is_regular(real):
+            return  # a FIFO, a device or a directory named *.jsonl: not a session, never opened
         if kind == "added" and opened is None:
             self._did_create(real, await asyncio.to_thread(_header_id, real))
             return
@@ -71,9 +74,13 @@ class Live(ServiceBase):
 
 
 def _header_id(path: str) -> str | None:
-    """The session id in a file's header line, if it can be read yet."""
+    """The session id in a file's header line, if it can be read yet (never opening a FIFO)."""
     try:
-        with open(path, "rb") as f:
+        fd = open_regular(path)
+    except (OSError, CtxdError):
+        return None
+    try:
+        with os.fdopen(fd, "rb") as f:
             header = json.loads(f.readline(1 << 20))
     except (OSError, ValueError):
         return None

@@ -11,6 +11,7 @@ SESSION_LABEL = "session/label"
 SESSION_FORK = "session/fork"
 SESSION_STATS = "session/stats"
 SESSION_LEDGER = "session/ledger"
+SESSION_CHECK = "session/check"
 CONTEXT_BUILD = "context/build"
 COMPACT = "compact"
 BRANCH = "branch"
@@ -25,6 +26,7 @@ METHODS = (
     SESSION_FORK,
     SESSION_STATS,
     SESSION_LEDGER,
+    SESSION_CHECK,
     CONTEXT_BUILD,
     COMPACT,
     BRANCH,
@@ -53,6 +55,7 @@ __all__ = [
     "METHODS",
     "NOTIFICATIONS",
     "SESSION_APPEND",
+    "SESSION_CHECK",
     "SESSION_CREATE",
     "SESSION_ENTRY",
     "SESSION_FORK",

@@ -82,6 +82,13 @@ class SessionLabelParams:
 
 
 @attrs.define
+class SessionCheckParams:
+    session: str
+    repair: bool = False
+    """Also repair: append a leaf marker past a broken branch, write ``<file>.repaired.jsonl``."""
+
+
+@attrs.define
 class ContextBuildParams:
     session: str
     leafId: str | None = None

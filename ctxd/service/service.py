@@ -70,7 +70,7 @@ class Service(Compacting, Live, ServiceBase):
             "entries": len(s.file),
             "leafId": s.leaf_id(),
             "usage": p.to_json(self._usage(s, size.tokens)),
-            "diagnostics": [d.to_json() for d in s.file.diagnostics],
+            "diagnostics": [d.to_json() for d in s.diagnostics()],
             "readOnly": s.file.read_only,
             "agent": s.file.header.get("agent", "pi"),
         }
@@ -88,15 +88,15 @@ class Service(Compacting, Live, ServiceBase):
 
     async def session_append(self, params: p.SessionAppendParams, *, explicit_parent: bool) -> dict[str, Any]:
         entries = list(params.entries)
+        fields = [(f"entries[{i}]", f"entries[{i}].message") for i in range(len(entries))]
         for i, m in enumerate(params.messages):
-            if not isinstance(m, dict) or not isinstance(m.get("role"), str):
-                raise InvalidEntryError(f"messages[{i}] must be an object with a string 'role'", index=i)
             entries.append({"type": "message", "message": m})
+            fields.append((f"messages[{i}]", f"messages[{i}]"))
         if not entries:
             raise InvalidEntryError("nothing to append: give entries or messages")
         opened = await self._open(params.session)
         return await self._append(
-            opened, entries, params.parentId, use_leaf=not explicit_parent, mode=params.durability
+            opened, entries, params.parentId, use_leaf=not explicit_parent, mode=params.durability, fields=fields
         )
 
     async def _append(
@@ -107,11 +107,12 @@ class Service(Compacting, Live, ServiceBase):
         *,
         use_leaf: bool,
         mode: str | None = None,
+        fields: list[tuple[str, str]] | None = None,
     ) -> dict[str, Any]:
         """Queue an append; concurrent appends to one session are written together, in order, by
         one worker-thread hop (group commit), each still acknowledged only once written."""
         future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
-        opened.queue.append(_Append(entries, parent, use_leaf, mode, future))
+        opened.queue.append(_Append(entries, parent, use_leaf, mode, future, fields))
         if opened.writer is None or opened.writer.done():
             opened.writer = self.run_task(self._drain(opened), f"writer {opened.session.path}")
         return await future
@@ -130,6 +131,7 @@ class Service(Compacting, Live, ServiceBase):
                                 item.entries,
                                 parent_id=LEAF if item.use_leaf else item.parent,
                                 durability=Durability(item.mode) if item.mode else None,
+                                fields=item.fields,
                             )
                         )
                     except Exception as exc:  # one bad append fails alone
@@ -187,6 +189,7 @@ class Service(Compacting, Live, ServiceBase):
                 "rows": [r.to_json() for r in rows],
                 "usage": p.to_json(self._usage(s, size.tokens)),
                 "readOnly": s.file.read_only,
+                "diagnostics": [d.to_json() for d in s.diagnostics()],
             }
 
         return await self._with(params.session, work)
@@ -295,6 +298,27 @@ class Service(Compacting, Live, ServiceBase):
 
         return await self._with(params.session, work)
 
+    async def session_check(self, params: p.SessionCheckParams) -> dict[str, Any]:
+        """fsck: every finding in the session file (see ctxd.context.check); with ``repair``, the
+        repairs that append or write a copy (ctxd.context.repair)."""
+
+        def work(opened: OpenSession) -> dict[str, Any]:
+            from ctxd.context.check import check_session
+            from ctxd.context.repair import repair
+
+            s = opened.session
+            s.refresh()
+            report = repair(s) if params.repair else check_session(s)
+            return report.to_json()
+
+        out = await self._with(params.session, work)
+        appended = (out.get("repair") or {}).get("appended") or []
+        if appended:
+            opened = await self._open(params.session)
+            s = opened.session
+            self._emit(p.DID_CHANGE, p.DidChange(s.path, s.file.session_id, appended, s.leaf_id(), "ctxd"))
+        return out
+
     # --- context ------------------------------------------------------------------------------
 
     async def context_build(self, params: p.ContextBuildParams) -> dict[str, Any]:
@@ -345,3 +369,4 @@ class _Append:
     use_leaf: bool
     mode: str | None
     future: asyncio.Future[dict[str, Any]]
+    fields: list[tuple[str, str]] | None = None

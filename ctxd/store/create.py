@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ctxd.formats.codec import CURRENT_VERSION, dumps_line
-from ctxd.store.files import Clock, atomic_write, create_private, iso_timestamp, uuid7
+from ctxd.store.files import Clock, atomic_write, create_private, iso_timestamp, makedirs_private, uuid7
 from ctxd.store.listing import cwd_dirname, session_filename
 
 
@@ -41,7 +41,8 @@ def create_session(
     """Create a new session file under ``root`` in pi's layout (or in ``directory``, or at ``path``);
     return its path.
 
-    The file holds the header and ``entries`` (complete entries with ids), and is mode 0600.
+    The file holds the header and ``entries`` (complete entries with ids), and is mode 0600; the
+    directories created for it are 0700.
     """
     now = clock()
     header = new_header(cwd, session_id=session_id, parent_session=parent_session, now=now)
@@ -50,7 +51,7 @@ def create_session(
         path = os.path.join(directory, session_filename(header["timestamp"], header["id"]))
     data = dumps_line(header) + b"".join(dumps_line(e) for e in entries)
     if entries:
-        os.makedirs(os.path.dirname(os.path.abspath(path)), mode=0o700, exist_ok=True)
+        makedirs_private(os.path.dirname(os.path.abspath(path)))
         if os.path.exists(path):
             raise FileExistsError(path)
         atomic_write(path, data)

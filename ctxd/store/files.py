@@ -1,4 +1,11 @@
-"""Low-level file helpers: advisory locks, atomic replacement, private creation, ids and clocks."""
+"""Low-level file helpers: safe opening, advisory locks, atomic replacement, private creation, ids
+and clocks.
+
+Only regular files are ever opened: a FIFO would block the opener forever, a device (``/dev/zero``)
+would be read without end.  So every open uses ``O_NONBLOCK`` (a FIFO opens without waiting for a
+writer) and checks with ``fstat`` that it got a regular file before reading a byte.  Directories
+ctxd creates are private (0700, every level it creates), files 0600.
+"""
 
 from __future__ import annotations
 
@@ -6,12 +13,16 @@ import contextlib
 import fcntl
 import os
 import secrets
+import stat
 import time
 import uuid
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 
+from ctxd.errors import SessionError
+
 PRIVATE_MODE = 0o600
+PRIVATE_DIR_MODE = 0o700
 
 Clock = Callable[[], float]
 """Seconds since the epoch; tests substitute their own."""
@@ -82,9 +93,77 @@ def atomic_write(path: str, data: bytes, *, mode: int = PRIVATE_MODE) -> None:
     fsync_dir(path)
 
 
+def _kind(mode: int) -> str:
+    if stat.S_ISDIR(mode):
+        return "a directory"
+    if stat.S_ISFIFO(mode):
+        return "a FIFO"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return "not a regular file"
+
+
+def open_regular(path: str, flags: int = os.O_RDONLY) -> int:
+    """A descriptor on ``path`` if it is a regular file (symlinks followed); SessionError if it is
+    anything else, and OSError if it cannot be opened.  Never blocks on a FIFO."""
+    fd = os.open(path, flags | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        mode = os.fstat(fd).st_mode
+    except BaseException:
+        os.close(fd)
+        raise
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        raise SessionError(f"{_kind(mode)}, not a regular file: refusing to open it", path=path)
+    return fd
+
+
+def is_regular(path: str) -> bool:
+    """Whether ``path`` is a regular file (following symlinks), without opening it."""
+    try:
+        return stat.S_ISREG(os.stat(path).st_mode)
+    except OSError:
+        return False
+
+
+def read_bounded(fd: int, limit: int, offset: int = 0) -> bytes:
+    """At most ``limit`` bytes from ``offset`` (fewer at the end of the file)."""
+    chunks: list[bytes] = []
+    while limit > 0:
+        chunk = os.pread(fd, min(limit, 1 << 22), offset)
+        if not chunk:
+            break
+        chunks.append(chunk)
+        offset += len(chunk)
+        limit -= len(chunk)
+    return b"".join(chunks)
+
+
+def makedirs_private(directory: str) -> None:
+    """``os.makedirs`` where every directory it creates (not only the last) is 0700."""
+    directory = os.path.abspath(directory)
+    missing: list[str] = []
+    while not os.path.isdir(directory):
+        missing.append(directory)
+        parent = os.path.dirname(directory)
+        if parent == directory:
+            break
+        directory = parent
+    for d in reversed(missing):
+        try:
+            os.mkdir(d, PRIVATE_DIR_MODE)
+        except FileExistsError:
+            if not os.path.isdir(d):
+                raise
+            continue
+        os.chmod(d, PRIVATE_DIR_MODE)  # whatever the umask took away or added
+
+
 def create_private(path: str, data: bytes) -> None:
     """Create ``path`` (it must not exist) readable only by its owner, holding ``data``."""
-    os.makedirs(os.path.dirname(os.path.abspath(path)), mode=0o700, exist_ok=True)
+    makedirs_private(os.path.dirname(os.path.abspath(path)))
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, PRIVATE_MODE)
     try:
         write_all(fd, data)

@@ -1,17 +1,31 @@
 """Where sessions live and how they are listed: pi's directory layout, newest first, named from
-their ``session_info`` entries."""
+their ``session_info`` entries.
+
+Listing opens regular files only (a FIFO or a device named ``*.jsonl`` is skipped) and reads each
+one boundedly: a file up to :data:`LIST_READ_CAP` whole, a larger one by its head and its tail
+(its lines are counted as it streams past).
+"""
 
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Iterable
 from typing import Any
 
 import attrs
 
+from ctxd.errors import SessionError
 from ctxd.formats.codec import decode_any
+from ctxd.store.files import open_regular, read_bounded
 
 SESSION_SUFFIX = ".jsonl"
+REPAIRED_SUFFIX = ".repaired.jsonl"
+"""``ctxd check --repair``'s copies: not sessions of their own (they repeat the original's id)."""
+LIST_READ_CAP = 32 << 20
+"""Files up to this size are read whole for a listing; larger ones by their head and tail."""
+LIST_WINDOW = 4 << 20
+"""How much of a large file's head (header, title) and tail (name) a listing reads."""
 
 
 def default_roots() -> list[str]:
@@ -74,13 +88,39 @@ def _line_at(data: bytes, pos: int) -> bytes:
     return data[start : end if end >= 0 else len(data)]
 
 
+def _read_for_listing(path: str) -> tuple[os.stat_result, bytes, int]:
+    """The file's stat, the bytes a listing looks at, and its number of newlines."""
+    fd = open_regular(path)
+    try:
+        st = os.fstat(fd)
+        if st.st_size <= LIST_READ_CAP:
+            data = read_bounded(fd, LIST_READ_CAP)
+            return st, data, data.count(b"\n")
+        head = read_bounded(fd, LIST_WINDOW)
+        newlines = 0
+        pos = 0
+        while True:  # count lines in bounded chunks: never the whole file in memory
+            chunk = os.pread(fd, 1 << 23, pos)
+            if not chunk:
+                break
+            newlines += chunk.count(b"\n")
+            pos += len(chunk)
+        start = max(len(head), pos - LIST_WINDOW)
+        tail = os.pread(fd, pos - start, start)
+        tail = tail[tail.find(b"\n") + 1 :] if start > len(head) else tail
+        head = head[: head.rfind(b"\n") + 1]
+        return st, head + tail, newlines
+    finally:
+        os.close(fd)
+
+
 def summarize_file(path: str, root: str = "") -> SessionSummary:
-    """Header, name, first user message and size of one session file, without indexing it."""
-    st = os.stat(path)
-    with open(path, "rb") as f:
-        data = f.read()
+    """Header, name, first user message and size of one session file, without indexing it.
+
+    Raises SessionError for anything but a regular file, OSError if it cannot be read."""
+    st, data, newlines = _read_for_listing(path)
     first_nl = data.find(b"\n")
-    summary = SessionSummary(path, "", "", root, None, "", "", st.st_mtime, st.st_size, data.count(b"\n") - 1)
+    summary = SessionSummary(path, "", "", root, None, "", "", st.st_mtime, st.st_size, newlines - 1)
     from ctxd.formats.transcripts import detect
 
     kind = detect(data[: first_nl if first_nl >= 0 else len(data)])
@@ -171,18 +211,25 @@ def _summarize_transcript(kind: str, data: bytes, summary: SessionSummary) -> No
                 if text and not text.startswith("<") and not text.startswith("#"):
                     summary.title = " ".join(text.split())[:120]
                     break
-    summary.entries = data.count(b"\n")
+    summary.entries += 1  # every line is an entry: a transcript has no header line
 
 
 def iter_session_files(root: str) -> Iterable[str]:
-    """Every ``*.jsonl`` under ``root`` (pi keeps one directory per cwd), skipping our sidecars."""
+    """Every regular ``*.jsonl`` file under ``root`` (pi keeps one directory per cwd), skipping our
+    sidecars and anything that is not a regular file (a FIFO, a device, a dangling symlink)."""
     if not os.path.isdir(root):
         return
     for dirpath, dirnames, filenames in os.walk(root):
         dirnames.sort()
-        for name in filenames:
-            if name.endswith(SESSION_SUFFIX) and not name.startswith("."):
-                yield os.path.join(dirpath, name)
+        for name in sorted(filenames):
+            if name.endswith(SESSION_SUFFIX) and not name.startswith(".") and not name.endswith(REPAIRED_SUFFIX):
+                path = os.path.join(dirpath, name)
+                try:
+                    regular = stat.S_ISREG(os.stat(path).st_mode)  # follows symlinks; opens nothing
+                except OSError:
+                    continue
+                if regular:
+                    yield path
 
 
 def list_sessions(roots: Iterable[str], cwd: str | None = None) -> list[SessionSummary]:
@@ -192,8 +239,8 @@ def list_sessions(roots: Iterable[str], cwd: str | None = None) -> list[SessionS
         for path in iter_session_files(root):
             try:
                 summary = summarize_file(path, root)
-            except OSError:
-                continue  # vanished while listing
+            except (OSError, SessionError):
+                continue  # vanished, or replaced by something that is not a file, while listing
             if cwd is not None and os.path.normpath(summary.cwd) != os.path.normpath(cwd):
                 continue
             out.append(summary)

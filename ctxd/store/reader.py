@@ -1,12 +1,12 @@
 """Reading one session file: its index, incremental refresh and on-demand bodies.
 
-Reading never modifies the file.  Writing happens only under an exclusive advisory lock, after
-catching up with whatever other processes appended, and never after a final line that lacks its
-newline: such a line is completed (if it is a whole JSON object) or moved to a sidecar file.
+Reading never modifies the file, and never consumes a final line that lacks its newline (it may
+still be being written).  Writing is :class:`ctxd.store.session_file.SessionFile`'s.
 """
 
 from __future__ import annotations
 
+import bisect
 import enum
 import gc
 import os
@@ -23,8 +23,11 @@ from ctxd.errors import (
 )
 from ctxd.formats.codec import CURRENT_VERSION, LineHead, decode_any, dumps_line
 from ctxd.formats.migrate import migrate_body, migrate_head_roles, migrate_heads
-from ctxd.store.files import Clock
-from ctxd.store.scan import Diagnostic, ScannedLine, scan
+from ctxd.store.files import Clock, open_regular
+from ctxd.store.scan import Diagnostic, ScannedLine, decode_bounded, note_kind, scan
+
+MAX_HEADER = 1 << 20
+"""The longest header line read (1 MB; pi's are a few hundred bytes)."""
 
 LEAF_MARKER = "ctxd.leaf"
 """customType of the ``custom`` entry ctxd writes to move the leaf: pi skips it in context."""
@@ -71,6 +74,8 @@ class SessionReader:
         self.index: dict[str, int] = {}
         self.diagnostics: list[Diagnostic] = []
         self._bodies: dict[int, dict[str, Any]] = {}
+        self._checked = bytearray()
+        """1 for entries whose body was read once and needed nothing (see decode_bounded)."""
         self._end = 0
         self._next_line = 2
         self._identity: tuple[int, int] = (0, 0)
@@ -193,6 +198,16 @@ class SessionReader:
     def line_of(self, entry_id: str) -> int:
         return self.lines[self.require(entry_id)]
 
+    def line_at(self, offset: int) -> int:
+        """The line number of the byte at ``offset`` (counted from the nearest indexed line)."""
+        k = bisect.bisect_right(self.offsets, offset) - 1
+        base, line = (self.offsets[k], self.lines[k]) if k >= 0 and self.offsets[k] >= 0 else (0, 1)
+        fd = self._open_read()
+        try:
+            return line + os.pread(fd, max(0, offset - base), base).count(b"\n")
+        finally:
+            os.close(fd)
+
     def leaf_index(self) -> int | None:
         """pi's leaf: the last entry in file order; a ctxd leaf marker stands for its parent."""
         if not self.heads:
@@ -209,7 +224,7 @@ class SessionReader:
 
     def _open_read(self) -> int:
         try:
-            return os.open(self.path, os.O_RDONLY)
+            return open_regular(self.path)
         except FileNotFoundError as exc:
             raise SessionError("no such session file", path=self.path) from exc
         except OSError as exc:
@@ -218,7 +233,7 @@ class SessionReader:
     def _read_header(self, fd: int) -> None:
         first = b""
         pos = 0
-        while b"\n" not in first:
+        while b"\n" not in first and len(first) <= MAX_HEADER:
             chunk = os.pread(fd, 65536, pos)
             if not chunk:
                 break
@@ -227,6 +242,9 @@ class SessionReader:
         nl = first.find(b"\n")
         if not first.strip():
             raise BadHeaderError("the file is empty: no session header", path=self.path, line=1)
+        if nl < 0 and len(first) > MAX_HEADER:
+            message = f"line 1 is longer than {MAX_HEADER >> 10} KB: not a session header; refusing the file"
+            raise BadHeaderError(message, path=self.path, line=1)
         if nl < 0:
             raise BadHeaderError("the header line is incomplete (no newline yet)", path=self.path, line=1)
         raw = first[:nl]
@@ -245,7 +263,12 @@ class SessionReader:
             raise BadHeaderError(f"the header's version {version!r} is not a positive integer", path=self.path, line=1)
         if version > CURRENT_VERSION:
             self.diagnostics.append(
-                Diagnostic(self.path, 1, f"version {version} is newer than ctxd knows ({CURRENT_VERSION}); read-only")
+                Diagnostic(
+                    self.path,
+                    1,
+                    f"version {version} is newer than ctxd knows ({CURRENT_VERSION}); read-only",
+                    kind="version",
+                )
             )
         self.header = header
         self.version = version
@@ -281,17 +304,27 @@ class SessionReader:
         head = scanned.head
         if self.version >= 2 and not head.id:
             self.diagnostics.append(
-                Diagnostic(self.path, scanned.line, f"entry of type {head.type or '?'!r} has no id; skipped")
+                Diagnostic(
+                    self.path, scanned.line, f"entry of type {head.type or '?'!r} has no id; skipped", kind="no-id"
+                )
             )
             return
         if head.type == "session":
-            self.diagnostics.append(Diagnostic(self.path, scanned.line, "a second session header; skipped"))
+            message = "a second session header; skipped"
+            self.diagnostics.append(Diagnostic(self.path, scanned.line, message, kind="second-header"))
             return
         i = len(self.heads)
         if head.id:
             if head.id in self.index:
                 self.diagnostics.append(
-                    Diagnostic(self.path, scanned.line, f"duplicate id {head.id!r}; the later entry wins")
+                    Diagnostic(
+                        self.path,
+                        scanned.line,
+                        f"duplicate id {head.id!r}; the later entry wins",
+                        "error",
+                        head.id,
+                        "duplicate-id",
+                    )
                 )
             self.index[head.id] = i
         self.heads.append(head)
@@ -319,12 +352,35 @@ class SessionReader:
                 self.index[head_id] = i
 
     def _decode_body(self, i: int, data: bytes) -> dict[str, Any]:
-        body = decode_any(data)
+        checked = self._checked
+        if i < len(checked) and checked[i]:
+            body = decode_any(data)  # read before: known to be servable as it is
+        else:
+            try:
+                body, note = decode_bounded(data)
+            except ValueError as exc:  # changed on disk under us: never crash on it
+                body, note = {"type": self.heads[i].type, "id": self.heads[i].id}, f"unreadable now: {exc}"
+            if note is not None:
+                self._report(i, note)
+                if isinstance(body, dict):
+                    self._bodies[i] = body  # served from here from now on
+                    body = _copy(body)
+            else:
+                if i >= len(checked):
+                    checked.extend(bytes(len(self.heads) - len(checked)))
+                checked[i] = 1
         if not isinstance(body, dict):  # cannot happen for an indexed line, but never crash on it
             return {"type": self.heads[i].type}
         if self.version < CURRENT_VERSION:
             return migrate_body(self.version, body, self.heads[i])
         return body
+
+    def _report(self, i: int, note: str) -> None:
+        """A problem found while reading entry ``i``'s body, reported once."""
+        line = self.lines[i]
+        if not any(d.line == line and d.message == note for d in self.diagnostics):
+            kind = note_kind(note) if not note.startswith("unreadable") else "unreadable"
+            self.diagnostics.append(Diagnostic(self.path, line, note, "warning", self.heads[i].id, kind))
 
     def close(self) -> None:
         """Release what the file holds open (nothing, for a reader)."""

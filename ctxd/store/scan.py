@@ -14,9 +14,15 @@ from typing import Any
 import attrs
 import msgspec
 
+from ctxd.formats import depth
 from ctxd.formats.codec import LineHead, decode_any, decode_head, head_from_dict
 
 READ_CHUNK = 1 << 23
+MAX_LINE = 64 << 20
+"""The longest line read (64 MB): a longer one is reported and skipped, never held in memory."""
+
+TOO_DEEP = f"nested deeper than {depth.MAX_DEPTH} levels: the deeper values are replaced by a placeholder"
+BAD_UTF8 = "invalid UTF-8 replaced"
 
 
 @attrs.frozen
@@ -27,9 +33,46 @@ class Diagnostic:
     line: int
     message: str
     severity: str = "warning"
+    entryId: str | None = None
+    """The entry the line holds, when it is known."""
+    kind: str | None = None
+    """What is wrong, as a stable word (``malformed``, ``too-deep``, ``orphan``, ...: see
+    docs/protocol.md, session/check)."""
 
     def to_json(self) -> dict[str, Any]:
-        return {"path": self.path, "line": self.line, "message": self.message, "severity": self.severity}
+        out: dict[str, Any] = {"path": self.path, "line": self.line, "message": self.message, "severity": self.severity}
+        if self.entryId is not None:
+            out["entryId"] = self.entryId
+        if self.kind is not None:
+            out["kind"] = self.kind
+        return out
+
+
+def note_kind(note: str) -> str:
+    """The kind of a :func:`decode_bounded` note."""
+    return "too-deep" if note.startswith(TOO_DEEP) else "bad-utf8"
+
+
+def decode_bounded(data: bytes | memoryview) -> tuple[Any, str | None]:
+    """One line's JSON value, made servable, and what had to be done to it (None: nothing).
+
+    A value nested deeper than :data:`ctxd.formats.depth.MAX_DEPTH` is pruned to that depth;
+    invalid UTF-8 inside strings is replaced.  Raises ValueError (msgspec.DecodeError) for a line
+    that is not JSON at all.
+    """
+    raw = bytes(data)
+    if depth.too_deep(raw):
+        raw = depth.prune(raw)
+        note: str | None = TOO_DEEP
+    else:
+        note = None
+    try:
+        return decode_any(raw), note
+    except ValueError:  # msgspec.DecodeError, or UnicodeDecodeError inside a string
+        text = raw.decode("utf-8", errors="replace")
+        if "\ufffd" not in text:
+            raise
+        return decode_any(text.encode()), BAD_UTF8 if note is None else f"{note}; {BAD_UTF8}"
 
 
 @attrs.define
@@ -58,7 +101,7 @@ def _split_objects(text: str) -> list[Any]:
             break
         try:
             value, pos = decoder.raw_decode(text, pos)
-        except ValueError:
+        except (ValueError, RecursionError):
             return []
         values.append(value)
     return values
@@ -73,32 +116,50 @@ def parse_line(
         return
     except msgspec.ValidationError:
         # Valid JSON, unexpected shape (a new field type, or not an object).
-        obj = decode_any(data)
+        obj, note = decode_bounded(data)
         if isinstance(obj, dict):
-            sink(ScannedLine(head_from_dict(obj), offset, len(data), line))
+            if note:
+                diagnostics.append(Diagnostic(path, line, note, "warning", _id_of(obj), note_kind(note)))
+            sink(ScannedLine(head_from_dict(obj), offset, len(data), line, body=obj if note else None))
         else:
-            diagnostics.append(Diagnostic(path, line, f"not a JSON object ({type(obj).__name__})"))
+            diagnostics.append(Diagnostic(path, line, f"not a JSON object ({type(obj).__name__})", kind="not-object"))
         return
+    except RecursionError:
+        error = "too deep to read"  # deeper than the decoder goes: pruned below
     except msgspec.DecodeError as exc:
         error = str(exc)
     raw = bytes(data)
     if not raw.strip():
         return  # blank lines are harmless; pi skips them too
+    try:
+        obj, note = decode_bounded(raw)
+    except ValueError:
+        obj, note = None, None
+    if isinstance(obj, dict) and note:
+        # Servable only pruned, or after replacing invalid UTF-8: serve it, say so.
+        diagnostics.append(Diagnostic(path, line, note, "warning", _id_of(obj), note_kind(note)))
+        sink(ScannedLine(head_from_dict(obj), offset, len(data), line, body=obj))
+        return
+    if depth.too_deep(raw):
+        diagnostics.append(Diagnostic(path, line, f"malformed JSON: {error}", severity="error", kind="malformed"))
+        return
     text = raw.decode("utf-8", errors="replace")
     values = _split_objects(text)
     if len(values) > 1 and all(isinstance(v, dict) for v in values):
         diagnostics.append(
-            Diagnostic(path, line, f"{len(values)} JSON objects on one line; recovered each", severity="info")
+            Diagnostic(
+                path, line, f"{len(values)} JSON objects on one line; recovered each", "info", kind="two-objects"
+            )
         )
         for value in values:
             sink(ScannedLine(head_from_dict(value), offset, len(data), line, body=value))
         return
-    if len(values) == 1 and isinstance(values[0], dict):
-        # Decodable only after replacing invalid UTF-8: serve it, say so.
-        diagnostics.append(Diagnostic(path, line, "invalid UTF-8 replaced", severity="info"))
-        sink(ScannedLine(head_from_dict(values[0]), offset, len(data), line, body=values[0]))
-        return
-    diagnostics.append(Diagnostic(path, line, f"malformed JSON: {error}", severity="error"))
+    diagnostics.append(Diagnostic(path, line, f"malformed JSON: {error}", severity="error", kind="malformed"))
+
+
+def _id_of(obj: dict[str, Any]) -> str | None:
+    eid = obj.get("id")
+    return eid if isinstance(eid, str) else None
 
 
 Bulk = Callable[[list[LineHead], list[int], list[int], int], bool]
@@ -131,9 +192,20 @@ def scan(
     pread = os.preadv
     while True:
         if have == len(buf):
+            if have >= MAX_LINE:
+                skipped = _skip_line(fd, base + have, buf)
+                if skipped < 0:
+                    break  # no newline yet: leave it unconsumed, like any partial line
+                diagnostics.append(
+                    Diagnostic(path, line, f"line longer than {MAX_LINE >> 20} MB; skipped", "error", kind="too-long")
+                )
+                base = skipped
+                have = 0
+                line += 1
+                continue
             # One line longer than the buffer: grow it.
             del view
-            buf.extend(bytes(len(buf)))
+            buf.extend(bytes(min(len(buf), MAX_LINE - len(buf))))
             view = memoryview(buf)
         n = pread(fd, [view[have:]], base + have)
         if n <= 0:
@@ -155,7 +227,7 @@ def scan(
                     data = view[off : off + length]
                     try:
                         head = decode_head(data)
-                    except msgspec.MsgspecError:
+                    except (msgspec.MsgspecError, RecursionError):
                         parse_line(data, base + off, number, path, sink, diagnostics)
                     else:
                         sink(ScannedLine(head, base + off, length, number))
@@ -168,6 +240,22 @@ def scan(
     return base, line
 
 
+def _skip_line(fd: int, pos: int, buf: bytearray) -> int:
+    """The offset after the next newline from ``pos`` (reading into ``buf``), or -1 at the end."""
+    view = memoryview(buf)
+    try:
+        while True:
+            n = os.preadv(fd, [view], pos)
+            if n <= 0:
+                return -1
+            nl = buf.find(b"\n", 0, n)
+            if nl >= 0:
+                return pos + nl + 1
+            pos += n
+    finally:
+        view.release()
+
+
 def _bulk_chunk(
     view: memoryview, end: int, offsets: list[int], lengths: list[int], base: int, line: int, bulk: Bulk | None
 ) -> bool:
@@ -175,7 +263,7 @@ def _bulk_chunk(
         return False
     try:
         heads = _decode_lines(view[:end])
-    except msgspec.MsgspecError:
+    except (msgspec.MsgspecError, RecursionError):
         return False
     if len(heads) != len(offsets):
         return False  # whitespace-only lines, or something decode_lines read differently

@@ -1,8 +1,10 @@
 """One session file: :class:`SessionReader` plus safe appends.
 
 Writing happens only under an exclusive advisory lock, after catching up with whatever other
-processes appended, and never after a final line that lacks its newline: such a line is completed
-(if it is a whole JSON object) or moved to a sidecar file.
+processes appended, and never after a final line that lacks its newline: such a line may belong to
+a writer that takes no lock (pi), so ctxd waits for it to complete, and only a tail that stays
+unchanged for a grace period is terminated in place (never moved or truncated).  The whole rule is
+in :mod:`ctxd.store.tail`.
 """
 
 from __future__ import annotations
@@ -10,16 +12,22 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
+
+import msgspec
 
 from ctxd.errors import InvalidEntryError, SessionError, UnsupportedVersionError
-from ctxd.formats.codec import CURRENT_VERSION, decode_any, decode_head, dumps_line, head_from_dict
-from ctxd.store.files import Clock, atomic_write, iso_timestamp, locked, new_entry_id, write_all
+from ctxd.formats.codec import CURRENT_VERSION, decode_head, dumps_line, head_from_dict
+from ctxd.store import tail
+from ctxd.store.files import Clock, atomic_write, iso_timestamp, locked, new_entry_id, open_regular, write_all
 from ctxd.store.reader import LEAF_MARKER, Durability, RefreshResult, SessionReader
 from ctxd.store.scan import Diagnostic
+from ctxd.store.validate import check_depth, validate_entries
 
 __all__ = ["LEAF", "LEAF_MARKER", "Durability", "RefreshResult", "SessionFile"]
+
+T = TypeVar("T")
 
 
 class _Leaf:
@@ -36,8 +44,17 @@ class SessionFile(SessionReader):
     caller's own locking, except :meth:`append`, which serialises itself (across threads and
     processes)."""
 
-    def __init__(self, path: str, *, durability: Durability = Durability.FLUSH, clock: Clock = time.time):
+    def __init__(
+        self,
+        path: str,
+        *,
+        durability: Durability = Durability.FLUSH,
+        clock: Clock = time.time,
+        tail_grace: float | None = None,
+    ):
         super().__init__(path, durability=durability, clock=clock)
+        self.tail_grace = tail.TAIL_GRACE if tail_grace is None else tail_grace
+        """Seconds a partial final line must stay unchanged before it is taken for torn."""
         self._write_lock = threading.Lock()
         self._append_fd: int | None = None
 
@@ -48,26 +65,35 @@ class SessionFile(SessionReader):
         parent_id: str | None = LEAF,
         durability: Durability | None = None,
         chain: bool = True,
+        fields: Sequence[tuple[str, str]] | None = None,
     ) -> list[str]:
         """Append entries as one batch and return their ids once they are durable as configured.
 
         Missing ``id``, ``parentId`` and ``timestamp`` are filled in: the first entry's parent is
         ``parent_id`` (default: the leaf, read under the lock) and, with ``chain``, each further
-        entry's parent is the previous one.  Entries are validated before anything is written.
+        entry's parent is the previous one.  Entries are validated (:mod:`ctxd.store.validate`;
+        ``fields`` names them in errors) before anything is written: one bad entry, nothing written.
         """
         if not entries:
             return []
-        for e in entries:
-            if not isinstance(e, dict) or not isinstance(e.get("type"), str) or e.get("type") == "session":
-                raise InvalidEntryError("each entry must be an object with a string 'type' (not 'session')")
+        validate_entries(entries, fields)
         mode = durability or self.durability
+        return self._under_lock(lambda fd: self._write_locked(fd, entries, parent_id, chain, mode, fields))
+
+    def settle(self) -> None:
+        """Under the lock, read everything appended and wait out (or, after the grace period, set
+        aside) a partial final line: what an append does before it writes, writing nothing else."""
+        self._under_lock(lambda fd: None)
+
+    def _under_lock(self, then: Callable[[int], T]) -> T:
+        """Take the lock, catch up (following a replaced or migrated file), then ``then(fd)``."""
         with self._write_lock:
             for _ in range(8):
                 fd = self._lock_fd()
                 try:
                     with locked(fd):
                         if self._catch_up_locked(fd):
-                            return self._write_locked(fd, entries, parent_id, chain, mode)
+                            return then(fd)
                 except OSError as exc:
                     self._close_append_fd()
                     raise SessionError(f"append failed: {exc.strerror or exc}", path=self.path) from exc
@@ -83,24 +109,87 @@ class SessionFile(SessionReader):
         parent_id: str | None,
         chain: bool,
         mode: Durability,
+        fields: Sequence[tuple[str, str]] | None = None,
     ) -> list[str]:
-        prepared, lines = self._prepare(entries, parent_id, chain)
-        data = b"".join(lines)
-        before = self._end  # caught up under the lock: the file ends here
-        if mode is Durability.FSYNC and len(lines) > 1:
-            for one in lines:
-                write_all(fd, one)
-                os.fsync(fd)
-        else:
-            write_all(fd, data)
-            if mode is not Durability.FLUSH:
-                os.fsync(fd)
-        after = os.fstat(fd).st_size
-        if after == before + len(data):
-            self._index_own(prepared, lines, before)
-        else:
-            self.refresh()  # someone without the lock (pi) wrote meanwhile
+        prepared, lines = self._prepare(entries, parent_id, chain, fields)
+        # One write() for the batch (rule 4 of ctxd.store.tail); fsync mode writes (and syncs) line by line.
+        chunks = lines if mode is Durability.FSYNC and len(lines) > 1 else [b"".join(lines)]
+        glued: list[tuple[int, int]] = []
+        try:
+            self._write_chunks_locked(fd, prepared, lines, chunks, mode, glued)
+        except tail.Replaced as exc:
+            raise SessionError("the file was replaced while appending", path=self.path) from exc
         return [e["id"] for e in prepared]
+
+    def _write_chunks_locked(
+        self,
+        fd: int,
+        prepared: list[dict[str, Any]],
+        lines: list[bytes],
+        chunks: list[bytes],
+        mode: Durability,
+        glued: list[tuple[int, int]],
+    ) -> None:
+        for chunk in chunks:
+            before = self._end
+            start, landed_after_partial = self._write_raw_locked(fd, chunk, sync=mode is not Durability.FLUSH)
+            if landed_after_partial:
+                glued.append((start, start + len(chunk)))
+            if len(chunks) == 1 and start == before and os.fstat(fd).st_size == start + len(chunk):
+                self._index_own(prepared, lines, before)  # nobody else wrote: no need to read it back
+            else:
+                self.refresh()  # someone without the lock (pi) wrote meanwhile
+        if glued:
+            self._heal_locked(fd, prepared, lines, glued, mode)
+
+    def _write_raw_locked(self, fd: int, data: bytes, *, sync: bool) -> tuple[int, bool]:
+        """Write ``data`` (whole lines) at the end, only when the file ends in a newline; return
+        where it landed and whether it landed after a partial line after all (rule 4)."""
+        while os.fstat(fd).st_size != self._end:  # the last check before writing: keep it tight
+            tail.settle(self, fd, self.tail_grace)
+        before = self._end
+        write_all(fd, data)
+        if sync:
+            os.fsync(fd)
+        start = os.lseek(fd, 0, os.SEEK_CUR) - len(data)
+        if start == before:
+            return start, False
+        rfd = self._open_read()
+        try:
+            previous = os.pread(rfd, 1, start - 1)
+        finally:
+            os.close(rfd)
+        return start, previous != b"\n"
+
+    def _heal_locked(
+        self,
+        fd: int,
+        prepared: list[dict[str, Any]],
+        lines: list[bytes],
+        glued: list[tuple[int, int]],
+        mode: Durability,
+    ) -> None:
+        """Our data landed after another writer's partial line (rule 4): append that writer's line
+        again whole, and our entries the glued line hid."""
+        sync = mode is not Durability.FLUSH
+        rejoined: list[bytes] = []
+        for start, end in glued:
+            found = tail.await_rejoin(self, fd, start, end, self.tail_grace)  # the other writer finishes
+            line = self.line_at(start)
+            if found is None:
+                message = "an append landed inside another writer's line; that line could not be rejoined"
+            elif not found:
+                message = "an append landed after another writer's object before its newline; both are served"
+            else:
+                rejoined.append(found)
+                message = "an append landed inside another writer's line; appended that line again, whole"
+            self.diagnostics.append(Diagnostic(self.path, line, message, severity="warning", kind="glued"))
+        missing = [line for entry, line in zip(prepared, lines, strict=True) if entry["id"] not in self.index]
+        data = b"".join(missing) + b"".join(rejoined)
+        if data:
+            # Glued again (a second race in a row) is left to be reported: never loop on it.
+            self._write_raw_locked(fd, data, sync=sync)
+            self.refresh()
 
     def move_leaf(self, entry_id: str | None) -> str:
         """Persist a leaf move: a ``custom`` entry pi ignores in context, parented at the target.
@@ -120,7 +209,7 @@ class SessionFile(SessionReader):
     def _lock_fd(self) -> int:
         if self._append_fd is None:
             try:
-                self._append_fd = os.open(self.path, os.O_WRONLY | os.O_APPEND)
+                self._append_fd = open_regular(self.path, os.O_WRONLY | os.O_APPEND)
             except OSError as exc:
                 raise SessionError(f"cannot open for appending: {exc.strerror}", path=self.path) from exc
         return self._append_fd
@@ -133,8 +222,9 @@ class SessionFile(SessionReader):
                 self._append_fd = None
 
     def _catch_up_locked(self, fd: int) -> bool:
-        """Under the lock: read what others appended, repair a torn tail, and migrate an old file
-        to v3. False if the file was replaced and the caller must reopen it."""
+        """Under the lock: read what others appended, wait out (or set aside) a partial tail (see
+        :mod:`ctxd.store.tail`), and migrate an old file to v3. False if the file was replaced and
+        the caller must reopen it."""
         st = os.fstat(fd)
         try:
             current = os.stat(self.path)
@@ -147,53 +237,14 @@ class SessionFile(SessionReader):
             raise UnsupportedVersionError(
                 f"version {self.version} is newer than ctxd supports; not writing", path=self.path
             )
-        size = st.st_size
-        if size != self._end:
-            self.refresh()
-            size = os.fstat(fd).st_size
-        if size > self._end:
-            self._repair_tail(fd, size)
+        try:
+            tail.settle(self, fd, self.tail_grace)
+        except tail.Replaced:
+            return False
         if self.version < CURRENT_VERSION:
             self._migrate_on_disk()
             return False
         return True
-
-    def _repair_tail(self, fd: int, size: int) -> None:
-        rfd = self._open_read()
-        try:
-            tail = os.pread(rfd, size - self._end, self._end)
-        finally:
-            os.close(rfd)
-        line = self._next_line
-        try:
-            obj = decode_any(tail)
-        except Exception:
-            obj = None
-        if isinstance(obj, dict):
-            write_all(fd, b"\n")
-            os.fsync(fd)
-            self.diagnostics.append(
-                Diagnostic(self.path, line, "final line lacked its newline; completed it", severity="info")
-            )
-            self.refresh()
-            return
-        sidecar = self.path + ".torn"
-        sfd = os.open(sidecar, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-        try:
-            write_all(sfd, tail + b"\n")
-            os.fsync(sfd)
-        finally:
-            os.close(sfd)
-        os.ftruncate(fd, self._end)
-        os.fsync(fd)
-        self.diagnostics.append(
-            Diagnostic(
-                self.path,
-                line,
-                f"torn final line ({len(tail)} bytes, not JSON) moved to {sidecar}",
-                severity="warning",
-            )
-        )
 
     def _migrate_on_disk(self) -> None:
         """Rewrite a v1/v2 file as v3, atomically, keeping every line (even malformed ones) in place."""
@@ -217,11 +268,17 @@ class SessionFile(SessionReader):
         stat = os.stat(self.path)
         atomic_write(self.path, b"".join(out), mode=stat.st_mode & 0o777)
         self.diagnostics.append(
-            Diagnostic(self.path, 1, f"migrated from version {self.version} to {CURRENT_VERSION}", severity="info")
+            Diagnostic(
+                self.path, 1, f"migrated from version {self.version} to {CURRENT_VERSION}", "info", kind="migrated"
+            )
         )
 
     def _prepare(
-        self, entries: Sequence[dict[str, Any]], parent_id: str | None, chain: bool
+        self,
+        entries: Sequence[dict[str, Any]],
+        parent_id: str | None,
+        chain: bool,
+        fields: Sequence[tuple[str, str]] | None = None,
     ) -> tuple[list[dict[str, Any]], list[bytes]]:
         if parent_id is LEAF:
             parent_id = self.leaf_id()
@@ -235,25 +292,38 @@ class SessionFile(SessionReader):
 
         prepared: list[dict[str, Any]] = []
         parent = parent_id
-        for e in entries:
+        for i, e in enumerate(entries):
+            at = fields[i][0] if fields is not None else f"entries[{i}]"
             entry = {"type": e["type"]}
             entry.update(e)
             eid = entry.get("id")
-            if not isinstance(eid, str) or not eid:
+            if eid is None:
                 eid = new_entry_id(taken)
             elif taken(eid):
-                raise InvalidEntryError(f"entry id {eid!r} already exists", entryId=eid)
-            fresh.add(eid)
+                raise InvalidEntryError(f"entry id {eid!r} already exists", entryId=eid, field=f"{at}.id")
             entry["id"] = eid
             if "parentId" not in e:
                 entry["parentId"] = parent
             elif entry["parentId"] is not None and not taken(entry["parentId"]):
-                raise InvalidEntryError(f"parentId {entry['parentId']!r} does not exist", entryId=eid)
+                # Only entries already in the file or earlier in the batch: no self-parent, no cycle.
+                missing = entry["parentId"]
+                raise InvalidEntryError(f"parentId {missing!r} does not exist", entryId=eid, field=f"{at}.parentId")
+            fresh.add(eid)
             entry.setdefault("timestamp", now)
             prepared.append(entry)
             if chain:
                 parent = eid
-        return prepared, [dumps_line(e) for e in prepared]
+        lines: list[bytes] = []
+        for i, e in enumerate(prepared):
+            at = fields[i][0] if fields is not None else f"entries[{i}]"
+            try:
+                lines.append(dumps_line(e))
+            except RecursionError as exc:
+                raise InvalidEntryError(f"{at}: nests too deeply", field=at, index=i) from exc
+            except (msgspec.EncodeError, TypeError, ValueError, OverflowError) as exc:  # from Python callers only
+                raise InvalidEntryError(f"{at}: cannot be written as JSON: {exc}", field=at, index=i) from exc
+            check_depth(lines[-1], at, i)
+        return prepared, lines
 
     def _index_own(self, prepared: list[dict[str, Any]], lines: list[bytes], start: int) -> None:
         offset = start

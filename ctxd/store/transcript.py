@@ -17,9 +17,12 @@ from typing import Any
 from ctxd.errors import BadHeaderError, ReadOnlySessionError, SessionError
 from ctxd.formats.codec import head_from_dict
 from ctxd.formats.transcripts import Transcript, detect, map_transcript
+from ctxd.store.files import open_regular, read_bounded
 from ctxd.store.scan import Diagnostic
 from ctxd.store.session_file import RefreshResult, SessionFile
 
+MAX_TRANSCRIPT = 512 << 20
+"""The largest transcript mapped (it is read whole)."""
 FINGERPRINT = 4096
 """Bytes before the consumed end compared on refresh, to notice a rewrite or a mid-file insertion."""
 
@@ -93,15 +96,13 @@ class TranscriptFile(SessionFile):
         fd = self._open_read()
         try:
             st = os.fstat(fd)
-            chunks = []
-            while True:
-                chunk = os.read(fd, 1 << 22)
-                if not chunk:
-                    break
-                chunks.append(chunk)
+            data = read_bounded(fd, MAX_TRANSCRIPT + 1)
         finally:
             os.close(fd)
-        return b"".join(chunks), (st.st_dev, st.st_ino)
+        if len(data) > MAX_TRANSCRIPT:
+            message = f"larger than {MAX_TRANSCRIPT >> 20} MB: too large to map as a transcript"
+            raise SessionError(message, path=self.path)
+        return data, (st.st_dev, st.st_ino)
 
     def _install(self, transcript: Transcript, data: bytes) -> None:
         self.kind = transcript.kind
@@ -135,12 +136,18 @@ class TranscriptFile(SessionFile):
 
 
 def sniff(path: str) -> str | None:
-    """The format of a session file from its first line: "pi", "claude", "codex" or None."""
+    """The format of a session file from its first line: "pi", "claude", "codex" or None (also for
+    anything that is not a regular file: opening it is then refused with a clear error)."""
     try:
-        with open(path, "rb") as f:
-            head = f.read(1 << 16)
+        fd = open_regular(path)
+    except (OSError, SessionError):
+        return None
+    try:
+        head = os.pread(fd, 1 << 16, 0)
     except OSError:
         return None
+    finally:
+        os.close(fd)
     first = head.split(b"\n", 1)[0]
     return detect(first) if first.strip() else None
 

@@ -10,9 +10,12 @@ from __future__ import annotations
 from typing import Any
 
 from ctxd.formats.codec import LineHead
+from ctxd.store.scan import Diagnostic
 from ctxd.store.session_file import LEAF_MARKER, SessionFile
 
 NONE = -1
+MAX_PROBLEMS = 200
+"""At most this many tree problems are listed one by one (then one line says how many more)."""
 
 
 class TreeIndex:
@@ -159,6 +162,33 @@ class TreeIndex:
     def orphans(self) -> list[int]:
         """Entries whose parent does not exist (treated as roots)."""
         return list(self._orphans)
+
+    def problems(self) -> list[Diagnostic]:
+        """A diagnostic (line, entry id) for each entry whose parent is missing, is itself, or
+        would close a cycle: each is served as a root of its own."""
+        heads = self.session.heads
+        lines = self.session.lines
+        path = self.session.path
+        cycles = set(self.cycles)
+        bad = sorted(cycles.union(self._orphans))
+        out: list[Diagnostic] = []
+        for i in bad[:MAX_PROBLEMS]:
+            head = heads[i]
+            if head.parentId == head.id:
+                kind, message = "self-parent", f"entry {head.id!r} names itself as its parent; served as a root"
+            elif i in cycles:
+                kind = "cycle"
+                message = f"entry {head.id!r}: its parent {head.parentId!r} descends from it (a cycle)"
+                message += "; served as a root"
+            else:
+                kind = "orphan"
+                message = f"entry {head.id!r}: its parent {head.parentId!r} does not exist; served as a root"
+            out.append(Diagnostic(path, lines[i], message, severity="warning", entryId=head.id, kind=kind))
+        if len(bad) > MAX_PROBLEMS:
+            rest = len(bad) - MAX_PROBLEMS
+            more = f"{rest} more entries with a missing or cyclic parent"
+            out.append(Diagnostic(path, lines[bad[MAX_PROBLEMS]], more, kind="more"))
+        return out
 
     def _adopt(self, parent: int, waiting: list[int]) -> bool:
         """``parent`` arrived after children that name it: link them (inherited state is re-derived

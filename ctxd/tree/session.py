@@ -9,6 +9,7 @@ from typing import Any
 
 from ctxd.store.create import create_session
 from ctxd.store.files import new_entry_id
+from ctxd.store.scan import Diagnostic
 from ctxd.store.session_file import LEAF, LEAF_MARKER, Durability, RefreshResult, SessionFile
 from ctxd.store.transcript import open_session_file
 from ctxd.tree.index import NONE, TreeIndex
@@ -66,6 +67,11 @@ class Session:
 
     def leaf(self) -> int | None:
         return self.file.leaf_index()
+
+    def diagnostics(self) -> list[Diagnostic]:
+        """What is wrong with the file's lines, then with its tree (missing parents, cycles)."""
+        self.tree.update()
+        return [*self.file.diagnostics, *self.tree.problems()]
 
     def leaf_id(self) -> str | None:
         return self.file.leaf_id()

@@ -36,6 +36,23 @@ HOW = "The lexer returns an empty list for an empty buffer, so the parser should
 TEST = "Use pytest, and cover a buffer that holds only whitespace and comments as well."
 DONE = "Both cases pass now: tests/test_parser.py::test_empty_input and ::test_blank_input."
 ROOT = BASE / "sessions"
+_DAMAGED_LINES: list[Any] = [
+    {"type": "session", "version": 3, "id": "0199d1c2-5d2a-7a10-8c3b-3f6b2d9e4a11",
+     "timestamp": "2026-01-01T09:00:00.000Z", "cwd": "/home/me/damaged"},
+    {"type": "message", "id": "a1000001", "parentId": None, "timestamp": "2026-01-01T09:00:00.000Z",
+     "message": {"role": "user", "content": "Read the config.", "timestamp": 1767258000000}},
+    {"type": "message", "id": "a1000002", "parentId": "a1000001", "timestamp": "2026-01-01T09:00:05.000Z",
+     "message": {"role": "assistant", "content": [{"type": "toolCall", "id": "call_1", "name": "read",
+                 "arguments": {"path": "config.toml"}}], "stopReason": "toolUse", "timestamp": 1767258005000}},
+    '{"type":"message","id":"a1000003","parentId":"a1000002","mess',
+    {"type": "message", "id": "a1000004", "parentId": "a1000003", "timestamp": "2026-01-01T09:00:09.000Z",
+     "message": {"role": "assistant", "content": [{"type": "text", "text": "It sets port 8080."}],
+                 "stopReason": "stop", "timestamp": 1767258009000}},
+    "",
+]  # fmt: skip
+DAMAGED = "".join((x if isinstance(x, str) else json.dumps(x, separators=(",", ":"))) + "\n" for x in _DAMAGED_LINES)
+"""A session whose tool result line was torn (a writer died mid-line, its line terminated later):
+the next entry's parent is missing, a blank line follows."""
 MAX_STRING = 240
 
 
@@ -381,6 +398,15 @@ async def record(rec: Recorder) -> None:
         await client.close()
         rec.stop()
 
+        # session/check on a damaged file (a daemon of its own: the examples above keep their ids).
+        client = CtxdClient(initialization_options=options, env=env, trace=rec.trace, stderr=asyncio.subprocess.DEVNULL)
+        await client.start()
+        damaged = ROOT / "--home-me-damaged--" / "damaged.jsonl"
+        damaged.parent.mkdir(parents=True, exist_ok=True)
+        damaged.write_text(DAMAGED)
+        await call("session/check", "session/check", {"session": str(damaged), "repair": True}, keep=only())
+        await client.close()
+
 
 def compact_json(value: Any, indent: int = 0, used: int = 0, width: int = 100) -> str:
     """JSON indented by two, with objects and arrays that fit in ``width`` kept on one line
@@ -408,12 +434,16 @@ def render(messages: list[tuple[str, dict[str, Any]]]) -> str:
     return "```jsonc\n" + "\n".join(lines) + "\n```"
 
 
-def update(document: Path, examples: dict[str, list[tuple[str, dict[str, Any]]]]) -> list[str]:
+def update(
+    document: Path, examples: dict[str, list[tuple[str, dict[str, Any]]]], only: list[str] | None = None
+) -> list[str]:
     text = document.read_text(encoding="utf-8")
     missing: list[str] = []
 
     def replace(match: re.Match[str]) -> str:
         name = match.group(1)
+        if only and name not in only:
+            return match.group(0)
         if name not in examples:
             missing.append(name)
             return match.group(0)
@@ -428,11 +458,12 @@ def update(document: Path, examples: dict[str, list[tuple[str, dict[str, Any]]]]
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--update", type=Path, help="a markdown file with <!-- example: NAME --> markers")
+    parser.add_argument("--only", action="append", help="with --update: rewrite only this example (repeatable)")
     args = parser.parse_args()
     rec = Recorder()
     asyncio.run(record(rec))
     if args.update:
-        missing = update(args.update, rec.examples)
+        missing = update(args.update, rec.examples, args.only)
         if missing:
             print(f"no example recorded for: {missing}", file=sys.stderr)
             return 1

@@ -180,7 +180,7 @@ async def test_append_rejects_bad_entries(ctxd: LanguageClient) -> None:
     nothing = await call_error(ctxd, p.SESSION_APPEND, {"session": path})
     assert nothing.code == -31003
     roleless = await call_error(ctxd, p.SESSION_APPEND, {"session": path, "messages": [user(), {"content": "x"}]})
-    assert roleless.code == -31003 and roleless.data == {"index": 1}
+    assert roleless.code == -31003 and roleless.data == {"index": 1, "field": "messages[1].role"}
     unknown_parent = await call_error(
         ctxd, p.SESSION_APPEND, {"session": path, "messages": [user()], "parentId": "ffffffff"}
     )

@@ -12,6 +12,8 @@ from typing import Any, Protocol
 import attrs
 import msgspec
 
+from ctxd.formats import depth
+
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 EPOCH_ISO = "1970-01-01T00:00:00.000Z"
 _MS = timedelta(milliseconds=1)
@@ -59,18 +61,25 @@ def complete_lines(data: bytes) -> Iterator[tuple[int, bytes]]:
 
 
 def decode_line(number: int, raw: bytes) -> tuple[Any, str | None]:
-    """The decoded JSON object of one line, or ``(None, reason)``; ``(None, None)`` for a blank line."""
+    """The decoded JSON object of one line, or ``(None, reason)``; ``(None, None)`` for a blank line.
+
+    A line nested deeper than :data:`ctxd.formats.depth.MAX_DEPTH` is pruned to it (see that
+    module) and comes with a note: ``(obj, note)``."""
     if number == 1 and raw.startswith(b"\xef\xbb\xbf"):
         raw = raw[3:]
     if not raw.strip():
         return None, None
+    note = None
+    if depth.too_deep(raw):
+        raw = depth.prune(raw)
+        note = f"nested deeper than {depth.MAX_DEPTH} levels: the deeper values are replaced by a placeholder"
     try:
         obj = _decode(raw)
     except Exception as exc:  # msgspec.DecodeError, invalid UTF-8, nesting limits ...
         return None, f"invalid JSON: {exc}"
     if not isinstance(obj, dict):
         return None, f"not a JSON object ({type(obj).__name__})"
-    return obj, None
+    return obj, note
 
 
 def first_json_line(first_line: bytes) -> Any:
@@ -219,9 +228,9 @@ def run_mapper(mapper: Mapper, data: Any) -> Transcript:
     try:
         for number, raw in complete_lines(as_bytes(data)):
             obj, reason = decode_line(number, raw)
+            if reason:
+                mapper.diagnostics.append((number, reason))
             if obj is None:
-                if reason:
-                    mapper.diagnostics.append((number, reason))
                 continue
             try:
                 mapper.line(number, obj)
