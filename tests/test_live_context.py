@@ -11,6 +11,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+import broken
 from factories import assistant, chain, compaction, context_edit, header, tool_result, user, write
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
@@ -47,6 +48,7 @@ OPS = [
     "parent_arrives",
     "duplicate_id",
     "duplicate_first_kept",
+    "bad_lines",
 ]
 
 
@@ -145,6 +147,16 @@ def _apply(s: Session, path: Path, op: str, n: int, step: int, waiting: list[str
             s.refresh()
             if f"kid{late[4:]}" in s.file.index:  # unless a truncation took it
                 s.move_leaf(f"kid{late[4:]}")
+    elif op == "bad_lines":  # not JSON, two objects on one line, too deep, not UTF-8: served as the store can
+        said = {"type": "message", "parentId": leaf, "timestamp": "2026-01-01T00:00:00.000Z"}
+        one = {**said, "id": f"two{step:04d}a", "message": {"role": "user", "content": "first of two"}}
+        two = {**said, "id": f"two{step:04d}b", "message": {"role": "user", "content": "second of two"}}
+        deep = {**said, "id": f"deep{step:04d}", "message": {"role": "user", "content": "deep"}}
+        odd = {**said, "id": f"odd{step:04d}", "message": {"role": "user", "content": "caf"}}
+        with open(path, "ab") as f:
+            f.write(b"{not json\n" + (json.dumps(one) + json.dumps(two)).encode() + b"\n")
+            f.write(broken.nested(deep, 300 + n) + broken.non_utf8(odd))
+        s.refresh()
     elif op in ("duplicate_id", "duplicate_first_kept"):
         target = None
         if op == "duplicate_id" and ids:
@@ -172,8 +184,8 @@ def _plan(s: Session, keep: int, leaf: str | None = None) -> Any:
 
 def _check(s: Session, n: int) -> None:
     live = live_context(s)
-    fresh = build_context(s.file, s.tree)  # no estimate cache: computed from scratch
     got = live.context()
+    fresh = build_context(s.file, s.tree)  # no estimate cache: computed from scratch
     assert got.to_json() == fresh.to_json()
     size = live.size()
     reference = context_size(s.file, s.tree, estimates={})

@@ -197,7 +197,8 @@ class LiveContext:
         """Equal to ``build_context(file, tree, leaf_id)``."""
         file, tree = self.session.file, self.session.tree
         st = self.at(leaf_id)
-        diagnostics = [d.to_json() for d in file.diagnostics]
+        # After moving: what reading the new bodies found is among the file's diagnostics.
+        diagnostics = [d.to_json() for d in [*file.diagnostics, *tree.problems()]]
         if st is None:
             return Context(None, None, None, "off", [], 0, 0, diagnostics)
         heads = file.heads
