@@ -88,6 +88,60 @@ async def context_build(client: CtxdClient, path: str) -> dict[str, float]:
     }
 
 
+def bench_message(k: int) -> dict[str, Any]:
+    """The k-th appended message: an assistant tool call with usage, then its result (as pi_bench.mjs)."""
+    if k % 2 == 0:
+        call = {"type": "toolCall", "id": f"call_{k}", "name": "read", "arguments": {"path": f"f{k}.ts"}}
+        usage = {"input": 10, "output": 20, "cacheRead": 500000 + k, "cacheWrite": 100, "totalTokens": 500130 + k}
+        return {
+            "role": "assistant",
+            "content": [call],
+            "provider": "anthropic",
+            "model": "claude-sonnet-4-5",
+            "usage": usage,
+            "stopReason": "toolUse",
+            "timestamp": 1767261600000 + k,
+        }
+    text = [{"type": "text", "text": "x" * 1800}]
+    return {"role": "toolResult", "toolCallId": f"call_{k - 1}", "toolName": "read", "content": text, "isError": False}
+
+
+async def large_context(client: CtxdClient, path: str, rounds: int = 60) -> dict[str, Any]:
+    """After each session/append of one message: context/build since the previous answer, whole, and
+    whole without bodies (round trips, p50/p99), and the answers' sizes."""
+    await client.request("session/open", {"session": path})
+    held = await client.request("context/build", {"session": path, "includeMessages": False})
+    since, whole, bare = [], [], []
+    whole_kb = since_kb = 0.0
+    for k in range(rounds):
+        await client.request("session/append", {"session": path, "messages": [bench_message(k)]})
+        t = time.perf_counter()
+        delta = await client.request(
+            "context/build", {"session": path, "sinceLeafId": held["leafId"], "sinceRevision": held["revision"]}
+        )
+        since.append(time.perf_counter() - t)
+        assert delta["base"] > 0, "the context held was not a prefix"
+        held = delta
+        t = time.perf_counter()
+        full = await client.request("context/build", {"session": path})
+        whole.append(time.perf_counter() - t)
+        t = time.perf_counter()
+        await client.request("context/build", {"session": path, "includeMessages": False})
+        bare.append(time.perf_counter() - t)
+        if k == rounds - 1:
+            whole_kb = len(json.dumps(full)) / 1000
+            since_kb = len(json.dumps(delta)) / 1000
+    return {
+        "context_messages": len(full["messages"]),
+        "since_p50_ms": pct(since, 0.5) * 1000,
+        "since_p99_ms": pct(since, 0.99) * 1000,
+        "whole_p50_ms": pct(whole, 0.5) * 1000,
+        "bare_p50_ms": pct(bare, 0.5) * 1000,
+        "whole_kb": whole_kb,
+        "since_kb": since_kb,
+    }
+
+
 async def external(client: CtxdClient, root: str) -> dict[str, float]:
     created = await client.request("session/create", {"cwd": "/ext"})
     path = created["path"]
@@ -136,7 +190,7 @@ async def idle_cpu(root: str, files: int = 1000, seconds: float = 10.0) -> dict[
     return {"idle_cpu_percent": 100 * used / seconds, "watched_files": files}
 
 
-async def main(big: str | None) -> dict[str, Any]:
+async def main(big: str | None, contexts: list[str]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     with tempfile.TemporaryDirectory(prefix="ctxd-dbench-") as root:
         times, first = await spawn_to_initialize(root)
@@ -153,11 +207,17 @@ async def main(big: str | None) -> dict[str, Any]:
                 target.parent.mkdir()
                 shutil.copyfile(big, target)
                 out.update(await context_build(client, str(target)))
+            out["contexts"] = {}
+            for source in contexts:
+                target = Path(root) / "--ctx--" / Path(source).name
+                target.parent.mkdir(exist_ok=True)
+                shutil.copyfile(source, target)
+                out["contexts"][Path(source).stem] = await large_context(client, str(target))
     with tempfile.TemporaryDirectory(prefix="ctxd-idle-") as root:
         out.update(await idle_cpu(root))
     return out
 
 
 if __name__ == "__main__":
-    json.dump(asyncio.run(main(sys.argv[1] if len(sys.argv) > 1 else None)), sys.stdout, indent=2)
+    json.dump(asyncio.run(main(sys.argv[1] if len(sys.argv) > 1 else None, sys.argv[2:])), sys.stdout)
     print()
