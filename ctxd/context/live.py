@@ -16,6 +16,7 @@ change them (``truncate_tool_result`` copies, as every consumer must).
 
 from __future__ import annotations
 
+import gc
 import itertools
 import secrets
 from bisect import bisect_left
@@ -322,6 +323,15 @@ class LiveContext:
 
     def _rebuild(self, leaf: int, old: State | None) -> State:
         """The state at ``leaf`` from the path, reusing ``old``'s decoded entries (same generation)."""
+        enabled = gc.isenabled()
+        gc.disable()  # tens of thousands of new dicts at once: the collector would only slow this down
+        try:
+            return self._rebuild_now(leaf, old)
+        finally:
+            if enabled:
+                gc.enable()
+
+    def _rebuild_now(self, leaf: int, old: State | None) -> State:
         file, tree = self.session.file, self.session.tree
         self.rebuilds += 1
         heads = file.heads
