@@ -1,11 +1,14 @@
 from __future__ import annotations
 
 import os
+import tempfile
 from pathlib import Path
 
 import pytest
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+# The persistent index lives in the user's cache: during tests, a private one (daemons inherit it).
+os.environ["XDG_CACHE_HOME"] = tempfile.mkdtemp(prefix="ctxd-test-cache-")
 
 REPO = Path(__file__).resolve().parent.parent
 SHARED = REPO.parent / "shared" / "reference" / "sessions"

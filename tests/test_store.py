@@ -153,7 +153,7 @@ def test_malformed_lines_are_reported_and_the_rest_served(tmp_path: Path) -> Non
     )
     sf = SessionFile.open(str(path))
     assert [h.id for h in sf.heads] == [a["id"], b["id"], c["id"]]
-    assert sf.lines == [2, 4, 4]
+    assert list(sf.lines) == [2, 4, 4]
     by_line = {d.line: d.message for d in sf.diagnostics}
     assert "malformed JSON" in by_line[3]
     assert "2 JSON objects" in by_line[4]

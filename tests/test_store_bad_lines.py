@@ -57,7 +57,7 @@ def test_a_bad_line_is_reported_and_the_session_served(tmp_path: Path, kind: str
     path = write_raw(tmp_path / "s.jsonl", line(a), bad_middle(kind, b), line(c))
     session = Session.open(path)
     assert [h.id for h in session.file.heads] == [a["id"], b["id"], c["id"]]  # the tree stays whole
-    assert session.tree.parent == [-1, 0, 1]
+    assert list(session.tree.parent) == [-1, 0, 1]
     ctx = build_context(session.file, session.tree, estimates=session.estimates)
     assert [m.entryId for m in ctx.messages] == [a["id"], b["id"], c["id"]]
     body = ctx.messages[1].message

@@ -246,7 +246,7 @@ def assert_served_consistently(sf: SessionFile, objects: list[dict[str, Any]]) -
     """The index serves exactly the complete lines, one entry per line, each body intact."""
     entries = objects[1:]
     assert [h.id for h in sf.heads] == [e["id"] for e in entries]
-    assert sf.lines == list(range(2, len(entries) + 2))  # one line each, none holding two objects
+    assert list(sf.lines) == list(range(2, len(entries) + 2))  # one line each, none holding two objects
     assert [d for d in sf.diagnostics if d.severity != "info"] == []
     for i, body in enumerate(sf.entries(range(len(sf)))):
         assert body == entries[i]
@@ -259,7 +259,7 @@ def assert_served_around_torn_lines(
     line left in place is reported with its line number."""
     entries = objects[1:]
     assert [h.id for h in sf.heads] == [e["id"] for _, e in entries]
-    assert sf.lines == [n for n, _ in entries]
+    assert list(sf.lines) == [n for n, _ in entries]
     assert sorted({d.line for d in sf.diagnostics if d.severity != "info"}) == malformed
     for i, body in enumerate(sf.entries(range(len(sf)))):
         assert body == entries[i][1]
@@ -483,7 +483,7 @@ def test_refreshing_reader_never_serves_a_partial_line(tmp_path: Path, writer_sc
                 body = json.loads(raw)  # exactly one object
                 assert body == sf.entry(i) and body["id"] == sf.heads[i].id
                 seen.append(body["id"])
-            assert sf.lines == list(range(2, len(sf) + 2))
+            assert list(sf.lines) == list(range(2, len(sf) + 2))
             if sf.pending_bytes():
                 partial_seen += 1
             if not running:

@@ -107,7 +107,7 @@ class State:
         """Position after the last message of entry ``k``."""
         return self.start[k + 1] if k + 1 < len(self.start) else len(self.messages)
 
-    def position(self, i: int, depth: list[int]) -> int | None:
+    def position(self, i: int, depth: Sequence[int]) -> int | None:
         """Where entry ``i`` is in the projection, or None."""
         if i == self.path.compaction:
             return 0

@@ -8,6 +8,7 @@ before ctxd first writes to the file) keeps them.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Sequence
 from typing import Any
 
 from ctxd.formats.codec import LineHead
@@ -24,7 +25,7 @@ def derived_id(session_id: str, line: int, taken: set[str]) -> str:
         salt += 1
 
 
-def migrate_heads(version: int, session_id: str, heads: list[LineHead], lines: list[int]) -> None:
+def migrate_heads(version: int, session_id: str, heads: list[LineHead], lines: Sequence[int]) -> None:
     """Give v1 heads ids and a linear chain; map ``firstKeptEntryIndex`` (line index) to ids.
 
     ``lines`` holds each head's 1-based file line, from which the derived ids are made.

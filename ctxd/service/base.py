@@ -69,7 +69,7 @@ class ServiceBase:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
         for opened in self.registry.open.values():
-            opened.session.file.close()
+            opened.session.close()
 
     async def _open(self, ref: str) -> OpenSession:
         # Resolving an id may read every session header under the roots: not on the event loop.

@@ -11,7 +11,8 @@ import enum
 import gc
 import os
 import time
-from collections.abc import Sequence
+from array import array
+from collections.abc import Iterable, Sequence
 from typing import Any, Self
 
 import attrs
@@ -23,7 +24,9 @@ from ctxd.errors import (
 )
 from ctxd.formats.codec import CURRENT_VERSION, LineHead, decode_any, dumps_line
 from ctxd.formats.migrate import migrate_body, migrate_head_roles, migrate_heads
+from ctxd.store import index_cache
 from ctxd.store.files import Clock, open_regular
+from ctxd.store.heads import Heads, HeadSink, read_heads
 from ctxd.store.scan import Diagnostic, ScannedLine, decode_bounded, note_kind, scan
 
 MAX_HEADER = 1 << 20
@@ -67,10 +70,11 @@ class SessionReader:
     def _reset(self) -> None:
         self.header: dict[str, Any] = {}
         self.version = CURRENT_VERSION
-        self.heads: list[LineHead] = []
-        self.offsets: list[int] = []
-        self.lengths: list[int] = []
-        self.lines: list[int] = []
+        self.heads: Heads = Heads(self)
+        """Each entry's index head (see :mod:`ctxd.store.heads`: decoded from its line when needed)."""
+        self.offsets: array[int] = array("q")
+        self.lengths: array[int] = array("q")
+        self.lines: array[int] = array("q")
         self.index: dict[str, int] = {}
         self.diagnostics: list[Diagnostic] = []
         self._bodies: dict[int, dict[str, Any]] = {}
@@ -80,6 +84,10 @@ class SessionReader:
         self._next_line = 2
         self._identity: tuple[int, int] = (0, 0)
         self._header_bytes = b""
+        self.last_scan = (0, 0)
+        """The bytes the last read indexed (start, end): a reopen from the cache reads only the new ones."""
+        self.restored: tuple[int, dict[str, Any]] | None = None
+        """(entries, what the layers above saved) when the index was read back from the cache."""
 
     @classmethod
     def open(cls, path: str, **kwargs: Any) -> Self:
@@ -106,15 +114,18 @@ class SessionReader:
             self._reset()
             st = os.fstat(fd)
             self._identity = (st.st_dev, st.st_ino)
-            self._read_header(fd)
+            restored = self._restore(fd, st)
+            if not restored:
+                self._read_header(fd)
             gc_was_enabled = gc.isenabled()
             gc.disable()  # a hundred thousand small objects: the collector would dominate
             try:
-                self._scan_from(fd, self._end)
+                self._scan_from(fd, self._end)  # with a restored index, only what was appended since
             finally:
                 if gc_was_enabled:
                     gc.enable()
-            self._finish_migration(0)
+            if not restored:
+                self._finish_migration(0)
             self.generation += 1
         except BaseException:
             # A reload that fails (a file caught half-rewritten) leaves the last good state.
@@ -151,6 +162,41 @@ class SessionReader:
             self.load()
             return RefreshResult(range(len(self.heads)), reloaded=True)
         return RefreshResult(range(start, len(self.heads)))
+
+    def _restore(self, fd: int, st: os.stat_result) -> bool:
+        """The index as the cache kept it, when it still describes this file (see index_cache)."""
+        try:
+            if index_cache.restore(self, fd, st):
+                return True
+        except (OSError, ValueError, TypeError, KeyError, OverflowError):
+            pass
+        identity = self._identity
+        self._reset()  # whatever it half filled
+        self._identity = identity
+        return False
+
+    def save_index(self, extra: dict[str, Any] | None = None) -> bool:
+        """Keep this index in the user's cache (see :mod:`ctxd.store.index_cache`)."""
+        return index_cache.save(self, extra or {})
+
+    def keep_heads(self) -> Iterable[int]:
+        """Entries whose head cannot be decoded again from their line alone (see :class:`Heads`)."""
+        return self._bodies.keys()
+
+    def release_heads(self) -> None:
+        """Let the heads of indexed entries go (they are decoded again from their lines when asked for)."""
+        self.heads.release()
+
+    def read_heads(self, missing: list[int], put: HeadSink) -> None:
+        """Decode the heads of entries ``missing`` (ascending) from the file, as :class:`Heads` asks."""
+        fd = self._open_read()
+        try:
+            st = os.fstat(fd)
+            if (st.st_dev, st.st_ino) != self._identity:
+                raise SessionError("the file was replaced on disk; it will be read again", path=self.path)
+            read_heads(self, fd, missing, put)
+        finally:
+            os.close(fd)
 
     def pending_bytes(self) -> int:
         """Bytes after the last complete line (a line still being written, or torn)."""
@@ -299,6 +345,7 @@ class SessionReader:
             return True
 
         self._end, self._next_line = scan(fd, start, self._next_line, self.path, self._add, self.diagnostics, bulk)
+        self.last_scan = (start, self._end)
 
     def _add(self, scanned: ScannedLine) -> None:
         head = scanned.head

@@ -111,12 +111,24 @@ def parse_line(
     data: bytes | memoryview, offset: int, line: int, path: str, sink: Sink, diagnostics: list[Diagnostic]
 ) -> None:
     """Index one complete line (without its newline)."""
+    decoded = False
     try:
         sink(ScannedLine(decode_head(data), offset, len(data), line))
         return
-    except msgspec.ValidationError:
-        # Valid JSON, unexpected shape (a new field type, or not an object).
-        obj, note = decode_bounded(data)
+    except msgspec.ValidationError as exc:
+        # Valid JSON, unexpected shape (a new field type, or not an object); or a first object of
+        # an unexpected shape with more after it (two objects on one line): recovered below.
+        error = str(exc)
+        try:
+            obj, note = decode_bounded(data)
+            decoded = True
+        except ValueError:
+            pass
+    except RecursionError:
+        error = "too deep to read"  # deeper than the decoder goes: pruned below
+    except msgspec.DecodeError as exc:
+        error = str(exc)
+    if decoded:
         if isinstance(obj, dict):
             if note:
                 diagnostics.append(Diagnostic(path, line, note, "warning", _id_of(obj), note_kind(note)))
@@ -124,10 +136,6 @@ def parse_line(
         else:
             diagnostics.append(Diagnostic(path, line, f"not a JSON object ({type(obj).__name__})", kind="not-object"))
         return
-    except RecursionError:
-        error = "too deep to read"  # deeper than the decoder goes: pruned below
-    except msgspec.DecodeError as exc:
-        error = str(exc)
     raw = bytes(data)
     if not raw.strip():
         return  # blank lines are harmless; pi skips them too

@@ -47,6 +47,9 @@ class TranscriptFile(SessionFile):
         self._install(transcript, data)
         self.generation += 1
 
+    def release_heads(self) -> None:
+        """Nothing to let go: a transcript's entries exist only as mapped (they have no lines of their own)."""
+
     def refresh(self) -> RefreshResult:
         try:
             st = os.stat(self.path)

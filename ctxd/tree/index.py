@@ -7,6 +7,7 @@ does not exist (orphans) are reported and treated as roots; cycles cannot loop f
 
 from __future__ import annotations
 
+from array import array
 from typing import Any
 
 from ctxd.formats.codec import LineHead
@@ -30,9 +31,10 @@ class TreeIndex:
 
     def _rebuild(self) -> None:
         self.generation = self.session.generation
-        self.parent: list[int] = []
-        self.depth: list[int] = []
-        self.children: dict[int, list[int]] = {}
+        self.parent: array[int] = array("q")
+        self.depth: array[int] = array("q")
+        self._children: dict[int, list[int]] | None = {}
+        """Built on first use when the tree was read back from the cache (see :meth:`restore`)."""
         self.roots: list[int] = []
         self._orphans: dict[int, None] = {}
         self.cycles: list[int] = []
@@ -43,9 +45,9 @@ class TreeIndex:
         """Entries whose parent link would close a cycle (a corrupt file): kept as orphans."""
         self.labels: dict[int, str] = {}
         self.name: str | None = None
-        self.last_compaction: list[int] = []
-        self.last_model: list[int] = []
-        self.last_thinking: list[int] = []
+        self.last_compaction: array[int] = array("q")
+        self.last_model: array[int] = array("q")
+        self.last_thinking: array[int] = array("q")
         self._waiting: dict[str, list[int]] = {}
         self._pending_labels: dict[str, str | None] = {}
         self._unindexed = 0
@@ -55,6 +57,79 @@ class TreeIndex:
 
     def __len__(self) -> int:
         return len(self.parent)
+
+    @property
+    def children(self) -> dict[int, list[int]]:
+        """Each entry's children in file order (entries without children are absent)."""
+        if self._children is None:
+            children: dict[int, list[int]] = {}
+            for i, p in enumerate(self.parent):
+                if p != NONE:
+                    kids = children.get(p)
+                    if kids is None:
+                        children[p] = [i]
+                    else:
+                        kids.append(i)
+            self._children = children
+        return self._children
+
+    # --- the persistent index (ctxd.store.index_cache keeps it with the file's) ------------------
+
+    _ARRAYS = ("parent", "depth", "last_compaction", "last_model", "last_thinking")
+
+    def snapshot(self) -> dict[str, Any]:
+        """The tree as plain data, for :meth:`restore` in another process."""
+        return {
+            "count": len(self.parent),
+            "arrays": [getattr(self, name).tobytes() for name in self._ARRAYS],
+            "roots": list(self.roots),
+            "orphans": list(self._orphans),
+            "cycles": list(self.cycles),
+            "labels": [[k, v] for k, v in self.labels.items()],
+            "name": self.name,
+            "contextEdits": self.has_context_edits,
+            "waiting": {k: list(v) for k, v in self._waiting.items()},
+            "pendingLabels": dict(self._pending_labels),
+            "relinks": self.relinks,
+            "unindexed": self._unindexed,
+        }
+
+    @classmethod
+    def restore(cls, session: SessionFile, snap: Any) -> TreeIndex | None:
+        """The tree from :meth:`snapshot` of the same file's first entries (then the rest indexed),
+        or None when ``snap`` does not fit the file."""
+        try:
+            count = snap["count"]
+            if not isinstance(count, int) or not 0 <= count <= len(session.heads):
+                return None
+            tree = cls.__new__(cls)
+            tree.session = session
+            tree.generation = session.generation
+            for name, data in zip(cls._ARRAYS, snap["arrays"], strict=True):
+                values = array("q")
+                values.frombytes(data)
+                if len(values) != count:
+                    return None
+                setattr(tree, name, values)
+            if any(not NONE <= p < count for p in (min(tree.parent, default=0), max(tree.parent, default=0))):
+                return None
+            tree._children = None
+            tree.roots = [int(i) for i in snap["roots"]]
+            tree._orphans = dict.fromkeys(int(i) for i in snap["orphans"])
+            tree.cycles = [int(i) for i in snap["cycles"]]
+            tree.labels = {int(k): str(v) for k, v in snap["labels"]}
+            name = snap["name"]
+            tree.name = name if isinstance(name, str) else None
+            tree.has_context_edits = bool(snap["contextEdits"])
+            tree.size_memo = None
+            tree._waiting = {str(k): [int(i) for i in v] for k, v in snap["waiting"].items()}
+            tree._pending_labels = {str(k): v if isinstance(v, str) else None for k, v in snap["pendingLabels"].items()}
+            tree.relinks = int(snap["relinks"])
+            tree._unindexed = int(snap["unindexed"])
+        except (KeyError, TypeError, ValueError, AttributeError):
+            return None
+        tree.update()
+        return tree
 
     def update(self, start: int | None = None) -> range:
         """Index entries from ``start`` (default: those not yet indexed). Returns the new indices.
@@ -67,7 +142,7 @@ class TreeIndex:
         start = len(self.parent) if start is None else start
         heads = self.session.heads
         index = self.session.index
-        parent, depth, children = self.parent, self.depth, self.children
+        parent, depth, children = self.parent, self.depth, self._children
         last_c, last_m, last_t = self.last_compaction, self.last_model, self.last_thinking
         waiting = self._waiting
         adopted = False
@@ -94,11 +169,12 @@ class TreeIndex:
                 last_c.append(last_c[p])
                 last_m.append(last_m[p])
                 last_t.append(last_t[p])
-                kids = children.get(p)
-                if kids is None:
-                    children[p] = [i]
-                else:
-                    kids.append(i)
+                if children is not None:  # else built from the parents when first asked for
+                    kids = children.get(p)
+                    if kids is None:
+                        children[p] = [i]
+                    else:
+                        kids.append(i)
             parent.append(p)
             if head.type != "message":
                 self._own(i, head)
@@ -200,7 +276,8 @@ class TreeIndex:
                 continue
             self._orphans.pop(child, None)
             self.parent[child] = parent
-            self.children.setdefault(parent, []).append(child)
+            if self._children is not None:
+                self._children.setdefault(parent, []).append(child)
             linked = True
         return linked
 

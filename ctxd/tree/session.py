@@ -4,35 +4,42 @@ from __future__ import annotations
 
 import gc
 import os
+from array import array
 from collections.abc import Sequence
 from typing import Any
 
 from ctxd.store.create import create_session
 from ctxd.store.files import new_entry_id
+from ctxd.store.index_cache import MIN_ENTRIES as INDEX_MIN_ENTRIES
 from ctxd.store.scan import Diagnostic
 from ctxd.store.session_file import LEAF, LEAF_MARKER, Durability, RefreshResult, SessionFile
 from ctxd.store.transcript import open_session_file
 from ctxd.tree.index import NONE, TreeIndex
 
+RELEASE_AT = 20_000
+"""Files with at least this many entries let their heads go once the tree is built (see
+:mod:`ctxd.store.heads`): a million entries would otherwise hold 700 MB of them."""
+
 
 class Session:
-    """One session file with its tree index. Appends and refreshes keep the tree current."""
+    """One session file with its tree index. Appends and refreshes keep the tree current.
+
+    A big file's index and tree are kept in the user's cache (:mod:`ctxd.store.index_cache`) when it
+    is first read and when it is closed, so opening it again reads only what was appended since.
+    """
 
     def __init__(self, file: SessionFile) -> None:
         self.file = file
-        enabled = gc.isenabled()
-        gc.disable()  # many small lists at once: the collector would only slow this down
-        try:
-            self.tree = TreeIndex(file)
-        finally:
-            if enabled:
-                gc.enable()
         self.estimates: dict[int, int] = {}
         """Token estimates by entry index (valid for one generation of the file)."""
         self.derived: dict[str, Any] = {}
         """Views the layers above keep with the session (``ctxd.context.live``'s kept context);
         each checks the file's generation itself."""
+        self._saved: tuple[int, int] | None = None
+        """(entries, estimates) the cached index holds, when there is one."""
+        self.tree = self._make_tree()
         self._generation = file.generation
+        self._settle()
 
     @classmethod
     def open(cls, path: str, *, durability: Durability = Durability.FLUSH) -> Session:
@@ -43,12 +50,73 @@ class Session:
     def path(self) -> str:
         return self.file.path
 
+    def _make_tree(self) -> TreeIndex:
+        """The tree read back with the index (then the appended entries indexed), or built."""
+        restored = self.file.restored
+        self._saved = None
+        if restored is not None:
+            count, extra = restored
+            snap = extra.get("tree")
+            tree = TreeIndex.restore(self.file, snap) if isinstance(snap, dict) and snap.get("count") == count else None
+            if tree is not None:
+                self.estimates = _estimates(extra.get("estimates"), count)
+                self._saved = (count, len(self.estimates))
+                return tree
+        enabled = gc.isenabled()
+        gc.disable()  # many small lists at once: the collector would only slow this down
+        try:
+            return TreeIndex(self.file)
+        finally:
+            if enabled:
+                gc.enable()
+
+    def _settle(self) -> None:
+        """After a full read: let a big file's heads go, and keep its index."""
+        n = len(self.file)
+        if n >= RELEASE_AT:
+            self.file.release_heads()
+        saved = self._saved
+        if n >= INDEX_MIN_ENTRIES and (saved is None or n - saved[0] >= max(INDEX_MIN_ENTRIES, n // 10)):
+            self.save_index()
+
+    def save_index(self) -> bool:
+        """Keep the file's index, its tree and the token estimates in the user's cache."""
+        self.tree.update()
+        n = len(self.file)
+        if len(self.tree) != n:
+            return False
+        known = [(k, v) for k, v in self.estimates.items() if k < n]
+        extra: dict[str, Any] = {
+            "estimates": [array("q", (k for k, _ in known)).tobytes(), array("q", (v for _, v in known)).tobytes()],
+        }
+        if len(self.file.index) == n:
+            # With duplicate ids the tree depends on the order entries were read in (an id names
+            # another entry once its duplicate arrives): a full read builds it again.
+            extra["tree"] = self.tree.snapshot()
+        if not self.file.save_index(extra):
+            return False
+        self._saved = (n, len(known))
+        return True
+
+    def close(self) -> None:
+        """Keep the index if it grew since it was kept (a big file), and release the file."""
+        try:
+            n = len(self.file)
+            saved = self._saved
+            grown = saved is None or n != saved[0] or len(self.estimates) - saved[1] >= 1000
+            if n >= INDEX_MIN_ENTRIES and grown and not self.file.read_only:
+                self.save_index()
+        finally:
+            self.file.close()
+
     def _sync(self) -> range:
-        new = self.tree.update()
         if self.file.generation != self._generation:
             self.estimates.clear()
+            self.tree = self._make_tree()
             self._generation = self.file.generation
-        return new
+            self._settle()
+            return range(len(self.file))
+        return self.tree.update()
 
     def refresh(self) -> tuple[RefreshResult, range]:
         """Catch up with the file on disk; returns what the store read and the new tree indices."""
@@ -122,6 +190,19 @@ class Session:
             parent_session=self.path,
             entries=bodies,
         )
+
+
+def _estimates(saved: Any, count: int) -> dict[int, int]:
+    """Token estimates read back with the index (entries before ``count`` only)."""
+    try:
+        keys, values = array("q"), array("q")
+        keys.frombytes(saved[0])
+        values.frombytes(saved[1])
+    except (TypeError, ValueError, IndexError, KeyError):
+        return {}
+    if len(keys) != len(values):
+        return {}
+    return {k: v for k, v in zip(keys, values, strict=True) if 0 <= k < count and v >= 0}
 
 
 def _fresh_id(taken: set[str]) -> str:
