@@ -24,6 +24,7 @@ import hashlib
 import os
 import stat
 import tempfile
+import zlib
 from array import array
 from typing import TYPE_CHECKING, Any
 
@@ -37,6 +38,8 @@ if TYPE_CHECKING:
 
 FORMAT = 1
 MAGIC = b"ctxd-index\x00"
+CHECK = 4
+"""The payload's CRC-32 (it guards against damage, not against someone who can write the user's cache)."""
 DIGEST = 16
 TAIL = 4096
 """Bytes before the indexed end whose hash must not have changed."""
@@ -60,13 +63,13 @@ class Saved(msgspec.Struct, array_like=True):
     version: int
     count: int
     ids: list[str]
-    id_index: bytes
-    offsets: bytes
-    lengths: bytes
-    lines: bytes
+    id_index: memoryview
+    offsets: memoryview
+    lengths: memoryview
+    lines: memoryview
     heads: list[tuple[int, LineHead]]
     bodies: list[tuple[int, Any]]
-    checked: bytes
+    checked: memoryview
     diagnostics: list[tuple[str, int, str, str, str | None, str | None]]
     extra: dict[str, Any]
 
@@ -132,11 +135,11 @@ def _read(path: str) -> Saved | None:
         return None
     finally:
         os.close(fd)
-    head = len(MAGIC) + DIGEST
+    head = len(MAGIC) + CHECK
     if len(data) < head or not data.startswith(MAGIC):
         return None
     payload = memoryview(data)[head:]
-    if hashlib.blake2b(payload, digest_size=DIGEST).digest() != data[len(MAGIC) : head]:
+    if zlib.crc32(payload).to_bytes(CHECK, "big") != data[len(MAGIC) : head]:
         return None
     try:
         saved = _decoder.decode(payload)
@@ -145,7 +148,7 @@ def _read(path: str) -> Saved | None:
     return saved if saved.format == FORMAT else None
 
 
-def _ints(data: bytes, count: int) -> array[int] | None:
+def _ints(data: bytes | memoryview, count: int) -> array[int] | None:
     values = array("q")
     try:
         values.frombytes(data)
@@ -233,18 +236,18 @@ def save(reader: SessionReader, extra: dict[str, Any]) -> bool:
         version=reader.version,
         count=n,
         ids=list(reader.index),
-        id_index=array("q", reader.index.values()).tobytes(),
-        offsets=reader.offsets.tobytes(),
-        lengths=reader.lengths.tobytes(),
-        lines=reader.lines.tobytes(),
+        id_index=memoryview(array("q", reader.index.values())).cast("B"),
+        offsets=memoryview(reader.offsets).cast("B"),
+        lengths=memoryview(reader.lengths).cast("B"),
+        lines=memoryview(reader.lines).cast("B"),
         heads=[(i, reader.heads[i]) for i in keep],
         bodies=sorted(reader._bodies.items()),
-        checked=bytes(reader._checked[:n]),
+        checked=memoryview(bytes(reader._checked[:n])),
         diagnostics=[(d.path, d.line, d.message, d.severity, d.entryId, d.kind) for d in reader.diagnostics],
         extra=extra,
     )
     payload = _encoder.encode(saved)
-    data = MAGIC + hashlib.blake2b(payload, digest_size=DIGEST).digest() + payload
+    data = MAGIC + zlib.crc32(payload).to_bytes(CHECK, "big") + payload
     folder = os.path.dirname(target)
     try:
         tmp_fd, tmp = tempfile.mkstemp(dir=folder, prefix=".tmp-", suffix=".idx")

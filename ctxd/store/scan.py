@@ -192,7 +192,11 @@ def scan(
     with anything unusual is indexed line by line, reporting what is wrong.  A final line without
     its newline is left unconsumed: it is still being written, or torn.
     """
-    buf = bytearray(READ_CHUNK)
+    try:  # a small buffer for a small read (a refresh, a reopen from the cached index)
+        remaining = os.fstat(fd).st_size - start
+    except OSError:
+        remaining = READ_CHUNK
+    buf = bytearray(min(READ_CHUNK, max(1 << 16, remaining + 1)))
     view = memoryview(buf)
     have = 0
     base = start

@@ -111,8 +111,6 @@ class TreeIndex:
                 if len(values) != count:
                     return None
                 setattr(tree, name, values)
-            if any(not NONE <= p < count for p in (min(tree.parent, default=0), max(tree.parent, default=0))):
-                return None
             tree._children = None
             tree.roots = [int(i) for i in snap["roots"]]
             tree._orphans = dict.fromkeys(int(i) for i in snap["orphans"])
