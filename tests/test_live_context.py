@@ -153,7 +153,7 @@ def _apply(s: Session, path: Path, op: str, n: int, step: int, waiting: list[str
         _raw_lines(path, [{"type": "message", "id": f"kid{step:04d}", "parentId": late, "message": early}])
         s.refresh()
     elif op == "parent_arrives":
-        if waiting:
+        if waiting and len(s.file):
             late = waiting.pop(0)
             message = {"role": "user", "content": "late"}
             parent = s.file.heads[0].id  # the first entry: not the orphan (unless it is first)

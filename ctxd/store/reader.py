@@ -12,7 +12,7 @@ import gc
 import os
 import time
 from array import array
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Self
 
 import attrs
@@ -59,10 +59,20 @@ class SessionReader:
     read_only = False
     """True for other agents' transcripts (see :mod:`ctxd.store.transcript`)."""
 
-    def __init__(self, path: str, *, durability: Durability = Durability.FLUSH, clock: Clock = time.time):
+    def __init__(
+        self,
+        path: str,
+        *,
+        durability: Durability = Durability.FLUSH,
+        clock: Clock = time.time,
+        on_chunk: Callable[[SessionReader], None] | None = None,
+    ):
         self.path = os.path.abspath(path)
         self.durability = durability
         self.clock = clock
+        self.on_chunk = on_chunk
+        """Called after each chunk of lines a full read indexes (``Session`` builds its tree as the
+        file is read, so that a big file's heads can go chunk by chunk)."""
         self.generation = 0
         """Bumped on every full reload: cached views of this file must be rebuilt."""
         self._reset()
@@ -120,7 +130,8 @@ class SessionReader:
             gc_was_enabled = gc.isenabled()
             gc.disable()  # a hundred thousand small objects: the collector would dominate
             try:
-                self._scan_from(fd, self._end)  # with a restored index, only what was appended since
+                # With a restored index, only what was appended since.
+                self._scan_from(fd, self._end, self.on_chunk if not restored else None)
             finally:
                 if gc_was_enabled:
                     gc.enable()
@@ -322,7 +333,7 @@ class SessionReader:
         self._end = nl + 1
         self._next_line = 2
 
-    def _scan_from(self, fd: int, start: int) -> None:
+    def _scan_from(self, fd: int, start: int, on_chunk: Callable[[SessionReader], None] | None = None) -> None:
         heads = self.heads
         index = self.index
 
@@ -344,7 +355,10 @@ class SessionReader:
             self.lines.extend(range(line, line + len(new)))
             return True
 
-        self._end, self._next_line = scan(fd, start, self._next_line, self.path, self._add, self.diagnostics, bulk)
+        after = (lambda: on_chunk(self)) if on_chunk is not None else None
+        self._end, self._next_line = scan(
+            fd, start, self._next_line, self.path, self._add, self.diagnostics, bulk, after
+        )
         self.last_scan = (start, self._end)
 
     def _add(self, scanned: ScannedLine) -> None:

@@ -185,8 +185,10 @@ def scan(
     sink: Sink,
     diagnostics: list[Diagnostic],
     bulk: Bulk | None = None,
+    after_chunk: Callable[[], None] | None = None,
 ) -> tuple[int, int]:
     """Index every complete line from byte ``start``; return (end offset consumed, next line number).
+    ``after_chunk`` is called after each chunk of lines is indexed.
 
     Each chunk of complete lines is decoded in one call when it is clean (the hot path); a chunk
     with anything unusual is indexed line by line, reporting what is wrong.  A final line without
@@ -244,6 +246,8 @@ def scan(
                     else:
                         sink(ScannedLine(head, base + off, length, number))
             line += len(offsets)
+            if after_chunk is not None:
+                after_chunk()
         rest = have - end
         if end:
             view[:rest] = bytes(view[end:have])  # a copy: source and target overlap

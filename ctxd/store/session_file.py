@@ -51,8 +51,9 @@ class SessionFile(SessionReader):
         durability: Durability = Durability.FLUSH,
         clock: Clock = time.time,
         tail_grace: float | None = None,
+        on_chunk: Callable[[SessionReader], None] | None = None,
     ):
-        super().__init__(path, durability=durability, clock=clock)
+        super().__init__(path, durability=durability, clock=clock, on_chunk=on_chunk)
         self.tail_grace = tail.TAIL_GRACE if tail_grace is None else tail_grace
         """Seconds a partial final line must stay unchanged before it is taken for torn."""
         self._write_lock = threading.Lock()

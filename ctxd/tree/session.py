@@ -8,9 +8,11 @@ from array import array
 from collections.abc import Sequence
 from typing import Any
 
+from ctxd.formats.codec import CURRENT_VERSION
 from ctxd.store.create import create_session
 from ctxd.store.files import new_entry_id
 from ctxd.store.index_cache import MIN_ENTRIES as INDEX_MIN_ENTRIES
+from ctxd.store.reader import SessionReader
 from ctxd.store.scan import Diagnostic
 from ctxd.store.session_file import LEAF, LEAF_MARKER, Durability, RefreshResult, SessionFile
 from ctxd.store.transcript import open_session_file
@@ -28,8 +30,10 @@ class Session:
     is first read and when it is closed, so opening it again reads only what was appended since.
     """
 
-    def __init__(self, file: SessionFile) -> None:
+    def __init__(self, file: SessionFile, *, tree: TreeIndex | None = None) -> None:
+        """``tree``: built while ``file`` was read (see :meth:`open`), else built or restored here."""
         self.file = file
+        self._built = tree
         self.estimates: dict[int, int] = {}
         """Token estimates by entry index (valid for one generation of the file)."""
         self.derived: dict[str, Any] = {}
@@ -43,8 +47,14 @@ class Session:
 
     @classmethod
     def open(cls, path: str, *, durability: Durability = Durability.FLUSH) -> Session:
-        """A pi session, or a read-only Claude Code / Codex transcript."""
-        return cls(open_session_file(path, durability=durability))
+        """A pi session, or a read-only Claude Code / Codex transcript.
+
+        The tree is built as the file is read, chunk by chunk, and a big file's heads go as soon as
+        the tree has them: a million entries never hold all their heads at once."""
+        builder = _TreeBuilder()
+        file = open_session_file(path, durability=durability, on_chunk=builder)
+        file.on_chunk = None
+        return cls(file, tree=builder.result(file))
 
     @property
     def path(self) -> str:
@@ -52,6 +62,9 @@ class Session:
 
     def _make_tree(self) -> TreeIndex:
         """The tree read back with the index (then the appended entries indexed), or built."""
+        built, self._built = self._built, None
+        if built is not None:
+            return built
         restored = self.file.restored
         self._saved = None
         if restored is not None:
@@ -190,6 +203,44 @@ class Session:
             parent_session=self.path,
             entries=bodies,
         )
+
+
+class _TreeBuilder:
+    """Builds a session's tree while its file is first read (given to the reader as ``on_chunk``)."""
+
+    def __init__(self) -> None:
+        self.tree: TreeIndex | None = None
+        self.valid = True
+        self.released = 0
+
+    def __call__(self, reader: SessionReader) -> None:
+        if not self.valid:
+            return
+        bad = not isinstance(reader, SessionFile) or reader.version != CURRENT_VERSION
+        if bad or len(reader.index) != len(reader.heads):
+            # Old files are migrated after the read, and with a duplicate id an earlier entry's
+            # parent can be another entry once the whole file is read: built after the read.
+            self.valid = False
+            self.tree = None
+            return
+        if self.tree is None:
+            assert isinstance(reader, SessionFile)
+            self.tree = TreeIndex(reader)
+        else:
+            self.tree.update()
+        if len(reader.heads) >= RELEASE_AT:
+            reader.heads.release(self.released)
+            self.released = len(reader.heads)
+
+    def result(self, file: SessionReader) -> TreeIndex | None:
+        """The tree, if it holds the whole file as read."""
+        tree = self.tree
+        if not self.valid or tree is None or file.restored is not None or len(tree) != len(file.heads):
+            return None
+        if len(file.index) != len(file.heads) or file.version != CURRENT_VERSION:
+            return None
+        tree.generation = file.generation  # built during the read that gave this generation
+        return tree
 
 
 def _estimates(saved: Any, count: int) -> dict[int, int]:
