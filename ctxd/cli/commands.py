@@ -12,6 +12,7 @@ from ctxd.cli.render import render_context, render_rows, use_color
 from ctxd.context.build import build_context
 from ctxd.context.openai import to_openai
 from ctxd.context.view import project
+from ctxd.service.registry import only_inside
 from ctxd.store.listing import default_roots, list_sessions
 from ctxd.tree.session import Session
 
@@ -19,6 +20,7 @@ from ctxd.tree.session import Session
 def cmd_sessions(args: argparse.Namespace) -> int:
     roots = args.root or default_roots()
     found = list_sessions(roots, cwd=os.path.abspath(args.cwd) if args.cwd else None)
+    found = only_inside(found, roots)  # a link leading outside its root is not listed
     if args.json:
         _dump({"roots": roots, "sessions": [s.to_json() for s in found]})
         return 0

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import sys
 
 from ctxd.compaction.engine import compact, dry_run
@@ -53,13 +54,17 @@ def run_compact(args: argparse.Namespace) -> int:
     forked_from = None
     if session.file.read_only:
         # Another agent's transcript is never written: compact a pi fork of it instead.
-        from ctxd.store.listing import default_roots
+        from ctxd.service.registry import Registry
+        from ctxd.store.listing import cwd_dirname, default_roots
 
         leaf = session.leaf_id()
         if leaf is None:
             raise CompactionError("the transcript is empty: nothing to compact", path=session.path)
         forked_from = session.path
-        session = Session.open(session.fork(leaf, root=args.fork_root or default_roots()[0]))
+        root = args.fork_root or default_roots()[0]
+        # The fork goes into pi's folder for the cwd under the root: that folder must stay inside it.
+        Registry([root]).check_destination(os.path.join(root, cwd_dirname(session.file.cwd)))
+        session = Session.open(session.fork(leaf, root=root))
         print(f"{forked_from} is read-only; compacting a pi fork: {session.path}", file=sys.stderr)
     outcome = asyncio.run(
         compact(session, settings, instructions=args.instructions, progress=None if args.json else _progress)

@@ -20,14 +20,14 @@ from ctxd.context.build import Size, build_context, context_size
 from ctxd.context.openai import to_openai
 from ctxd.context.truncate import is_oversized, limit_chars, truncate_tool_result
 from ctxd.context.view import project, run_rows
-from ctxd.errors import CtxdError, InvalidEntryError
+from ctxd.errors import CtxdError, InvalidEntryError, SessionNotFoundError
 from ctxd.service import protocol as p
 from ctxd.service.base import ServiceBase
 from ctxd.service.compacting import Compacting
 from ctxd.service.live import Live
-from ctxd.service.registry import OpenSession, inside
+from ctxd.service.registry import OpenSession, Registry, inside, only_inside
 from ctxd.store.create import create_session
-from ctxd.store.listing import list_sessions
+from ctxd.store.listing import cwd_dirname, list_sessions
 from ctxd.store.session_file import LEAF, Durability
 
 log = logging.getLogger(__name__)
@@ -43,14 +43,13 @@ class Service(Compacting, Live, ServiceBase):
         if params.roots:
             outside = [r for r in params.roots if not inside(r, self.config.all_roots)]
             if outside:
-                raise CtxdError(f"roots outside the configured roots: {outside}", roots=outside)
+                raise SessionNotFoundError(f"roots outside the configured roots: {outside}", roots=outside)
             roots = params.roots
         found = await asyncio.to_thread(list_sessions, roots, params.cwd)
+        # Real paths, as every other method and notification names sessions (symlinked roots);
+        # a link that leads outside the configured roots is neither listed nor remembered.
+        found = only_inside(found, self.config.all_roots)
         for s in found:
-            # Real paths, as every other method and notification names sessions (symlinked roots).
-            s.path = os.path.realpath(s.path)
-            if s.parentSession:
-                s.parentSession = os.path.realpath(s.parentSession)
             self.registry.remember(s.id, s.path)
         return {"roots": roots, "sessions": [s.to_json() for s in found]}
 
@@ -77,8 +76,11 @@ class Service(Compacting, Live, ServiceBase):
     async def session_create(self, params: p.SessionCreateParams) -> dict[str, Any]:
         root = params.root or self.config.roots[0]
         if not inside(root, self.config.roots) and root not in self.config.roots:
-            raise CtxdError(f"root {root!r} is not a configured session root", root=root)
+            raise SessionNotFoundError(f"root {root!r} is not a configured session root", root=root)
+        pi = Registry(self.config.roots)  # new sessions go under the pi roots only
+        pi.check_destination(os.path.join(root, cwd_dirname(params.cwd)))
         path = await asyncio.to_thread(create_session, root, params.cwd)
+        self._created_inside(pi, path)
         opened = await self._open(path)
         self._did_create(opened.session.path, opened.session.file.session_id)
         if params.name:
@@ -218,7 +220,13 @@ class Service(Compacting, Live, ServiceBase):
         return {"labelEntryId": result["ids"][0], "entryId": params.entryId, "label": params.label}
 
     async def session_fork(self, params: p.SessionEntryParams) -> dict[str, Any]:
-        path = await self._with(params.session, lambda o: o.session.fork(params.entryId))
+        def work(o: OpenSession) -> str:
+            # The fork goes next to its session: that folder must still lead inside the roots.
+            self.registry.check_destination(os.path.dirname(o.session.path), params.session)
+            return o.session.fork(params.entryId)
+
+        path = await self._with(params.session, work)
+        self._created_inside(self.registry, path)
         forked = await self._open(path)
         self._did_create(path, forked.session.file.session_id)
         return {

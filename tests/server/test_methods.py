@@ -81,7 +81,7 @@ async def test_create_returns_the_session_and_announces_it_once(ctxd: LanguageCl
 
 async def test_create_outside_the_roots_is_refused(ctxd: LanguageClient, tmp_path: Path) -> None:
     error = await call_error(ctxd, p.SESSION_CREATE, {"cwd": "/proj", "root": str(tmp_path)})
-    assert error.code == -31000
+    assert error.code == -31001
     assert not any(tmp_path.iterdir())
 
 
@@ -111,7 +111,7 @@ async def test_list_finds_sessions_and_filters_by_cwd(ctxd: LanguageClient, tmp_
     only_a = await call(ctxd, p.SESSION_LIST, {"cwd": "/list/a"})
     assert [s["path"] for s in only_a["sessions"]] == [a]
     error = await call_error(ctxd, p.SESSION_LIST, {"roots": [str(tmp_path)]})
-    assert error.code == -31000
+    assert error.code == -31001
 
 
 async def test_append_messages_and_entries(ctxd: LanguageClient) -> None:
