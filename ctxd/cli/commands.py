@@ -12,6 +12,7 @@ from ctxd.cli.render import render_context, render_rows, use_color
 from ctxd.context.build import build_context
 from ctxd.context.openai import to_openai
 from ctxd.context.view import project
+from ctxd.redact import redact_json
 from ctxd.service.registry import only_inside
 from ctxd.store.listing import default_roots, list_sessions
 from ctxd.tree.session import Session
@@ -99,7 +100,7 @@ def cmd_branch(args: argparse.Namespace) -> int:
         marker = session.move_leaf(args.entry)
         out = {"leafId": args.entry, "previousLeafId": old, "markerId": marker}
     if args.json:
-        _dump(out)
+        _dump(redact_json(out))  # the failures a provider answered with
     else:
         print(f"leaf moved {old} -> {args.entry}")
     return 0

@@ -11,6 +11,7 @@ import sys
 from ctxd.compaction.engine import compact, dry_run
 from ctxd.compaction.settings import CompactionSettings
 from ctxd.errors import CompactionError
+from ctxd.redact import redact_json
 from ctxd.tree.session import Session
 
 DRY_RUN_KEYS = (
@@ -73,7 +74,7 @@ def run_compact(args: argparse.Namespace) -> int:
         result = outcome.to_json()
         if forked_from:
             result.update(session=session.path, forkedFrom=forked_from)
-        json.dump(result, sys.stdout, indent=2)
+        json.dump(redact_json(result), sys.stdout, indent=2)
         sys.stdout.write("\n")
     else:
         print(

@@ -32,6 +32,7 @@ from ctxd.compaction.summarizers import (
 from ctxd.context.rules import timestamp_ms
 from ctxd.context.tokens import js_len
 from ctxd.errors import CancelledError, CompactionError
+from ctxd.redact import redact
 from ctxd.store.files import iso_timestamp
 from ctxd.tree.session import Session
 
@@ -198,6 +199,7 @@ async def compact(
         path = "fallback-keep-last-turns"
 
     summary = result.text.rstrip() + format_file_blocks(plan.readFiles, plan.modifiedFiles)
+    failures = [redact(f) for f in failures]  # kept on disk and reported: never a key a provider echoed
     duration_ms = int((clock() - started) * 1000)
     # As pi 1.5.2's appendCompaction: the prompt state at the leaf travels with the compaction (the
     # new context shows it before the summary; system messages in the kept part are not shown).

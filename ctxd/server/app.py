@@ -20,6 +20,7 @@ from pygls.protocol.language_server import LanguageServerProtocol, lsp_method
 
 from ctxd import __version__
 from ctxd.errors import CtxdError
+from ctxd.redact import redact, redact_json
 from ctxd.server.errors import to_jsonrpc
 from ctxd.service import protocol as p
 from ctxd.service.config import Config, config_from_json
@@ -78,7 +79,7 @@ class CtxdServer(LanguageServer):
         self.protocol.notify(method, payload)
 
     def log_to_client(self, level: lsp.MessageType, message: str) -> None:
-        self.protocol.notify(lsp.WINDOW_LOG_MESSAGE, lsp.LogMessageParams(type=level, message=message))
+        self.protocol.notify(lsp.WINDOW_LOG_MESSAGE, lsp.LogMessageParams(type=level, message=redact(message)))
 
     async def will_run_hook(self, session: str, trigger: str, plan: CompactionPlan) -> HookDecision | None:
         payload = {"session": session, "trigger": trigger, "plan": plan.to_json()}
@@ -98,12 +99,18 @@ class CtxdServer(LanguageServer):
 Handler = Callable[[CtxdServer, Any], Awaitable[Any]]
 
 
-def _method(server: CtxdServer, name: str, cls: type, call: Callable[[Service, Any], Awaitable[Any]]) -> None:
+def _method(
+    server: CtxdServer, name: str, cls: type, call: Callable[[Service, Any], Awaitable[Any]], *, own_text: bool = False
+) -> None:
+    """Register a method; ``own_text``: its result carries ctxd's own text (failures a provider
+    answered with, ...), which is scrubbed of secrets (a session's content is the agent's data)."""
+
     @server.feature(name)
     async def handler(ls: CtxdServer, params: Any) -> Any:
         try:
             typed: Any = p.structure_params(params, cls)
-            return await call(ls.service, typed)
+            result = await call(ls.service, typed)
+            return redact_json(result) if own_text else result
         except asyncio.CancelledError:
             raise
         except Exception as exc:
@@ -126,10 +133,10 @@ def create_server(config: Config | None = None) -> CtxdServer:
     _method(server, s.SESSION_LABEL, s.SessionLabelParams, lambda svc, a: svc.session_label(a))
     _method(server, s.SESSION_FORK, s.SessionEntryParams, lambda svc, a: svc.session_fork(a))
     _method(server, s.SESSION_STATS, s.SessionParams, lambda svc, a: svc.session_stats(a))
-    _method(server, s.SESSION_LEDGER, s.SessionParams, lambda svc, a: svc.session_ledger(a))
+    _method(server, s.SESSION_LEDGER, s.SessionParams, lambda svc, a: svc.session_ledger(a), own_text=True)
     _method(server, s.SESSION_CHECK, s.SessionCheckParams, lambda svc, a: svc.session_check(a))
     _method(server, s.CONTEXT_BUILD, s.ContextBuildParams, lambda svc, a: svc.context_build(a))
-    _method(server, s.BRANCH, s.BranchParams, lambda svc, a: svc.branch(a))
+    _method(server, s.BRANCH, s.BranchParams, lambda svc, a: svc.branch(a), own_text=True)
 
     @server.feature(s.SESSION_APPEND)
     async def append(ls: CtxdServer, params: Any) -> Any:
@@ -156,7 +163,7 @@ def create_server(config: Config | None = None) -> CtxdServer:
                 ls.work_done_progress.report(token, lsp.WorkDoneProgressReport(message=stage, percentage=pct))
 
         try:
-            return await ls.service.compact(typed, progress)
+            return redact_json(await ls.service.compact(typed, progress))
         except asyncio.CancelledError:
             raise
         except Exception as exc:

@@ -15,6 +15,7 @@ from typing import Any
 from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
 
 from ctxd.errors import CtxdError
+from ctxd.redact import redact, redact_json
 from ctxd.service.protocol import InvalidParams
 
 
@@ -27,11 +28,11 @@ def to_jsonrpc(exc: BaseException) -> JsonRpcException:
         return exc
     if isinstance(exc, InvalidParams):
         data: dict[str, Any] = {"field": exc.field} if exc.field else {}
-        return JsonRpcInvalidParams(message=str(exc), data=data)
+        return JsonRpcInvalidParams(message=redact(str(exc)), data=data)
     if isinstance(exc, CtxdError):
-        return CtxdJsonRpcError(message=exc.message, code=exc.code, data=_redacted(exc.data))
-    return CtxdJsonRpcError(message=f"internal error: {type(exc).__name__}: {exc}", code=-32603)
+        return CtxdJsonRpcError(message=redact(exc.message), code=exc.code, data=_redacted(exc.data))
+    return CtxdJsonRpcError(message=redact(f"internal error: {type(exc).__name__}: {exc}"), code=-32603)
 
 
 def _redacted(data: dict[str, Any]) -> dict[str, Any]:
-    return {k: ("***" if "key" in k.lower() else v) for k, v in data.items()}
+    return {k: ("***" if "key" in k.lower() else redact_json(v)) for k, v in data.items()}

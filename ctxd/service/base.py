@@ -14,6 +14,7 @@ from ctxd.compaction.overflow import decide
 from ctxd.compaction.settings import CompactionSettings
 from ctxd.context.build import Size
 from ctxd.errors import SessionNotFoundError
+from ctxd.redact import redact_json
 from ctxd.service import protocol as p
 from ctxd.service.config import Config
 from ctxd.service.registry import OpenSession, Registry
@@ -46,7 +47,7 @@ class ServiceBase:
 
     def _emit(self, method: str, payload: Any) -> None:
         try:
-            self.notify(method, p.to_json(payload))
+            self.notify(method, redact_json(p.to_json(payload)))
         except Exception:  # a broken client connection must not break the operation
             log.exception("could not send %s", method)
 

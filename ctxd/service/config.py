@@ -14,6 +14,7 @@ from typing import Any
 import attrs
 
 from ctxd.compaction.settings import CompactionSettings
+from ctxd.redact import add_secret
 from ctxd.store.listing import default_roots, default_transcript_roots
 from ctxd.store.session_file import Durability
 
@@ -106,6 +107,7 @@ def config_from_json(data: Any, problems: list[str] | None = None, *, base: Conf
         if key in data and key not in compaction:
             compaction[key] = data[key]
     cfg.compaction = CompactionSettings.from_json(compaction, problems, base=cfg.compaction)
+    add_secret(cfg.compaction.apiKey)  # never shown in any answer, notification or log
     known = {f.name for f in attrs.fields(Config)} | {"sessionRoots", "model", "apiBase", "apiKey", "hooks", "client"}
     for key in data:
         if key not in known:

@@ -31,6 +31,7 @@ from ctxd.compaction.summarizers.base import (
 )
 from ctxd.compaction.summarizers.prompts import PromptKind, build_messages, overhead_chars
 from ctxd.compaction.summarizers.serialize import SEPARATOR, chunk_text, plan_chunks, serialize_messages
+from ctxd.redact import add_secret
 
 log = logging.getLogger(__name__)
 
@@ -107,6 +108,7 @@ class LiteLLMSummarizer:
         self.model = model
         self.api_base = api_base
         self._api_key = api_key
+        add_secret(api_key)  # never shown, whatever the provider echoes
         self.max_output_tokens = max(64, int(max_output_tokens))
         self.timeout = timeout
         self.retries = max(0, int(retries))
