@@ -11,8 +11,9 @@ from ctxd.cli.render import dump as _dump
 from ctxd.cli.render import render_context, render_rows, use_color
 from ctxd.context.build import build_context
 from ctxd.context.openai import to_openai
-from ctxd.context.view import project
+from ctxd.context.view import cap, project
 from ctxd.redact import redact_json
+from ctxd.service.protocol import capped_row
 from ctxd.service.registry import only_inside
 from ctxd.store.listing import default_roots, list_sessions
 from ctxd.tree.session import Session
@@ -23,12 +24,12 @@ def cmd_sessions(args: argparse.Namespace) -> int:
     found = list_sessions(roots, cwd=os.path.abspath(args.cwd) if args.cwd else None)
     found = only_inside(found, roots)  # a link leading outside its root is not listed
     if args.json:
-        _dump({"roots": roots, "sessions": [s.to_json() for s in found]})
+        _dump({"roots": roots, "sessions": [capped_row(s.to_json()) for s in found]})
         return 0
     if not found:
         print(f"no sessions under {', '.join(roots)}")
     for s in found:
-        title = s.name or s.title or "(empty)"
+        title = cap(s.name) or cap(s.title) or "(empty)"
         print(f"{s.path}\n    {title}  [{s.entries} entries, cwd {s.cwd}]")
     return 0
 

@@ -7,6 +7,7 @@ its JSON.  All registration happens in :func:`create_server`.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
@@ -23,7 +24,7 @@ from ctxd.errors import CtxdError
 from ctxd.redact import redact, redact_json
 from ctxd.server.errors import to_jsonrpc
 from ctxd.service import protocol as p
-from ctxd.service.config import Config, config_from_json
+from ctxd.service.config import Config, config_from_json, show
 from ctxd.service.service import Service
 from ctxd.service.watch import Watcher
 
@@ -32,6 +33,7 @@ if TYPE_CHECKING:
     from ctxd.compaction.plan import CompactionPlan
 
 log = logging.getLogger(__name__)
+_CONTENT_TYPE = b"application/vscode-jsonrpc; charset=utf-8"
 
 
 def _keep_dict(obj: dict[str, Any], cls: type) -> Any:
@@ -51,6 +53,25 @@ def converter_factory() -> Any:
 
 class CtxdProtocol(LanguageServerProtocol):
     initialize_seen = False
+
+    def _send_data(self, data: Any) -> None:
+        # pygls logs an answer it cannot encode (a stored message nested deeper than the encoder
+        # goes) and sends nothing: the client would wait forever. Answer with an error instead.
+        if not data or self.writer is None:
+            super()._send_data(data)
+            return
+        try:
+            body = json.dumps(data, default=self._serialize_message)
+        except (RecursionError, ValueError, TypeError) as exc:
+            msg_id = getattr(data, "id", None)
+            log.error("cannot encode a message (id %r): %s", msg_id, exc)
+            if msg_id is None or getattr(data, "method", None) is not None:
+                return  # a notification or a request of ours: nothing waits for it
+            reason = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
+            error = {"code": -31010, "message": f"cannot send the answer: it holds a value {reason}"}
+            body = json.dumps({"jsonrpc": "2.0", "id": msg_id, "error": error})
+        raw = body.encode("utf-8")
+        self.writer.write(b"Content-Length: %d\r\nContent-Type: %s\r\n\r\n%s" % (len(raw), _CONTENT_TYPE, raw))
 
     @lsp_method(lsp.INITIALIZE)
     def lsp_initialize(self, params: lsp.InitializeParams) -> Any:
@@ -177,11 +198,20 @@ def create_server(config: Config | None = None) -> CtxdServer:
         problems: list[str] = []
         options = params.initialization_options
         if options is not None and not isinstance(options, dict):
-            options = attrs.asdict(options) if attrs.has(type(options)) else None
+            if attrs.has(type(options)):
+                options = attrs.asdict(options)
+            else:
+                kind = "an array" if isinstance(options, list | tuple) else type(options).__name__
+                problems.append(f"initializationOptions must be an object, not {kind}; using the defaults")
+                options = None
         ls.config = config_from_json(options, problems, base=ls.config)
         ls.service = Service(ls.config, ls._notify)
         hooks = (options or {}).get("hooks") if isinstance(options, dict) else None
-        ls.hook_supported = isinstance(hooks, dict) and bool(hooks.get("compactWillRun"))
+        ls.hook_supported = isinstance(hooks, dict) and hooks.get("compactWillRun") is True
+        if hooks is not None and (
+            not isinstance(hooks, dict) or not isinstance(hooks.get("compactWillRun", False), bool)
+        ):
+            problems.append(f'hooks: expected {{"compactWillRun": true or false}}, got {show(hooks)}')
         if ls.hook_supported:
             ls.service.hook = ls.will_run_hook
         for problem in problems:

@@ -112,7 +112,10 @@ class Registry:
         """Refuse to create a file in ``directory`` unless it leads inside the roots (when it does
         not exist yet: its nearest existing ancestor, under which it would be made)."""
         probe = os.path.abspath(directory)
+        roots = {os.path.abspath(root) for root in self.roots}
         while not os.path.lexists(probe) and os.path.dirname(probe) != probe:
+            if probe in roots:
+                return  # the root itself does not exist yet: it is made here, with the folder
             probe = os.path.dirname(probe)
         self.check(probe, ref or directory)
 

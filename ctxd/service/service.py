@@ -19,7 +19,7 @@ import attrs
 from ctxd.context.build import Size, build_context, context_size
 from ctxd.context.openai import to_openai
 from ctxd.context.truncate import is_oversized, limit_chars, truncate_tool_result
-from ctxd.context.view import project, run_rows
+from ctxd.context.view import cap, project, run_rows
 from ctxd.errors import CtxdError, InvalidEntryError, SessionNotFoundError
 from ctxd.service import protocol as p
 from ctxd.service.base import ServiceBase
@@ -51,7 +51,7 @@ class Service(Compacting, Live, ServiceBase):
         found = only_inside(found, self.config.all_roots)
         for s in found:
             self.registry.remember(s.id, s.path)
-        return {"roots": roots, "sessions": [s.to_json() for s in found]}
+        return {"roots": roots, "sessions": [p.capped_row(s.to_json()) for s in found]}
 
     async def session_open(self, params: p.SessionParams) -> dict[str, Any]:
         return await self._with(params.session, self._info)
@@ -62,8 +62,8 @@ class Service(Compacting, Live, ServiceBase):
         return {
             "path": s.path,
             "sessionId": s.file.session_id,
-            "cwd": s.file.cwd,
-            "name": s.tree.name,
+            "cwd": cap(s.file.cwd, p.NAME_LIMIT),
+            "name": cap(s.tree.name),
             "version": s.file.version,
             "entries": len(s.file),
             "leafId": s.leaf_id(),
@@ -95,6 +95,14 @@ class Service(Compacting, Live, ServiceBase):
             fields.append((f"messages[{i}]", f"messages[{i}]"))
         if not entries:
             raise InvalidEntryError("nothing to append: give entries or messages")
+        for i, entry in enumerate(entries):
+            # Names and labels are shown in every listing and tree: bounded, as session/create's.
+            for field in ("name", "label"):
+                text = entry.get(field) if entry.get("type") in ("session_info", "label") else None
+                if isinstance(text, str) and len(text) > p.NAME_LIMIT:
+                    raise InvalidEntryError(
+                        f"entries[{i}].{field} is longer than {p.NAME_LIMIT} characters", index=i, field=field
+                    )
         opened = await self._open(params.session)
         return await self._append(
             opened, entries, params.parentId, use_leaf=not explicit_parent, mode=params.durability, fields=fields
@@ -182,7 +190,7 @@ class Service(Compacting, Live, ServiceBase):
             return {
                 "session": s.path,
                 "sessionId": s.file.session_id,
-                "name": s.tree.name,
+                "name": cap(s.tree.name),
                 "leafId": s.leaf_id(),
                 "entries": len(s.file),
                 "total": total,
@@ -241,9 +249,11 @@ class Service(Compacting, Live, ServiceBase):
             roles: dict[str, int] = {}
             types: dict[str, int] = {}
             for h in s.file.heads:
-                types[h.type] = types.get(h.type, 0) + 1
+                kind = cap(h.type) or ""
+                types[kind] = types.get(kind, 0) + 1
                 if h.message is not None:
-                    roles[h.message.role] = roles.get(h.message.role, 0) + 1
+                    role = cap(h.message.role) or ""
+                    roles[role] = roles.get(role, 0) + 1
             leaves = sum(1 for i in range(len(s.file)) if not s.tree.child_ids(i))
             ctx = build_context(s.file, s.tree, estimates=s.estimates)
             return {
@@ -295,7 +305,7 @@ class Service(Compacting, Live, ServiceBase):
                         "firstKeptEntryId": body.get("firstKeptEntryId"),
                         "onActivePath": i in active,
                         "madeBy": "ctxd" if ledger else "other",
-                        "instructions": ledger.get("instructions"),
+                        "instructions": p.capped(ledger.get("instructions"), p.NAME_LIMIT),
                         "messagesSummarized": ledger.get("messagesSummarized"),
                         "summaryPreview": " ".join(summary.split())[:200],
                     }
