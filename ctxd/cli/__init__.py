@@ -3,15 +3,23 @@
 from __future__ import annotations
 
 import argparse
+import logging
+import os
 import sys
 from collections.abc import Sequence
 
 from ctxd import __version__
-from ctxd.errors import CtxdError
+from ctxd.cli.errors import HELP, run
+from ctxd.redact import redact_logs
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="ctxd", description="Context daemon for LLM agents (pi session format).")
+    p = argparse.ArgumentParser(
+        prog="ctxd",
+        description="Context daemon for LLM agents (pi session format).",
+        epilog=HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     p.add_argument("--version", action="version", version=f"ctxd {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
 
@@ -83,20 +91,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         from ctxd.server import serve
 
         return serve(tcp=args.tcp, config_path=args.config)
+    # Warnings (a model attempt that failed, ...) as one line each, never showing a secret.
+    # CTXD_LOG_LEVEL sets ctxd's own level; libraries stay at warnings.
+    level = logging.getLevelName(os.environ.get("CTXD_LOG_LEVEL", "WARNING").upper())
+    logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="ctxd: %(message)s")
+    logging.getLogger("ctxd").setLevel(level if isinstance(level, int) else logging.WARNING)
+    redact_logs()
     from ctxd.cli import commands
 
-    handler = getattr(commands, f"cmd_{args.command}")
-    try:
-        return int(handler(args))
-    except CtxdError as exc:
-        if getattr(args, "json", False):
-            from ctxd.cli.render import dump as _dump
-
-            _dump({"error": {"code": exc.code, "message": exc.message, "data": exc.data}})
-        print(f"ctxd: {exc.message}", file=sys.stderr)
-        return 2
-    except BrokenPipeError:
-        return 0
+    return run(getattr(commands, f"cmd_{args.command}"), args)
 
 
 __all__ = ["main"]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import stat
 import sys
 from typing import Any
 
@@ -12,11 +13,26 @@ from ctxd.cli.render import render_context, render_rows, use_color
 from ctxd.context.build import build_context
 from ctxd.context.openai import to_openai
 from ctxd.context.view import cap, project
+from ctxd.errors import SessionError
 from ctxd.redact import redact_json
 from ctxd.service.protocol import capped_row
 from ctxd.service.registry import only_inside
 from ctxd.store.listing import default_roots, list_sessions
 from ctxd.tree.session import Session
+
+
+def open_session(path: str) -> Session:
+    """The session file named on the command line: a regular file, or a one-line error (a FIFO
+    would block the read, a device never end it, a directory is not a session)."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        raise SessionError("no such session file", path=os.path.abspath(path)) from None
+    if stat.S_ISDIR(st.st_mode):
+        raise SessionError("is a directory, not a session file", path=os.path.abspath(path))
+    if not stat.S_ISREG(st.st_mode):
+        raise SessionError("not a regular file (a FIFO, a device, a socket?)", path=os.path.abspath(path))
+    return Session.open(path)
 
 
 def cmd_sessions(args: argparse.Namespace) -> int:
@@ -35,7 +51,7 @@ def cmd_sessions(args: argparse.Namespace) -> int:
 
 
 def cmd_tree(args: argparse.Namespace) -> int:
-    session = Session.open(args.file)
+    session = open_session(args.file)
     rows, _ = project(session, collapse=0 if args.all else args.collapse)
     if args.json:
         _dump(
@@ -61,7 +77,7 @@ def cmd_tree(args: argparse.Namespace) -> int:
 
 
 def cmd_context(args: argparse.Namespace) -> int:
-    session = Session.open(args.file)
+    session = open_session(args.file)
     ctx = build_context(session.file, session.tree, args.leaf, estimates=session.estimates)
     messages = ctx.agent_messages()
     if args.truncate_window:
@@ -90,7 +106,7 @@ def cmd_context(args: argparse.Namespace) -> int:
 
 
 def cmd_branch(args: argparse.Namespace) -> int:
-    session = Session.open(args.file)
+    session = open_session(args.file)
     old = session.leaf_id()
     if args.summarize:
         from ctxd.compaction.branching import branch_with_summary
@@ -108,7 +124,7 @@ def cmd_branch(args: argparse.Namespace) -> int:
 
 
 def cmd_fork(args: argparse.Namespace) -> int:
-    session = Session.open(args.file)
+    session = open_session(args.file)
     path = session.fork(args.entry)
     if args.json:
         _dump({"path": path, "parentSession": session.path, "entryId": args.entry})
@@ -118,7 +134,7 @@ def cmd_fork(args: argparse.Namespace) -> int:
 
 
 def cmd_label(args: argparse.Namespace) -> int:
-    session = Session.open(args.file)
+    session = open_session(args.file)
     session.file.require(args.entry)
     entry: dict[str, Any] = {"type": "label", "targetId": args.entry}
     if args.text:

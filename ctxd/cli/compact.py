@@ -8,7 +8,9 @@ import json
 import os
 import sys
 
+from ctxd.cli.commands import open_session
 from ctxd.compaction.engine import compact, dry_run
+from ctxd.compaction.plan import NothingToCompact
 from ctxd.compaction.settings import CompactionSettings
 from ctxd.errors import CompactionError
 from ctxd.redact import redact_json
@@ -35,9 +37,12 @@ def run_compact(args: argparse.Namespace) -> int:
     settings = CompactionSettings(model=args.model, apiBase=args.api_base)
     if args.keep_recent_tokens is not None:
         settings.keepRecentTokens = args.keep_recent_tokens
-    session = Session.open(args.file)
+    session = open_session(args.file)
     if args.dry_run:
-        plan = dry_run(session, settings)
+        try:
+            plan = dry_run(session, settings)
+        except NothingToCompact as exc:  # as a real compaction reports it
+            raise CompactionError(f"nothing to compact: {exc}", path=session.path) from exc
         data = plan.to_json()
         ordered = {k: data[k] for k in DRY_RUN_KEYS} | {k: v for k, v in data.items() if k not in DRY_RUN_KEYS}
         if args.json:
