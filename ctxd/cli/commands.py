@@ -154,7 +154,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     from ctxd.context.check import check_session
     from ctxd.context.repair import repair
 
-    session = Session.open(args.file)
+    session = open_session(args.file)
     report = repair(session) if args.repair else check_session(session)
     if args.json:
         _dump(report.to_json())

@@ -4,6 +4,7 @@ error object on stdout; never a traceback (``CTXD_DEBUG=1`` shows one for a bug)
 Exit codes (README and ``ctxd --help`` list them):
 
     0   done
+    1   ``ctxd check`` only: the file has findings
     2   the command cannot do what was asked: bad arguments, a file that is missing, a directory
         or not a regular file, a session file that cannot be used (bad header, unreadable), an
         unknown entry, nothing to compact, a compaction that failed
@@ -28,6 +29,7 @@ from ctxd.errors import CtxdError
 from ctxd.redact import redact, redact_json
 
 EXIT_OK = 0
+EXIT_FINDINGS = 1
 EXIT_ERROR = 2
 EXIT_BUG = 70
 EXIT_INTERRUPTED = 130
@@ -36,6 +38,7 @@ INTERNAL = -32603
 
 HELP = f"""exit codes:
   {EXIT_OK}   done
+  {EXIT_FINDINGS}   ctxd check only: the file has findings
   {EXIT_ERROR}   the command cannot do what was asked (bad arguments, a missing or unusable
       session file, an unknown entry, nothing to compact, a failed compaction)
   {EXIT_BUG}  an error ctxd did not expect: please report it (CTXD_DEBUG=1 shows the traceback)
@@ -91,4 +94,4 @@ def _fail(args: argparse.Namespace, code: int, message: str, path: Any, line: An
     return EXIT_ERROR
 
 
-__all__ = ["EXIT_BUG", "EXIT_ERROR", "EXIT_INTERRUPTED", "EXIT_OK", "HELP", "run"]
+__all__ = ["EXIT_BUG", "EXIT_ERROR", "EXIT_FINDINGS", "EXIT_INTERRUPTED", "EXIT_OK", "HELP", "run"]
