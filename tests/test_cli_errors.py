@@ -183,6 +183,20 @@ def test_a_bug_is_one_line_asking_for_a_report_and_ctxd_debug_shows_the_tracebac
     assert out.returncode == EXIT_BUG and "Traceback" in out.stderr and "RuntimeError" in out.stderr
 
 
+@pytest.mark.parametrize(
+    "args",
+    [(), ("tree",), ("bogus",), ("tree", "x", "--collapse", "-1"), ("compact", "x", "--keep-recent-tokens", "many")],
+)
+def test_usage_errors_are_one_line_too(args: tuple[str, ...]) -> None:
+    for extra in ((), ("--json",)):
+        out = run(*args, *extra)
+        assert out.returncode == EXIT_ERROR
+        [only] = out.stderr.strip().splitlines()
+        assert only.startswith("ctxd: ") and "--help" in only
+        if extra and args:
+            assert json.loads(out.stdout)["error"]["code"] == -32602
+
+
 def test_exit_codes_are_documented() -> None:
     readme = (REPO / "README.md").read_text()
     helped = run("--help").stdout

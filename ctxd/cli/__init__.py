@@ -9,12 +9,12 @@ import sys
 from collections.abc import Sequence
 
 from ctxd import __version__
-from ctxd.cli.errors import HELP, run
+from ctxd.cli.errors import HELP, Parser, count, run
 from ctxd.redact import redact_logs
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = Parser(
         prog="ctxd",
         description="Context daemon for LLM agents (pi session format).",
         epilog=HELP,
@@ -31,7 +31,7 @@ def _parser() -> argparse.ArgumentParser:
     t = sub.add_parser("tree", help="show a session's tree")
     t.add_argument("file")
     t.add_argument("--all", action="store_true", help="do not collapse linear runs")
-    t.add_argument("--collapse", type=int, default=8, help="collapse linear runs longer than this (default 8)")
+    t.add_argument("--collapse", type=count(0), default=8, help="collapse linear runs longer than this (default 8)")
     t.add_argument("--json", action="store_true")
 
     c = sub.add_parser("context", help="build the context for the next request")
@@ -39,7 +39,7 @@ def _parser() -> argparse.ArgumentParser:
     c.add_argument("--leaf", help="entry id to build from (default: the session's leaf)")
     c.add_argument("--format", choices=("pi", "openai"), default="pi")
     c.add_argument("--json", action="store_true")
-    c.add_argument("--truncate-window", type=int, help="truncate oversized tool results for this window")
+    c.add_argument("--truncate-window", type=count(1), help="truncate oversized tool results for this window")
     c.add_argument("--count-model", help="count tokens exactly with this model's tokenizer (offline, via litellm)")
 
     b = sub.add_parser("branch", help="move the leaf to an entry (persisted; pi agrees)")
@@ -65,7 +65,7 @@ def _parser() -> argparse.ArgumentParser:
     k.add_argument("--api-base")
     k.add_argument("--instructions", help="extra focus for the summary")
     k.add_argument("--dry-run", action="store_true", help="plan only: write nothing, call no model")
-    k.add_argument("--keep-recent-tokens", type=int)
+    k.add_argument("--keep-recent-tokens", type=count(0))
     k.add_argument("--json", action="store_true")
     k.add_argument("--fork-root", help="where a pi fork of a Claude Code / Codex transcript goes (default: pi's root)")
 

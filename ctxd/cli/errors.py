@@ -23,7 +23,7 @@ import os
 import sys
 import traceback
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NoReturn
 
 from ctxd.errors import CtxdError
 from ctxd.redact import redact, redact_json
@@ -45,6 +45,32 @@ HELP = f"""exit codes:
   {EXIT_INTERRUPTED} interrupted
 errors are one line on stderr; with --json, also {{"error": {{"code", "message", "path", "line"}}}}
 on stdout."""
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse, with its usage errors as one line too (and as JSON with ``--json``)."""
+
+    def error(self, message: str) -> NoReturn:
+        if "--json" in sys.argv[1:]:
+            from ctxd.cli.render import dump
+
+            dump({"error": {"code": -32602, "message": message, "path": None, "line": None, "data": {}}})
+        self.exit(EXIT_ERROR, f"ctxd: {message} (see {self.prog} --help)\n")
+
+
+def count(least: int) -> Callable[[str], int]:
+    """An argparse type: an integer of at least ``least``."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+        if value < least:
+            raise argparse.ArgumentTypeError(f"must be at least {least}, got {value}")
+        return value
+
+    return parse
 
 
 def run(handler: Callable[[argparse.Namespace], int], args: argparse.Namespace) -> int:
