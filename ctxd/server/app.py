@@ -7,7 +7,6 @@ its JSON.  All registration happens in :func:`create_server`.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
@@ -33,7 +32,6 @@ if TYPE_CHECKING:
     from ctxd.compaction.plan import CompactionPlan
 
 log = logging.getLogger(__name__)
-_CONTENT_TYPE = b"application/vscode-jsonrpc; charset=utf-8"
 
 
 def _keep_dict(obj: dict[str, Any], cls: type) -> Any:
@@ -53,25 +51,6 @@ def converter_factory() -> Any:
 
 class CtxdProtocol(LanguageServerProtocol):
     initialize_seen = False
-
-    def _send_data(self, data: Any) -> None:
-        # pygls logs an answer it cannot encode (a stored message nested deeper than the encoder
-        # goes) and sends nothing: the client would wait forever. Answer with an error instead.
-        if not data or self.writer is None:
-            super()._send_data(data)
-            return
-        try:
-            body = json.dumps(data, default=self._serialize_message)
-        except (RecursionError, ValueError, TypeError) as exc:
-            msg_id = getattr(data, "id", None)
-            log.error("cannot encode a message (id %r): %s", msg_id, exc)
-            if msg_id is None or getattr(data, "method", None) is not None:
-                return  # a notification or a request of ours: nothing waits for it
-            reason = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
-            error = {"code": -31010, "message": f"cannot send the answer: it holds a value {reason}"}
-            body = json.dumps({"jsonrpc": "2.0", "id": msg_id, "error": error})
-        raw = body.encode("utf-8")
-        self.writer.write(b"Content-Length: %d\r\nContent-Type: %s\r\n\r\n%s" % (len(raw), _CONTENT_TYPE, raw))
 
     @lsp_method(lsp.INITIALIZE)
     def lsp_initialize(self, params: lsp.InitializeParams) -> Any:

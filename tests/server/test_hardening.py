@@ -62,7 +62,8 @@ async def test_a_deeply_nested_body_is_a_parse_error(tmp_path: Path, depth: int)
 
 
 async def test_a_deep_message_that_parses_is_answered(tmp_path: Path) -> None:
-    """Nested just under what the parser takes: stored or refused, but answered, and served after."""
+    """Nested just under what the parser takes: refused (the store keeps 100 levels), but answered, and
+    served after; every answer about the session too."""
     daemon = await started(tmp_path)
     try:
         path = (await daemon.call(p.SESSION_CREATE, {"cwd": "/deep"}))["result"]["path"]
