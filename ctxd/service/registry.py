@@ -89,8 +89,9 @@ class Registry:
         if os.sep not in ref and "/" not in ref:
             known = self._ids.get(ref)
             # Checked again each time: a folder on the way may have been swapped for a link since.
-            if known is not None and os.path.realpath(known) == known and os.path.isfile(known):
-                return self.check(known, ref)
+            fresh = known is not None and os.path.realpath(known) == known and os.path.isfile(known)
+            if known is not None and fresh and _within(known, real_roots(self.roots)):
+                return known
             self._ids.pop(ref, None)
             if not scan:
                 return None
