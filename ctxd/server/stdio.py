@@ -90,6 +90,8 @@ class _Frames:
         self.writer = writer
         self._pending: bytes | None = None
         """A header line found while skipping a lost body."""
+        self._restart = False
+        """A frame was lost while its headers were read: the line returned starts the next one."""
 
     async def _line(self) -> bytes | None:
         if self._pending is not None:
@@ -104,10 +106,8 @@ class _Frames:
                 # A header line too long to be one: report it, drop it up to its end.
                 self._lose(f"a header line longer than {MAX_HEADER} bytes")
                 await self.reader.readexactly(exc.consumed)
-                found = await self._skip()
-                if found is None:
-                    return None
-                return found
+                self._restart = True
+                return await self._skip()
 
     def _lose(self, reason: str) -> None:
         log.warning("lost a frame: %s; skipping to the next Content-Length header", reason)
@@ -149,6 +149,9 @@ class _Frames:
                 line = await self._line()
                 if line is None:
                     return None
+                if self._restart:  # what was read of this frame's headers belongs to a lost one
+                    self._restart = False
+                    length, problem, headers = None, None, 0
                 stripped = line.strip()
                 if not stripped:
                     if headers:

@@ -100,9 +100,8 @@ class Service(Compacting, Live, ServiceBase):
             for field in ("name", "label"):
                 text = entry.get(field) if entry.get("type") in ("session_info", "label") else None
                 if isinstance(text, str) and len(text) > p.NAME_LIMIT:
-                    raise InvalidEntryError(
-                        f"entries[{i}].{field} is longer than {p.NAME_LIMIT} characters", index=i, field=field
-                    )
+                    at = f"entries[{i}].{field}"
+                    raise InvalidEntryError(f"{at}: longer than {p.NAME_LIMIT} characters", index=i, field=at)
         opened = await self._open(params.session)
         return await self._append(
             opened, entries, params.parentId, use_leaf=not explicit_parent, mode=params.durability, fields=fields

@@ -92,7 +92,9 @@ async def test_a_deep_message_that_parses_is_answered(tmp_path: Path) -> None:
         b"Content-Length: 12 34\r\n",
         b"Content-Length: 99999999999999999999\r\n",
         b"X-Whatever: 1\r\nContent-Length:\r\n",
+        b"Content-Length: abc\r\nX-Long: " + b"x" * 70_000 + b"\r\n",
     ],
+    ids=["no-length", "abc", "negative", "two-numbers", "huge", "empty", "long-header-line"],
 )
 async def test_a_frame_without_a_valid_content_length_is_answered_and_skipped(tmp_path: Path, header: bytes) -> None:
     daemon = await started(tmp_path)
