@@ -29,9 +29,9 @@ class InvalidParams(ValueError):
 
 # --- limits -----------------------------------------------------------------------------------
 
-# TEXT_CAP: free text a payload carries (a session's name and title, a label, an error in a
-# listing) is cut to this many characters, ending in "…"; the whole text stays available from
-# ``session/entry``.
+# TEXT_CAP (from ctxd.context.view, 256): free text a payload carries (a session's name and title,
+# a label, an error in a listing) is cut to that many characters, ending in "…"; the whole text
+# stays available from ``session/entry``.
 NAME_LIMIT = 4096
 """The longest name or label ``session/create``, ``session/label`` and ``session/append`` accept."""
 ERROR_CAP = 2000
