@@ -24,16 +24,8 @@ from typing import Any
 import attrs
 
 from ctxd.compaction.fileops import strip_file_blocks
-from ctxd.compaction.summarizers.facts import (
-    CONSTRAINT_RE,
-    DECISION_RE,
-    MINE_CHARS,
-    NEXT_RE,
-    Facts,
-    scan,
-    sentences,
-    short,
-)
+from ctxd.compaction.summarizers.facts import Facts, scan
+from ctxd.compaction.summarizers.mining import CORRECTION_RE, head, short
 from ctxd.formats.injected import strip_ansi
 
 KINDS = (
@@ -64,15 +56,13 @@ LABELS = {
 LISTED = frozenset({"file-modified", "file-read", "command"})
 """Kinds rendered as one bullet listing all their facts (the others get a bullet per fact)."""
 HEADING = "## Must keep"
+MAX_ERRORS = 40
+"""Error facts per sheet: unresolved ones first, then the newest."""
 PROBE_CHARS = 60
 """Text probes are the first this-many characters of a fact (after normalisation)."""
 
 _MARKUP_RE = re.compile(r"[`*_\"'\u2018\u2019\u201c\u201d]|\[\.\.\.\d+ chars omitted\.\.\.\]")
 _SPACE_RE = re.compile(r"\s+")
-_CORRECTION_RE = re.compile(
-    r"^\s*(?:no\b|nope\b|not\b|wrong\b|actually\b|instead\b|that'?s (?:not|wrong)|don'?t\b|stop\b|revert\b|undo\b)",
-    re.IGNORECASE,
-)
 
 
 def normalize(text: str) -> str:
@@ -222,7 +212,7 @@ class _Sheet:
         return FactSheet(tuple(f for _, f in ordered))
 
 
-def _previous_facts(sheet: _Sheet, previous_summary: str) -> None:
+def _previous_facts(sheet: _Sheet, previous_summary: str, *, keep_goal: bool = True) -> None:
     """The lasting facts of an earlier summary: its goal and its own must-keep section."""
     text = strip_file_blocks(previous_summary)
     section: str | None = None
@@ -237,8 +227,9 @@ def _previous_facts(sheet: _Sheet, previous_summary: str) -> None:
         item = line[2:].strip()
         if section == "goal":
             item = item.removeprefix("(earlier) ").removeprefix("Later request: ")
-            if item.lower().startswith("latest request:"):
+            if item.lower().startswith("latest request:") or not keep_goal:
                 continue
+            keep_goal = False  # the first goal line is the goal; later ones were requests
             sheet.add("goal", short(item, 400), text_probes(item))
             continue
         label, _, rest = item.partition(": ")
@@ -257,47 +248,36 @@ def _previous_facts(sheet: _Sheet, previous_summary: str) -> None:
             sheet.add(kind, rest, text_probes(rest))
 
 
-def _command_text(command: str, runs: int, failed: int, last_ok: bool) -> str:
-    text = f"`{short(command, 160)}`"
-    if runs > 1:
-        text += f" x{runs}"
-    if failed:
-        text += f" ({failed} failed, last {'ok' if last_ok else 'failed'})" if runs > 1 else " (failed)"
-    return text
-
-
-def _from_facts(sheet: _Sheet, facts: Facts, read_files: Sequence[str], modified_files: Sequence[str]) -> None:
+def _from_facts(
+    sheet: _Sheet, facts: Facts, read_files: Sequence[str], modified_files: Sequence[str], goal: str | None
+) -> None:
     first = facts.first_request or facts.first_user
-    if first:
+    if first and not goal:
         sheet.add("goal", short(first, 400), text_probes(first))
     latest = facts.latest_request or facts.latest_user
-    if latest and (first is None or latest.strip() != first.strip()):
+    if latest and (goal or latest.strip() != (first or "").strip()):
         sheet.add("request", short(latest, 400), text_probes(latest))
-    for text in facts.constraint_texts:
-        kind = "correction" if _CORRECTION_RE.match(text) else "constraint"
-        for sentence in sentences(text, CONSTRAINT_RE, 4):
-            sheet.add(kind, sentence, text_probes(sentence))
-    for error in facts.unresolved[-8:]:
-        sheet.add("error", short(error.text, 300), text_probes(error.text))
-    modified = list(dict.fromkeys([*modified_files, *facts.done_files]))
+    for index, sentence in facts.constraints:
+        del index
+        kind = "correction" if CORRECTION_RE.match(sentence) else "constraint"
+        sheet.add(kind, sentence, text_probes(sentence))
+    errors = sorted(reversed(facts.errors), key=lambda e: e.resolved)
+    for error in errors[:MAX_ERRORS]:
+        note = " (resolved)" if error.resolved else ""
+        sheet.add("error", head(error.text, 300) + note, text_probes(error.line))
+    modified = list(dict.fromkeys([*reversed(facts.done_files), *modified_files]))
     for path in modified:
         sheet.add("file-modified", path, path_probes(path))
-    if facts.last_assistant_text:
-        for sentence in sentences(facts.last_assistant_text, NEXT_RE, 3, max_len=240):
-            sheet.add("next", sentence, text_probes(sentence))
+    for sentence in facts.plan:
+        sheet.add("next", sentence, text_probes(sentence))
     for call in facts.open_calls[-3:]:
         sheet.add("next", f"check the outcome of {call.label} (no result was recorded)", text_probes(call.label))
-    decisions: list[str] = []
-    for text in facts.assistant_texts:
-        if DECISION_RE.search(text, 0, MINE_CHARS):
-            decisions.extend(sentences(text, DECISION_RE, 2, max_len=240))
-    for sentence in decisions[-8:]:
+    for sentence in facts.decisions[-8:]:
         sheet.add("decision", sentence, text_probes(sentence))
-    for command, (runs, failed) in facts.runs.items():
-        last_ok = facts.commands.get(command, True)
-        sheet.add("command", _command_text(command, runs, failed, last_ok), text_probes(command))
+    for stat in sorted(facts.commands.values(), key=lambda c: (-c.runs, -c.last_index)):
+        sheet.add("command", stat.text, text_probes(stat.command))
     done = set(modified)
-    for path in dict.fromkeys([*read_files, *facts.reads]):
+    for path in dict.fromkeys([*reversed(facts.reads), *read_files]):
         if path not in done:
             sheet.add("file-read", path, path_probes(path))
 
@@ -308,17 +288,21 @@ def must_keep_facts(
     previous_summary: str | None = None,
     read_files: Sequence[str] = (),
     modified_files: Sequence[str] = (),
+    goal: str | None = None,
 ) -> FactSheet:
     """The must-keep facts of ``messages`` (pi AgentMessages, oldest first), deterministic.
 
     ``previous_summary`` contributes its goal and its ``## Must keep`` items (they were must-keep before);
     ``read_files``/``modified_files`` (a compaction plan's lists, which fold in earlier compactions') add file
-    facts for paths the messages do not show.
+    facts for paths the messages do not show; ``goal`` is the session's first request when it comes before
+    ``messages`` (see :mod:`ctxd.compaction.goal`): then it is the goal, whatever the previous summary says.
     """
     sheet = _Sheet()
+    if goal:
+        sheet.add("goal", short(goal, 400), text_probes(goal))
     if previous_summary:
-        _previous_facts(sheet, previous_summary)
-    _from_facts(sheet, scan(messages), read_files, modified_files)
+        _previous_facts(sheet, previous_summary, keep_goal=not goal)
+    _from_facts(sheet, scan(messages), read_files, modified_files, goal)
     return sheet.sheet()
 
 

@@ -28,7 +28,7 @@ def test_facts_of_a_session() -> None:
     assert kinds(sheet, "request")[0].startswith("Now document it in docs/cli.md")
     constraints = " | ".join(kinds(sheet, "constraint"))
     assert "You must keep Python 3.8 compatibility." in constraints
-    assert "Don't add new dependencies." in constraints
+    assert kinds(sheet, "correction") == ["Don't add new dependencies."]  # it says what not to do
     assert "Should I worry" not in constraints  # a question is not a constraint
     assert set(kinds(sheet, "file-modified")) == {"src/cli.py", "docs/cli.md"}
     commands = kinds(sheet, "command")

@@ -22,6 +22,11 @@ LATER = "Later request: "
 STATS = "Newly summarised: "
 ANSWERED = "(answered; awaiting the user's next message)"
 DERIVED_LABELS = (
+    "Files modified:",
+    "Files read:",
+    "Commands (runs, outcome):",
+    "Other requests (oldest first):",
+    "User reported:",
     "Recently changed files:",
     "Recently read files:",
     "Recent commands:",
@@ -189,12 +194,12 @@ def merge(old: SummaryDoc, new: SummaryDoc) -> SummaryDoc:
     rest = [g for g in goal if not g.startswith(LATEST)]
     return SummaryDoc(
         goal=cap(rest, 5, head=2) + latest[-1:],
-        constraints=cap(dedupe(old.constraints + new.constraints), 20, head=8),
+        constraints=cap(dedupe(old.constraints + new.constraints), 150, head=30),
         done=cap(dedupe(old.done + new.done), 30),
         in_progress=dedupe(new.in_progress + _carried(old.in_progress, 3)),
         blocked=dedupe(new.blocked + _carried(old.blocked, 3)),
-        decisions=cap(dedupe(old.decisions + new.decisions), 20),
-        next_steps=new.next_steps or old.next_steps,
+        decisions=cap(dedupe(old.decisions + new.decisions), 40),
+        next_steps=new.next_steps,  # an earlier plan is stale once new work happened
         critical=_merge_critical(old.critical, new.critical),
         extra=[(t, b) for t, b in old.extra if t not in {nt for nt, _ in new.extra}] + new.extra,
         turn_context=list(new.turn_context),
@@ -208,17 +213,38 @@ def _bullets(items: list[str], prefix: str = "- ", empty: str = "(none recorded)
     return [f"{prefix}{item}" for item in items]
 
 
-def render(doc: SummaryDoc, history: list[str] | None = None, history_note: str | None = None) -> str:
-    """Markdown for ``doc``; ``history`` overrides ``doc.history`` (already cut to a budget)."""
-    lines: list[str] = ["## Goal", *_bullets(doc.goal, empty="(not stated)"), ""]
-    lines += ["## Constraints & Preferences", *_bullets(doc.constraints), ""]
-    lines += ["## Progress", "### Done", *_bullets(doc.done, "- [x] ", "(nothing recorded)"), ""]
-    lines += ["### In Progress", *_bullets(doc.in_progress, "- [ ] ", "(nothing under way)"), ""]
-    lines += ["### Blocked", *_bullets(doc.blocked, empty="(none)"), ""]
-    lines += ["## Key Decisions", *_bullets(doc.decisions), ""]
-    steps = [f"{n}. {s}" for n, s in enumerate(doc.next_steps, 1)] or ["- (none recorded)"]
-    lines += ["## Next Steps", *steps, ""]
-    lines += ["## Critical Context", *_bullets(doc.critical), ""]
+def render(
+    doc: SummaryDoc, history: list[str] | None = None, history_note: str | None = None, *, skip_empty: bool = False
+) -> str:
+    """Markdown for ``doc``; ``history`` overrides ``doc.history`` (already cut to a budget). With
+    ``skip_empty``, sections with nothing in them are left out (for summaries of small ranges)."""
+    lines: list[str] = []
+
+    def add(title: str, items: list[str]) -> None:
+        if items or not skip_empty:
+            lines.extend([title, *items, ""])
+
+    def listed(items: list[str], empty: str = "(none recorded)") -> list[str]:
+        return _bullets(items) if items else [] if skip_empty else _bullets([], empty=empty)
+
+    add("## Goal", listed(doc.goal, "(not stated)"))
+    add("## Constraints & Preferences", listed(doc.constraints))
+    progress_empty = not (doc.done or doc.in_progress or doc.blocked)
+    if not (skip_empty and progress_empty):
+        lines += ["## Progress"]
+        if doc.done or not skip_empty:
+            lines += ["### Done", *_bullets(doc.done, "- [x] ", "(nothing recorded)"), ""]
+        if doc.in_progress or not skip_empty:
+            lines += ["### In Progress", *_bullets(doc.in_progress, "- [ ] ", "(nothing under way)"), ""]
+        if doc.blocked or not skip_empty:
+            lines += ["### Blocked", *_bullets(doc.blocked, empty="(none)"), ""]
+    add("## Key Decisions", listed(doc.decisions))
+    steps = [f"{n}. {s}" for n, s in enumerate(doc.next_steps, 1)] or ([] if skip_empty else ["- (none recorded)"])
+    add("## Next Steps", steps)
+    critical = doc.critical
+    if skip_empty:
+        critical = [c for c in critical if not c.startswith(STATS)]
+    add("## Critical Context", listed(critical))
     for title, body in doc.extra:
         lines += [f"## {title}", body, ""]
     if doc.turn_context:
