@@ -34,8 +34,9 @@ def test_facts_of_a_session() -> None:
     commands = kinds(sheet, "command")
     assert "`pytest -q` x2 (1 failed, last ok)" in commands
     assert "`make lint` (failed)" in commands
-    errors = " ".join(kinds(sheet, "error"))
-    assert "make lint" in errors and "pytest" not in errors  # the pytest failure was fixed by a later run
+    errors = kinds(sheet, "error")
+    assert errors[0].startswith("`make lint` (run by the user) exited with 2")  # unresolved first
+    assert errors[1].startswith("`pytest -q` failed") and errors[1].endswith("(resolved)")  # fixed by a later run
     assert any("fix the lint error" in n for n in kinds(sheet, "next"))
     # Most important first.
     order = [f.kind for f in sheet.facts]
