@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 import attrs
 
 from ctxd.compaction.fileops import format_file_blocks
-from ctxd.compaction.goal import first_request
+from ctxd.compaction.goal import session_goal
 from ctxd.compaction.mustkeep import FactSheet, must_keep_facts, patch_summary
 from ctxd.compaction.plan import CompactionPlan, NothingToCompact, plan_compaction
 from ctxd.compaction.prune import prune_messages
@@ -48,8 +48,7 @@ PROMPT_FACT_CHARS = 8_000
 def fact_sheet(session: Session, plan: CompactionPlan) -> tuple[FactSheet, str | None]:
     """What a summary of ``plan``'s range must keep, and the session's first request when it lies before the
     range (the goal a summary must state, see :mod:`ctxd.compaction.goal`)."""
-    starts = plan.summarizeEntryIds[:1] or plan.turnPrefixEntryIds[:1]
-    goal = first_request(session, plan.leafId, stop_at=starts) if starts else None
+    goal = session_goal(session, plan)
     sheet = must_keep_facts(
         [*plan.messagesToSummarize, *plan.turnPrefixMessages],
         previous_summary=plan.previousSummary,
@@ -261,6 +260,8 @@ async def compact(
             "messagesSummarized": len(plan.messagesToSummarize),
             "turnPrefixMessages": len(plan.turnPrefixMessages),
             "instructions": instructions,
+            # The session's goal, for the next compaction (see ctxd.compaction.goal).
+            "goal": goal or next((f.text for f in sheet.facts if f.kind == "goal"), None),
             "mustKeep": {
                 "facts": len(sheet),
                 "missing": len(missing),

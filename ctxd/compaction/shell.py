@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import functools
 import re
-import shlex
 
 import attrs
 
@@ -23,6 +22,7 @@ READERS = frozenset({"cat", "head", "tail", "nl", "less", "more", "bat", "batcat
 """Programs whose operands are files they only read (options aside)."""
 FILTERS = frozenset(
     {"head", "tail", "grep", "egrep", "fgrep", "rg", "wc", "sort", "uniq", "less", "more", "cat", "cut", "tr", "column"}
+    | {"sed", "awk", "nl", "jq"}
 )
 """Programs that, after a pipe, only shape the output of the command before them."""
 _OPTION_ARGS = {
@@ -38,6 +38,7 @@ _NOT_FILES = frozenset({"/dev/null", "/dev/stdout", "/dev/stderr", "-"})
 _LEADING_CD = re.compile(r"^\s*cd\s+(\"[^\"]*\"|'[^']*'|[^\s;&|]+)\s*(?:&&|;)\s*")
 _STREAM_REDIRECT = re.compile(r"\s+(?:[0-9]?>&[0-9]|[0-9]>\s*/dev/null|&>\s*/dev/null)(?=\s|$)")
 _PIPE_TAIL = re.compile(r"\s*\|\s*([A-Za-z0-9_.-]+)(?:\s+(?:[^|\"']|\"[^\"]*\"|'[^']*')*)?\s*$")
+_FILE_PROGRAMS_RE = re.compile(r">|\b(?:cat|head|tail|nl|less|more|bat|batcat|view|sed|touch|rm|unlink|cp|mv|tee)\b")
 MAX_COMMAND_CHARS = 4000
 """Longer commands (pasted scripts) are judged from their head."""
 
@@ -83,13 +84,44 @@ def command_core(command: str) -> tuple[str, str | None]:
     return " ".join(text.split()), cwd
 
 
+_TOKEN_RE = re.compile(
+    r"""(?P<op>&&|\|\||;;|\|&|[|;&]|&>>?|[0-9]*>>|[0-9]*>&[0-9-]*|[0-9]*>\||[0-9]*>|<<<|<<-?|<&|<)"""
+    r"""|(?P<word>(?:[^\s|;&<>"'\\]|\\.|"(?:\\.|[^"\\])*"|'[^']*')+)"""
+    r"""|(?P<space>\s+)|(?P<bad>.)""",
+    re.S,
+)
+_UNQUOTE_RE = re.compile(r"""\\(.)|"((?:\\.|[^"\\])*)"|'([^']*)'""", re.S)
+
+
+def _unquote(word: str) -> str:
+    if not any(c in word for c in "\"'\\"):
+        return word
+    return _UNQUOTE_RE.sub(
+        lambda m: m.group(1) or (re.sub(r"\\(.)", r"\1", m.group(2)) if m.group(2) is not None else m.group(3) or ""),
+        word,
+    )
+
+
 def _tokens(text: str) -> list[str] | None:
-    try:
-        lexer = shlex.shlex(text, posix=True, punctuation_chars=True)
-        lexer.whitespace_split = True
-        return list(lexer)
-    except ValueError:
-        return None
+    """Shell words and operators (quotes removed), or None for text that does not tokenise (an unclosed quote)."""
+    out: list[str] = []
+    for match in _TOKEN_RE.finditer(text):
+        kind = match.lastgroup
+        if kind == "word":
+            out.append(_unquote(match.group()))
+        elif kind == "op":
+            op = match.group()
+            digits = len(op) - len(op.lstrip("0123456789"))
+            if digits and op[digits:]:
+                out.append(op[:digits])  # "2>" -> "2", ">"
+                op = op[digits:]
+            if op.startswith(">&") and len(op) > 2:
+                out.extend((">&", op[2:]))
+            else:
+                out.append(op)
+        elif kind == "bad":
+            return None
+    return out
 
 
 def _operands(program: str, args: list[str]) -> list[str]:
@@ -173,6 +205,8 @@ def parse_shell(command: str) -> ShellCommand:
     """What ``command`` does (see :class:`ShellCommand`); never raises."""
     core, cwd = command_core(command)
     ops: list[tuple[FileOp, str]] = []
+    if not _FILE_PROGRAMS_RE.search(command, 0, MAX_COMMAND_CHARS):
+        return ShellCommand(core, cwd, (), False)  # nothing in it reads or writes a file
     tokens = _tokens(_first_line(command.strip()[:MAX_COMMAND_CHARS]))
     if tokens is None:
         return ShellCommand(core, cwd, (), False)

@@ -9,6 +9,7 @@ and checkboxes are stripped, unknown sections are carried along verbatim.
 
 from __future__ import annotations
 
+import functools
 import re
 
 import attrs
@@ -139,6 +140,7 @@ def parse_summary(text: str) -> SummaryDoc | None:
     return doc if known else None
 
 
+@functools.lru_cache(maxsize=16_384)
 def _norm(item: str) -> str:
     if item.startswith(EARLIER):
         item = item[len(EARLIER) :]

@@ -42,8 +42,9 @@ from ctxd.formats.injected import split_user_text
 Message = Mapping[str, Any]
 
 _RUNNING_RE = re.compile(r"Process running with session ID (\d+)")
-MAX_SENTENCES = 400
-"""At most this many constraint and decision sentences are kept per scan (the first half and the newest)."""
+EARLY_TEXTS = 50
+LATE_TEXTS = 250
+"""Decisions are mined from the agent's first and latest this-many texts, constraints from the user's."""
 LONG_MESSAGE = 2_000
 """User messages longer than this are treated as pastes: their error lines become facts of their own."""
 
@@ -72,19 +73,19 @@ class Call:
     ops: list[tuple[FileOp, str]]
     ok: bool | None = None
 
-    @property
-    def core(self) -> str | None:
-        """The command without its ``cd`` prefix and output filters (see :mod:`ctxd.compaction.shell`)."""
-        return command_key(self.command) if self.command else None
+    _key: str | None = None
 
     @property
     def key(self) -> str:
         """What a later success must match to resolve this call's failure."""
-        if self.command:
-            return f"cmd:{self.core}"
-        if self.ops:
-            return f"file:{self.ops[0][1]}"
-        return f"tool:{self.name}"
+        if self._key is None:
+            if self.command:
+                self._key = f"cmd:{command_key(self.command)}"
+            elif self.ops:
+                self._key = f"file:{self.ops[0][1]}"
+            else:
+                self._key = f"tool:{self.name}"
+        return self._key
 
     @property
     def label(self) -> str:
@@ -150,9 +151,12 @@ def _describe(name: str, arguments: Any, command: str | None, ops: list[tuple[Fi
     return name
 
 
-def _failed(result: Message, call: Call) -> bool:
-    text = content_text(result.get("content"), images=False)
-    codes = exit_codes(text) if call.command else []
+def _failed(result: Message, call: Call, text: str | None = None) -> bool:
+    if not call.command:
+        return bool(result.get("isError"))
+    if text is None:
+        text = content_text(result.get("content"), images=False)
+    codes = exit_codes(text)
     if codes and codes[-1] == 1 and error_line(text) is None:
         return False  # exit 1 with no output: a search that found nothing (grep, rg, test), not a failure
     if codes:
@@ -211,6 +215,12 @@ class Facts:
         return {key: [c.runs, c.failed] for key, c in self.commands.items()}
 
 
+def _may_say_fixed(text: str) -> bool:
+    """A cheap test before :data:`FIXED_RE`: the words it looks for, in any case."""
+    head = text[:MINE_CHARS]
+    return any(w in head for w in ("ix", "esolv", "ass", "ork", "rror", "uild", "ompil", "ucceed", "IX", "ASS"))
+
+
 def _touch(order: dict[str, Any], key: str, value: Any = None) -> None:
     """Move ``key`` to the end of an insertion-ordered dict (most recent last)."""
     order.pop(key, None)
@@ -223,18 +233,27 @@ class _Scanner:
         self.exchange = 0
         self.pending: dict[str, list[ErrorFact]] = {}
         """Unresolved errors by key."""
+        self.exchange_texts: list[str] = []
+        """The agent's texts since the last user message (its last stated plan is among them)."""
+        self.open_errors = 0
+        """Errors of this exchange so far (a statement that something was fixed resolves them)."""
         self.sessions: dict[str, Call] = {}
         """Codex exec sessions still running, by session id."""
+        self.early_user: list[tuple[int, str]] = []
+        self.late_user: deque[tuple[int, str]] = deque(maxlen=LATE_TEXTS)
         self.early: list[str] = []
-        self.late: deque[str] = deque(maxlen=MAX_SENTENCES // 2)
+        self.late: deque[str] = deque(maxlen=LATE_TEXTS)
 
     def error(self, index: int, key: str | None, label: str, line: str) -> None:
         fact = ErrorFact(index, key, short(label, 200), head(line, 240), self.exchange)
         self.facts.errors.append(fact)
+        self.open_errors += 1
         if key is not None:
             self.pending.setdefault(key, []).append(fact)
 
     def success(self, key: str) -> None:
+        if not self.pending:
+            return
         for fact in self.pending.pop(key, ()):
             fact.resolved = True
 
@@ -247,13 +266,15 @@ class _Scanner:
                 _touch(self.facts.reads, path)
             else:
                 _touch(self.facts.done_files, path, op)
-                self.success(f"file:{path}")
+                if self.pending:
+                    self.success(f"file:{path}")
         if parsed.file_only:
             return
-        key = command_key(command)
+        core = parsed.core or " ".join(command.split())
+        key = f"{core} [in {parsed.cwd}]" if parsed.cwd else core
         stat = self.facts.commands.pop(key, None)
         if stat is None:
-            stat = CommandStat(parsed.core or " ".join(command.split()), parsed.cwd)
+            stat = CommandStat(core, parsed.cwd)
         self.facts.commands[key] = stat
         if ok is None:
             return
@@ -267,9 +288,10 @@ class _Scanner:
         found = self.facts.calls.get(call_id) if isinstance(call_id, str) else None
         if found is None:
             return
+        text: str | None = None
         if found.command or found.name in ("write_stdin", "writeStdin"):
             text = content_text(message.get("content"), images=False)
-            running = _RUNNING_RE.search(text, 0, 400)
+            running = _RUNNING_RE.search(text, 0, 400) if "running" in text[:200] else None
             if running is not None and found.command:
                 # Codex's unified exec: the command goes on in a session; a later write_stdin reports its end.
                 self.sessions[running.group(1)] = found
@@ -282,15 +304,16 @@ class _Scanner:
                     return
                 found.ok = True
                 found = original
-        if _failed(message, found):
+        if _failed(message, found, text):
             found.ok = False
-            output = content_text(message.get("content"), images=False)
+            output = text if text is not None else content_text(message.get("content"), images=False)
             self.error(index, found.key, found.label + " failed", error_line(output) or "(no output)")
             if found.command:
                 self.command(index, found.command, False)
             return
         found.ok = True
-        self.success(found.key)
+        if self.pending:
+            self.success(found.key)
         if found.command:
             self.command(index, found.command, True)
         for op, path in found.ops:
@@ -298,7 +321,8 @@ class _Scanner:
                 _touch(self.facts.reads, path)
             else:
                 _touch(self.facts.done_files, path, op)
-                self.success(f"file:{path}")
+                if self.pending:
+                    self.success(f"file:{path}")
 
     def assistant(self, index: int, message: Message) -> None:
         facts = self.facts
@@ -314,8 +338,6 @@ class _Scanner:
                 call_id = block.get("id")
                 key = call_id if isinstance(call_id, str) else f"#{facts.call_count}"
                 facts.calls[key] = Call(index, name, arguments, command, ops)
-                if command:
-                    self.command(index, command, None)
             elif kind == "text":
                 value = block.get("text")
                 if isinstance(value, str) and value.strip():
@@ -325,30 +347,25 @@ class _Scanner:
         if texts:
             text = "\n".join(texts)
             facts.last_assistant_text = text
-            plan = sentences(text, NEXT_RE, 3, max_len=240)
-            if plan:
-                facts.plan = plan
-            if DECISION_RE.search(text, 0, MINE_CHARS):
-                for sentence in sentences(text, DECISION_RE, 2, max_len=240):
-                    self._keep(sentence, self.early, self.late)
-            if FIXED_RE.search(text, 0, MINE_CHARS):
+            # Mined at the end, and only a bounded number: the plan of the last exchange, the decisions of the
+            # first and the latest texts (mining every text of a long session costs seconds).
+            self.exchange_texts.append(text)
+            if len(self.early) < EARLY_TEXTS:
+                self.early.append(text)
+            else:
+                self.late.append(text)
+            if self.open_errors and _may_say_fixed(text) and FIXED_RE.search(text[:MINE_CHARS].lower()):
                 # The agent says it fixed something: this exchange's open failures are behind it.
-                for fact in facts.errors:
+                for fact in facts.errors[-self.open_errors :]:
                     if not fact.resolved and fact.exchange == self.exchange and fact.key != "model":
                         fact.resolved = True
+                self.open_errors = 0
         stop = message.get("stopReason")
         if stop == "error":
             detail = str(message.get("errorMessage") or "unknown error")
             self.error(index, "model", "Model error", detail)
         elif stop in ("stop", "toolUse", "length"):
             self.success("model")
-
-    @staticmethod
-    def _keep(item: str, early: list[str], late: deque[str]) -> None:
-        if len(early) < MAX_SENTENCES // 2:
-            early.append(item)
-        else:
-            late.append(item)
 
     def user(self, index: int, message: Message) -> None:
         facts = self.facts
@@ -357,17 +374,20 @@ class _Scanner:
         if not text.strip():
             return
         self.exchange += 1
-        facts.plan = []  # a plan stated before this message was for an earlier request
+        self.exchange_texts = []  # a plan stated before this message was for an earlier request
+        self.open_errors = 0
         if facts.first_user is None:
             facts.first_user = text
         facts.latest_user = text
         if is_request(text):
             facts.requests.append((index, text))
-        if CONSTRAINT_RE.search(text) or CORRECTION_RE.search(text):
-            for sentence in sentences(text, CONSTRAINT_RE, 8, also=CORRECTION_RE):
-                if len(facts.constraints) < MAX_SENTENCES:
-                    facts.constraints.append((index, sentence))
-        if len(text) > LONG_MESSAGE or "\n" in text:
+        if CONSTRAINT_RE.search(text, 0, MINE_CHARS) or CORRECTION_RE.match(text):
+            # Mined at the end: the user's first and latest texts that state constraints.
+            if len(self.early_user) < EARLY_TEXTS:
+                self.early_user.append((index, text))
+            else:
+                self.late_user.append((index, text))
+        if len(text) > 200 and "\n" in text:
             for line in key_lines(text):
                 facts.reported.append(line)
                 self.error(index, None, "User reported", line)
@@ -411,7 +431,18 @@ def scan(messages: Sequence[Message]) -> Facts:
             elif role == "bashExecution":
                 scanner.bash(index, message)
         facts = scanner.facts
-        facts.decisions = scanner.early + list(scanner.late)
+        for call in facts.calls.values():
+            if call.ok is None and call.command:
+                scanner.command(call.index, call.command, None)  # run, but no result seen
+        for index, text in (*scanner.early_user, *scanner.late_user):
+            facts.constraints.extend((index, s) for s in sentences(text, CONSTRAINT_RE, 8, also=CORRECTION_RE))
+        for text in (*scanner.early, *scanner.late):
+            if DECISION_RE.search(text, 0, MINE_CHARS):
+                facts.decisions.extend(sentences(text, DECISION_RE, 2, max_len=240))
+        for text in reversed(scanner.exchange_texts):
+            if NEXT_RE.search(text, 0, MINE_CHARS):
+                facts.plan = sentences(text, NEXT_RE, 3, max_len=240)
+                break
         return facts
     finally:
         if collecting:

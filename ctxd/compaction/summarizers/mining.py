@@ -40,15 +40,15 @@ NEXT_RE = re.compile(
 )
 FIXED_RE = re.compile(
     r"\b(?:fixed|resolved|now (?:passes|pass|works|builds|compiles|succeeds)|(?:all )?(?:tests|checks) pass(?:es|ed)?"
-    r"|works now|passing now|builds now|no (?:more )?errors)\b",
-    re.IGNORECASE,
+    r"|works now|passing now|builds now|no (?:more )?errors)\b"
 )
+"""The agent saying it fixed something (matched in lower-cased text)."""
 ERROR_LINE_RE = re.compile(
-    r"\b(?:\w*error|errors|\w*exception|fatal|failed|failure|cannot|can't|not found|no such|denied|panic|traceback|"
-    r"invalid|unexpected|undefined|refused|timed out|ERR!)\b",
-    re.IGNORECASE,
+    r"error|exception|fatal|failed|failure|cannot|can't|not found|no such|denied|panic|traceback|invalid|"
+    r"unexpected|undefined|refused|timed out|err!"
 )
-PASTED_ERROR_RE = re.compile(r"(?:\b[A-Z][A-Za-z]*(?:Error|Exception)\b|\bError:|\bERR!|\bFATAL\b|\bpanic:|not found:)")
+"""Words that say a line reports an error (matched in lower-cased text)."""
+PASTED_ERROR_RE = re.compile(r"(?:Error|Exception)\b|ERR!|FATAL\b|panic:|not found:")
 """A line a user pasted that reports an error (stricter than :data:`ERROR_LINE_RE`: users write "error" in prose)."""
 ACK_RE = re.compile(
     r"^\s*(?:ok(?:ay)?|k|yes|yep|yeah|ya|sure|thanks?(?: you)?|thx|ty|continue|go(?: on| ahead)?|proceed|"
@@ -57,6 +57,7 @@ ACK_RE = re.compile(
     re.IGNORECASE,
 )
 _FENCE_RE = re.compile(r"```.*?(?:```|\Z)", re.S)
+_NOT_LETTERS_RE = re.compile(r"[^A-Za-z\u00c0-\uffff]+")
 _SPLIT_RE = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'`(\[])|\n+")
 _BULLET_RE = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+(?:\[[ xX]\]\s+)?")
 _LOG_RE = re.compile(
@@ -81,19 +82,22 @@ def head(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: max(0, limit - 1)].rstrip() + "…"
 
 
-def prose(text: str) -> str:
+def prose(text: str, limit: int | None = None) -> str:
     """The lines of ``text`` a person wrote as prose: without code blocks, tables, headings, quotes, log and
-    stack-trace lines, indented blocks and terminal output."""
+    stack-trace lines, indented blocks and terminal output; only the first ``limit`` characters are read."""
+    if limit is not None and len(text) > limit:
+        text = text[:limit]
     if "```" in text:
         text = _FENCE_RE.sub("\n", text)
+    ansi = "\x1b" in text
     lines: list[str] = []
     for line in text.splitlines():
         stripped = line.strip()
         if not stripped or stripped[0] in "|#>{}[]<" or line.startswith(("    ", "\t")):
             continue
-        if ANSI_RE.search(line) or _LOG_RE.match(line):
+        if (ansi and ANSI_RE.search(line)) or _LOG_RE.match(line):
             continue
-        if sum(c.isalpha() for c in stripped) < len(stripped) // 2:
+        if len(_NOT_LETTERS_RE.sub("", stripped)) < len(stripped) // 2:
             continue  # mostly symbols or digits: data, not a sentence
         lines.append(stripped)
     return "\n".join(lines)
@@ -105,7 +109,7 @@ def sentences(
     """Up to ``limit`` prose sentences of ``text`` that match ``pattern`` (or ``also``, matched at the
     sentence's start) and are not questions."""
     out: list[str] = []
-    for raw in _SPLIT_RE.split(prose(text)[:MINE_CHARS]):
+    for raw in _SPLIT_RE.split(prose(text, 2 * MINE_CHARS)[:MINE_CHARS]):
         sentence = _BULLET_RE.sub("", raw).strip()
         if len(sentence) < 12 or sentence.endswith(("?", ":")) or sentence.startswith("#"):
             continue
@@ -140,20 +144,34 @@ def is_request(text: str) -> bool:
     return len(stripped.split()) >= 2
 
 
+ERROR_SCAN_CHARS = 20_000
+"""Only the head of a long output is searched for its error line."""
+
+
 def error_line(output: str) -> str | None:
     """The line of a failed command's or tool's output that says what went wrong: the first line naming an
     error, else the first line; None for empty output. Codex's output header and exit-code lines are skipped."""
-    first: str | None = None
-    for raw in output.splitlines():
-        line = ANSI_RE.sub("", raw).strip() if "\x1b" in raw else raw.strip()
+    text = output[:ERROR_SCAN_CHARS]
+    if "\x1b" in text:
+        text = ANSI_RE.sub("", text)
+    low = text.lower()
+    match = ERROR_LINE_RE.search(low)
+    while match is not None:
+        start = low.rfind("\n", 0, match.start()) + 1
+        end = low.find("\n", match.end())
+        end = len(low) if end < 0 else end
+        line = text[start:end].strip()
+        if not _CODEX_HEADER_RE.match(line) and not (_EXIT_RE.search(line) and len(line) < 60):
+            return line
+        match = ERROR_LINE_RE.search(low, end)
+    for raw in text.splitlines():
+        line = raw.strip()
         if not line or _CODEX_HEADER_RE.match(line) or line == "(no output)":
             continue
         if _EXIT_RE.search(line) and len(line) < 60:
             continue
-        if ERROR_LINE_RE.search(line):
-            return line
-        first = first or line
-    return first
+        return line
+    return None
 
 
 def exit_codes(text: str) -> list[int]:
@@ -167,9 +185,11 @@ def exit_codes(text: str) -> list[int]:
 def key_lines(text: str, limit: int = 4) -> list[str]:
     """Lines of a long user message that report an error (a pasted log's payload), up to ``limit``."""
     out: list[str] = []
-    for raw in text.splitlines():
-        line = raw.strip()
-        if 12 <= len(line) <= 400 and PASTED_ERROR_RE.search(line):
+    for match in PASTED_ERROR_RE.finditer(text):
+        start = text.rfind("\n", 0, match.start()) + 1
+        end = text.find("\n", match.end())
+        line = text[start : len(text) if end < 0 else end].strip()
+        if 12 <= len(line) <= 400 and line not in out:
             out.append(line)
             if len(out) >= limit:
                 break
