@@ -16,6 +16,7 @@ the text's head decides for whole-message injections) and never raise.
 from __future__ import annotations
 
 import re
+from typing import Any
 
 import attrs
 
@@ -160,3 +161,21 @@ def injected_kind(text: str) -> str | None:
 
 def strip_ansi(text: str) -> str:
     return ANSI_RE.sub("", text) if "\x1b" in text else text
+
+
+def mark_injected(message: dict[str, Any]) -> None:
+    """Record on a user message (``ctxdInjected``: the kind) that an agent injected all of its text, so that
+    readers of the mapped transcript need not detect it again. Messages with words of the user's own, and
+    messages with images, are left as they are."""
+    content = message.get("content")
+    if isinstance(content, str):
+        text = content
+    elif isinstance(content, list):
+        if any(not isinstance(b, dict) or b.get("type") != "text" for b in content):
+            return
+        text = "\n".join(str(b.get("text") or "") for b in content)
+    else:
+        return
+    kind = split_user_text(text).kind
+    if kind is not None:
+        message["ctxdInjected"] = kind
