@@ -174,10 +174,29 @@ def _label(item: str) -> str | None:
     return next((label for label in DERIVED_LABELS if item.startswith(label)), None)
 
 
+UNION_LABELS = ("Files modified:", "Files read:")
+"""Derived lists that accumulate across summaries (the files of earlier ranges stay named in the body)."""
+MAX_UNION = 400
+_MORE_RE = re.compile(r" \(\+\d+ more\)$")
+
+
+def _items_of(item: str, label: str) -> list[str]:
+    return [p for p in _MORE_RE.sub("", item[len(label) :]).strip().split(", ") if p]
+
+
 def _merge_critical(old: list[str], new: list[str]) -> list[str]:
     fresh = {_label(i) for i in new} - {None}
+    merged = list(new)
+    for label in UNION_LABELS:
+        before = next((i for i in old if i.startswith(label)), None)
+        if before is None or label not in fresh:
+            continue
+        at = next(n for n, i in enumerate(merged) if i.startswith(label))
+        paths = list(dict.fromkeys([*_items_of(merged[at], label), *_items_of(before, label)]))
+        more = len(paths) - MAX_UNION
+        merged[at] = f"{label} {', '.join(paths[:MAX_UNION])}" + (f" (+{more} more)" if more > 0 else "")
     kept = [i for i in old if not i.startswith(STATS) and _label(i) not in fresh]
-    return cap(dedupe(new + kept), 30, head=30)
+    return cap(dedupe(merged + kept), 200, head=200)
 
 
 def merge(old: SummaryDoc, new: SummaryDoc) -> SummaryDoc:

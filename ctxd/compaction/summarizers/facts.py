@@ -447,3 +447,26 @@ def scan(messages: Sequence[Message]) -> Facts:
     finally:
         if collecting:
             gc.enable()
+
+
+def combined(facts: Facts, more: Facts | None) -> Facts:
+    """``facts`` with the files, commands and errors of ``more`` (a split turn's prefix) added, for the lists
+    that cover the whole summarised range."""
+    if more is None:
+        return facts
+    out = attrs.evolve(
+        facts,
+        done_files={**facts.done_files, **more.done_files},
+        reads={**facts.reads, **more.reads},
+        errors=[*facts.errors, *more.errors],
+        reported=[*facts.reported, *more.reported],
+        requests=[*facts.requests, *more.requests],
+    )
+    commands = dict(facts.commands)
+    for key, stat in more.commands.items():
+        mine = commands.pop(key, None)
+        if mine is not None:
+            stat = attrs.evolve(stat, runs=stat.runs + mine.runs, failed=stat.failed + mine.failed)
+        commands[key] = stat
+    out.commands = commands
+    return out

@@ -24,7 +24,7 @@ from ctxd.compaction.summarizers import sections
 from ctxd.compaction.summarizers.base import Progress, SummaryRequest, SummaryResult, report
 from ctxd.compaction.summarizers.document import SummaryDoc, dedupe, merge, parse_summary, render
 from ctxd.compaction.summarizers.exchanges import Exchange, build_exchange, exchange_bounds
-from ctxd.compaction.summarizers.facts import Facts, scan
+from ctxd.compaction.summarizers.facts import Facts, combined, scan
 from ctxd.compaction.summarizers.mining import sentences, short
 from ctxd.compaction.summarizers.serialize import content_text, middle_truncate
 from ctxd.context.tokens import estimate_tokens
@@ -136,7 +136,7 @@ class OfflineSummarizer:
         small = OfflineSummarizer(attrs.evolve(self.limits, total_chars=input_chars // 4), scale=False)
         for mode in ("compact", "facts"):
             text = small._build(request, mode=mode, input_chars=input_chars)
-            if len(text) <= limit:
+            if text.strip() and len(text) <= limit:
                 return text
         facts = scan([*request.messages, *request.turn_prefix])
         return sections.one_line(facts, limit) + "\n"
@@ -166,8 +166,9 @@ class OfflineSummarizer:
         sections.constraints(doc, facts, max(3_000, list_budget(input_chars) // 2))
         sections.decisions(doc, facts)
         sections.progress(doc, facts, newest, latest_request, prefix_facts)
-        sections.requests(doc, facts, list_budget(input_chars), (goal_text, latest_request))
-        sections.critical(doc, facts, list_budget(input_chars))
+        whole = combined(facts, prefix_facts)
+        sections.requests(doc, whole, list_budget(input_chars), (goal_text, latest_request))
+        sections.critical(doc, whole, list_budget(input_chars))
         self._focus(doc, messages, request.custom_instructions)
         if prefix_facts is not None:
             exchange = build_exchange(request.turn_prefix, 0, len(request.turn_prefix), prefix_facts.calls)
