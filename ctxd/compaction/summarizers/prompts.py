@@ -1,9 +1,10 @@
 """The instructions given to a model summariser, and the chat messages built from them.
 
-The fact sheet of the range (what the note must keep, see :mod:`ctxd.compaction.mustkeep`) is given up
-front, in a ``<must-keep>`` block. Owns four tasks: a first summary of a conversation, an update that folds new conversation into an earlier
+Owns four tasks: a first summary of a conversation, an update that folds new conversation into an earlier
 summary, a summary of an abandoned branch, and a summary of the early part of a split turn. All share the
-section layout of :data:`SUMMARY_FORMAT` (the turn-prefix summary has its own, shorter layout).
+section layout of :data:`SUMMARY_FORMAT` (the turn-prefix summary has its own, shorter layout). The fact
+sheet of the range (what the note must keep, see :mod:`ctxd.compaction.mustkeep`) is given up front, in a
+``<must-keep>`` block.
 """
 
 from __future__ import annotations
