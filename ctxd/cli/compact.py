@@ -7,7 +7,7 @@ import asyncio
 import json
 import sys
 
-from ctxd.compaction.engine import compact, dry_run
+from ctxd.compaction.engine import compact, dry_run_json
 from ctxd.compaction.settings import CompactionSettings
 from ctxd.errors import CompactionError
 from ctxd.tree.session import Session
@@ -35,20 +35,22 @@ def run_compact(args: argparse.Namespace) -> int:
         settings.keepRecentTokens = args.keep_recent_tokens
     session = Session.open(args.file)
     if args.dry_run:
-        plan = dry_run(session, settings)
-        data = plan.to_json()
+        data = dry_run_json(session, settings)
         ordered = {k: data[k] for k in DRY_RUN_KEYS} | {k: v for k, v in data.items() if k not in DRY_RUN_KEYS}
         if args.json:
             json.dump(ordered, sys.stdout, indent=2)
             sys.stdout.write("\n")
         else:
-            split = f", split turn from line {plan.turnStartLine}" if plan.isSplitTurn else ""
-            print(f"would keep from line {plan.firstKeptLine} ({plan.firstKeptEntryId}){split}")
+            split = f", split turn from line {data['turnStartLine']}" if data["isSplitTurn"] else ""
+            print(f"would keep from line {data['firstKeptLine']} ({data['firstKeptEntryId']}){split}")
             print(
-                f"summarise {len(plan.messagesToSummarize)} messages"
-                f" (+{len(plan.turnPrefixMessages)} in the turn prefix);"
-                f" tokens {plan.tokensBefore:,} -> about {plan.estimatedTokensAfter:,}"
+                f"summarise {data['messagesToSummarize']} messages"
+                f" (+{data['turnPrefixMessages']} in the turn prefix);"
+                f" tokens {data['tokensBefore']:,} -> about {data['estimatedTokensAfter']:,}"
             )
+            if data["mustKeepText"]:
+                print()
+                print(data["mustKeepText"])
         return 0
     forked_from = None
     if session.file.read_only:

@@ -134,12 +134,26 @@ def dry_run(session: Session, settings: CompactionSettings, *, leaf_id: str | No
     return plan
 
 
+MUST_KEEP_HEADING = "## What this compaction must keep"
+PREVIEW_FACT_CHARS = 12_000
+
+
 def dry_run_with_facts(
     session: Session, settings: CompactionSettings, *, leaf_id: str | None = None
 ) -> tuple[CompactionPlan, FactSheet]:
-    """:func:`dry_run` and what the compaction must keep (``mustKeep`` in the dry run's JSON)."""
+    """:func:`dry_run` and what the compaction must keep."""
     plan = dry_run(session, settings, leaf_id=leaf_id)
     return plan, fact_sheet(session, plan)[0]
+
+
+def dry_run_json(session: Session, settings: CompactionSettings, *, leaf_id: str | None = None) -> dict[str, Any]:
+    """The dry run's JSON: the plan, plus ``mustKeep`` (the fact sheet: ``[{kind, text, probes}]``) and
+    ``mustKeepText`` (it as markdown, for a preview)."""
+    plan, sheet = dry_run_with_facts(session, settings, leaf_id=leaf_id)
+    out = plan.to_json()
+    out["mustKeep"] = sheet.to_json()
+    out["mustKeepText"] = sheet.render(PREVIEW_FACT_CHARS, heading=MUST_KEEP_HEADING)
+    return out
 
 
 async def compact(

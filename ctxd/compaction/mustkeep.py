@@ -261,9 +261,9 @@ def _from_facts(
         del index
         kind = "correction" if CORRECTION_RE.match(sentence) else "constraint"
         sheet.add(kind, sentence, text_probes(sentence))
-    errors = sorted(reversed(facts.errors), key=lambda e: e.resolved)
+    errors = sorted(reversed(facts.errors), key=lambda e: (e.resolved, e.reported))
     for error in errors[:MAX_ERRORS]:
-        note = " (resolved)" if error.resolved else ""
+        note = " (resolved)" if error.resolved and not error.reported else ""
         sheet.add("error", head(error.text, 300) + note, text_probes(error.line))
     modified = list(dict.fromkeys([*reversed(facts.done_files), *modified_files]))
     for path in modified:

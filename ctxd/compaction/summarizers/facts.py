@@ -108,6 +108,8 @@ class ErrorFact:
     """The line saying what went wrong."""
     exchange: int = 0
     resolved: bool = False
+    reported: bool = False
+    """Pasted by the user: context to keep, not a failure that something must resolve."""
 
     @property
     def text(self) -> str:
@@ -207,7 +209,7 @@ class Facts:
 
     @property
     def unresolved(self) -> list[ErrorFact]:
-        return [e for e in self.errors if not e.resolved]
+        return [e for e in self.errors if not e.resolved and not e.reported]
 
     # Older names, kept for callers of the first version.
     @property
@@ -391,7 +393,7 @@ class _Scanner:
             for line in key_lines(text):
                 facts.reported.append(line)
                 self.error(index, None, "User reported", line)
-                facts.errors[-1].resolved = True  # what the user reported is context, not an open failure
+                facts.errors[-1].reported = True  # what the user reported is context, not an open failure
 
     def bash(self, index: int, message: Message) -> None:
         command = str(message.get("command") or "").strip()

@@ -354,6 +354,16 @@ export interface CompactionPlan {
   modifiedFiles: string[];
   summarizeEntryIds: string[];
   turnPrefixEntryIds: string[];
+  /** What the compaction must keep (the fact sheet every summary is checked against), dry runs only. */
+  mustKeep?: MustKeepFact[];
+  /** The same as Markdown, within a budget (most important facts first). */
+  mustKeepText?: string;
+}
+
+export interface MustKeepFact {
+  kind: string;
+  text: string;
+  probes: string[];
 }
 
 export interface CompactResult {
