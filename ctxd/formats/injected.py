@@ -129,6 +129,11 @@ def split_user_text(text: str, marked: str | None = None) -> UserText:
         pieces: list[str] = []
         last = 0
         for match in _BLOCK_RE.finditer(rest):
+            closed = match.group(0).endswith(f"</{match.group('tag')}>") or match.group(0).lower().endswith(
+                f"</{match.group('tag').lower()}>"
+            )
+            if not closed and rest[: match.start()].strip():
+                continue  # an unclosed tag in the middle of the user's text is theirs (a truncated block starts it)
             pieces.append(rest[last : match.start()])
             kind = _KIND_BY_TAG.get(match.group("tag").lower(), "injected")
             body = match.group("body")

@@ -230,3 +230,8 @@ def test_a_model_summariser_reads_injected_text_as_the_agents_not_the_users() ->
     assert agents.startswith("[Injected by the agent (codex.agents-md), not the user]: # AGENTS.md")
     assert agents.endswith(f"[User]: {REQUEST}")
     assert serialize_message(user(REQUEST)) == f"[User]: {REQUEST}"
+
+
+def test_a_tag_the_user_writes_mid_sentence_is_the_users() -> None:
+    text = "please wrap the prompt in an <INSTRUCTIONS> tag, like Codex does"
+    assert split_user_text(text).own == text and injected_kind(text) is None
