@@ -170,8 +170,14 @@ def _carried(old: list[str], limit: int) -> list[str]:
     return [EARLIER + i for i in old if not i.startswith(EARLIER) and not i.endswith(ANSWERED)][:limit]
 
 
+_DERIVED = frozenset(DERIVED_LABELS)
+
+
 def _label(item: str) -> str | None:
-    return next((label for label in DERIVED_LABELS if item.startswith(label)), None)
+    # Every derived label ends at the item's first colon.
+    end = item.find(":")
+    head = item[: end + 1] if end >= 0 else ""
+    return head if head in _DERIVED else None
 
 
 UNION_LABELS = ("Files modified:", "Files read:")
