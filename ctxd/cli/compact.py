@@ -9,7 +9,7 @@ import os
 import sys
 
 from ctxd.cli.commands import open_session
-from ctxd.compaction.engine import compact, dry_run
+from ctxd.compaction.engine import compact, dry_run_json
 from ctxd.compaction.plan import NothingToCompact
 from ctxd.compaction.settings import CompactionSettings
 from ctxd.errors import CompactionError
@@ -40,22 +40,24 @@ def run_compact(args: argparse.Namespace) -> int:
     session = open_session(args.file)
     if args.dry_run:
         try:
-            plan = dry_run(session, settings)
+            data = dry_run_json(session, settings)
         except NothingToCompact as exc:  # as a real compaction reports it
             raise CompactionError(f"nothing to compact: {exc}", path=session.path) from exc
-        data = plan.to_json()
         ordered = {k: data[k] for k in DRY_RUN_KEYS} | {k: v for k, v in data.items() if k not in DRY_RUN_KEYS}
         if args.json:
             json.dump(ordered, sys.stdout, indent=2)
             sys.stdout.write("\n")
         else:
-            split = f", split turn from line {plan.turnStartLine}" if plan.isSplitTurn else ""
-            print(f"would keep from line {plan.firstKeptLine} ({plan.firstKeptEntryId}){split}")
+            split = f", split turn from line {data['turnStartLine']}" if data["isSplitTurn"] else ""
+            print(f"would keep from line {data['firstKeptLine']} ({data['firstKeptEntryId']}){split}")
             print(
-                f"summarise {len(plan.messagesToSummarize)} messages"
-                f" (+{len(plan.turnPrefixMessages)} in the turn prefix);"
-                f" tokens {plan.tokensBefore:,} -> about {plan.estimatedTokensAfter:,}"
+                f"summarise {data['messagesToSummarize']} messages"
+                f" (+{data['turnPrefixMessages']} in the turn prefix);"
+                f" tokens {data['tokensBefore']:,} -> about {data['estimatedTokensAfter']:,}"
             )
+            if data["mustKeepText"]:
+                print()
+                print(data["mustKeepText"])
         return 0
     forked_from = None
     if session.file.read_only:

@@ -17,6 +17,8 @@ from typing import Any, TypeVar
 import attrs
 
 from ctxd.compaction.fileops import format_file_blocks
+from ctxd.compaction.goal import session_goal
+from ctxd.compaction.mustkeep import FactSheet, must_keep_facts, patch_summary
 from ctxd.compaction.plan import CompactionPlan, NothingToCompact, plan_compaction
 from ctxd.compaction.prune import prune_messages
 from ctxd.compaction.settings import CompactionSettings
@@ -30,7 +32,7 @@ from ctxd.compaction.summarizers import (
     create_summarizer,
 )
 from ctxd.context.rules import timestamp_ms
-from ctxd.context.tokens import js_len
+from ctxd.context.tokens import estimate_total, js_len
 from ctxd.errors import CancelledError, CompactionError
 from ctxd.redact import redact
 from ctxd.store.files import iso_timestamp
@@ -38,6 +40,31 @@ from ctxd.tree.session import Session
 
 SUMMARY_ALLOWANCE_TOKENS = 1_500
 """Expected size of a new summary, for a dry run's ``estimatedTokensAfter``."""
+MAX_LEDGER_FACTS = 60
+"""The ledger lists at most this many of the facts a summary lacked (the count is always exact)."""
+PROMPT_FACT_CHARS = 8_000
+"""The fact sheet given to a model summariser up front is rendered within this many characters."""
+
+
+def fact_sheet(session: Session, plan: CompactionPlan) -> tuple[FactSheet, str | None]:
+    """What a summary of ``plan``'s range must keep, and the session's first request when it lies before the
+    range (the goal a summary must state, see :mod:`ctxd.compaction.goal`)."""
+    goal = session_goal(session, plan)
+    sheet = must_keep_facts(
+        [*plan.messagesToSummarize, *plan.turnPrefixMessages],
+        previous_summary=plan.previousSummary,
+        read_files=plan.readFiles,
+        modified_files=plan.modifiedFiles,
+        goal=goal,
+    )
+    return sheet, goal
+
+
+def patch_budget(plan: CompactionPlan) -> int:
+    """Characters the ``## Must keep`` patch may take: an eighth of what is summarised, 600 to 12,000."""
+    chars = 4 * estimate_total([*plan.messagesToSummarize, *plan.turnPrefixMessages])
+    chars += len(plan.previousSummary or "")
+    return max(600, min(12_000, chars // 8))
 
 
 @attrs.define
@@ -108,6 +135,28 @@ def dry_run(session: Session, settings: CompactionSettings, *, leaf_id: str | No
     return plan
 
 
+MUST_KEEP_HEADING = "## What this compaction must keep"
+PREVIEW_FACT_CHARS = 12_000
+
+
+def dry_run_with_facts(
+    session: Session, settings: CompactionSettings, *, leaf_id: str | None = None
+) -> tuple[CompactionPlan, FactSheet]:
+    """:func:`dry_run` and what the compaction must keep."""
+    plan = dry_run(session, settings, leaf_id=leaf_id)
+    return plan, fact_sheet(session, plan)[0]
+
+
+def dry_run_json(session: Session, settings: CompactionSettings, *, leaf_id: str | None = None) -> dict[str, Any]:
+    """The dry run's JSON: the plan, plus ``mustKeep`` (the fact sheet: ``[{kind, text, probes}]``) and
+    ``mustKeepText`` (it as markdown, for a preview)."""
+    plan, sheet = dry_run_with_facts(session, settings, leaf_id=leaf_id)
+    out = plan.to_json()
+    out["mustKeep"] = sheet.to_json()
+    out["mustKeepText"] = sheet.render(PREVIEW_FACT_CHARS, heading=MUST_KEEP_HEADING)
+    return out
+
+
 async def compact(
     session: Session,
     settings: CompactionSettings,
@@ -137,6 +186,7 @@ async def compact(
     except NothingToCompact as exc:
         raise CompactionError(f"nothing to compact: {exc}", path=session.path, leafId=leaf) from exc
     _report(progress, "planned", 0.05)
+    sheet, goal = await guard(lambda: fact_sheet(session, plan))
 
     failures: list[str] = []
     result: SummaryResult | None = None
@@ -159,6 +209,8 @@ async def compact(
             turn_prefix=plan.turnPrefixMessages,
             custom_instructions=instructions,
             file_context=file_context,
+            first_request=goal,
+            must_keep=sheet.render(PROMPT_FACT_CHARS, heading="") or None,
         )
         try:
             result = await chosen.summarize(request, _scaled(progress, 0.05, 0.85))
@@ -194,11 +246,15 @@ async def compact(
                 previous_summary=plan.previousSummary,
                 turn_prefix=plan.turnPrefixMessages,
                 custom_instructions=instructions,
+                first_request=goal,
             )
         )
         path = "fallback-keep-last-turns"
+        sheet, goal = await guard(lambda: fact_sheet(session, plan))
 
-    summary = result.text.rstrip() + format_file_blocks(plan.readFiles, plan.modifiedFiles)
+    # Every summary, however made, is checked against the fact sheet and patched with what it lacks.
+    text, missing = patch_summary(result.text.rstrip(), sheet, max_chars=patch_budget(plan))
+    summary = text.rstrip() + format_file_blocks(plan.readFiles, plan.modifiedFiles)
     failures = [redact(f) for f in failures]  # kept on disk and reported: never a key a provider echoed
     duration_ms = int((clock() - started) * 1000)
     # As pi 1.5.2's appendCompaction: the prompt state at the leaf travels with the compaction (the
@@ -220,6 +276,13 @@ async def compact(
             "messagesSummarized": len(plan.messagesToSummarize),
             "turnPrefixMessages": len(plan.turnPrefixMessages),
             "instructions": instructions,
+            # The session's goal, for the next compaction (see ctxd.compaction.goal).
+            "goal": goal or next((f.text for f in sheet.facts if f.kind == "goal"), None),
+            "mustKeep": {
+                "facts": len(sheet),
+                "missing": len(missing),
+                "patched": [f.to_json() for f in missing.facts[:MAX_LEDGER_FACTS]],
+            },
             # The new context: the summary, then the kept messages (plan.estimatedTokensAfter
             # counts those without a summary allowance here).
             "tokensAfter": (js_len(summary) + 3) // 4 + plan.estimatedTokensAfter,

@@ -36,7 +36,7 @@ class Compacting(ServiceBase):
         return settings
 
     async def compact(self, params: p.CompactParams, progress: Progress | None = None) -> dict[str, Any]:
-        from ctxd.compaction.engine import dry_run
+        from ctxd.compaction.engine import dry_run_json
         from ctxd.compaction.plan import NothingToCompact
 
         settings = self._settings(params.keepRecentTokens)
@@ -44,7 +44,7 @@ class Compacting(ServiceBase):
 
             def plan(o: OpenSession) -> dict[str, Any]:
                 try:
-                    return dry_run(o.session, settings, leaf_id=params.leafId).to_json()
+                    return dry_run_json(o.session, settings, leaf_id=params.leafId)
                 except NothingToCompact as exc:  # as a real compaction reports it, not as a bug
                     raise CompactionError(f"nothing to compact: {exc}", path=o.session.path) from exc
 

@@ -13,6 +13,7 @@ export const Method = {
   sessionTree: 'session/tree',
   sessionEntry: 'session/entry',
   sessionLabel: 'session/label',
+  sessionPin: 'session/pin',
   sessionFork: 'session/fork',
   sessionStats: 'session/stats',
   sessionLedger: 'session/ledger',
@@ -174,6 +175,8 @@ export interface TreeNodeRow {
   isLeaf: boolean;
   depth: number;
   timestamp?: string | null;
+  /** Pinned: compactions carry it verbatim after their summary (session/pin). */
+  pinned?: boolean;
 }
 
 export interface CollapsedRow {
@@ -251,6 +254,12 @@ export interface CompactionEntry extends Entry {
 export interface SessionEntryResult extends TreeNodeRow {
   entry: Entry;
   children: string[];
+}
+
+export interface PinResult {
+  pinEntryId: string;
+  entryId: string;
+  pinned: boolean;
 }
 
 export interface LabelResult {
@@ -354,6 +363,16 @@ export interface CompactionPlan {
   modifiedFiles: string[];
   summarizeEntryIds: string[];
   turnPrefixEntryIds: string[];
+  /** What the compaction must keep (the fact sheet every summary is checked against), dry runs only. */
+  mustKeep?: MustKeepFact[];
+  /** The same as Markdown, within a budget (most important facts first). */
+  mustKeepText?: string;
+}
+
+export interface MustKeepFact {
+  kind: string;
+  text: string;
+  probes: string[];
 }
 
 export interface CompactResult {
