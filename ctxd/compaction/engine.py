@@ -122,7 +122,8 @@ class CompactionOutcome:
         return out
 
 
-def summarizer_for(settings: CompactionSettings) -> Summarizer:
+def summarizer_for(settings: CompactionSettings, *, context_window: int | None = None) -> Summarizer:
+    """The summariser ``settings`` name; ``context_window`` is the model's window when known."""
     if not settings.model:
         return OfflineSummarizer()
     return create_summarizer(
@@ -132,7 +133,7 @@ def summarizer_for(settings: CompactionSettings) -> Summarizer:
         max_output_tokens=settings.output_limit(),
         timeout=settings.timeoutSeconds,
         retries=max(0, settings.maxAttempts - 1),
-        context_window=None,
+        context_window=context_window,
     )
 
 

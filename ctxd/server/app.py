@@ -130,6 +130,37 @@ def create_server(config: Config | None = None) -> CtxdServer:
     _method(server, s.SESSION_CHECK, s.SessionCheckParams, lambda svc, a: svc.session_check(a))
     _method(server, s.CONTEXT_BUILD, s.ContextBuildParams, lambda svc, a: svc.context_build(a))
     _method(server, s.BRANCH, s.BranchParams, lambda svc, a: svc.branch(a))
+    _method(server, s.BRANCH_SUMMARIZE, s.BranchSummarizeParams, lambda svc, a: svc.branch_summarize(a))
+    _method(server, s.CONTEXT_TRUNCATE, s.ContextTruncateParams, lambda svc, a: svc.context_truncate(a))
+
+    @server.feature(s.COMPACT_SUMMARIZE)
+    async def compact_summarize(ls: CtxdServer, params: Any) -> Any:
+        # An agent's own compaction (pi's extension): summarised, never written; $/cancelRequest
+        # cancels the model call.
+        try:
+            typed = s.structure_params(params, s.CompactSummarizeParams)
+        except Exception as exc:
+            raise to_jsonrpc(exc) from exc
+        token = typed.workDoneToken
+        progress = None
+        if token is not None:
+            ls.work_done_progress.begin(token, lsp.WorkDoneProgressBegin(title="ctxd: summarising", percentage=0))
+
+            def progress(stage: str, fraction: float | None) -> None:
+                pct = None if fraction is None else int(fraction * 100)
+                ls.work_done_progress.report(token, lsp.WorkDoneProgressReport(message=stage, percentage=pct))
+
+        try:
+            return await ls.service.compact_summarize(typed, progress)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            if not isinstance(exc, p.InvalidParams | CtxdError):
+                log.exception("%s failed", s.COMPACT_SUMMARIZE)
+            raise to_jsonrpc(exc) from exc
+        finally:
+            if token is not None:
+                ls.work_done_progress.end(token, lsp.WorkDoneProgressEnd(message="done"))
 
     @server.feature(s.SESSION_APPEND)
     async def append(ls: CtxdServer, params: Any) -> Any:
