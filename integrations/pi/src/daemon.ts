@@ -113,7 +113,9 @@ export class Daemon {
       this.problem = error instanceof CtxdError ? error.message : String(error);
       this.log(`[ctxd-pi] ${this.problem}`);
       this.onProblem(`ctxd could not start: ${this.problem}. pi compacts on its own.`);
-      this.restarts = MAX_RESTARTS; // a command that cannot start will not start on the next try
+      if (/could not start|command is empty/.test(this.problem)) {
+        this.restarts = MAX_RESTARTS; // a command that cannot be run will not run on the next try
+      }
       return undefined;
     }
   }
