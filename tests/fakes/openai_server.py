@@ -145,10 +145,10 @@ class FakeOpenAIServer:
 
             def do_GET(self) -> None:
                 path = self.path.split("?", 1)[0]
+                headers = dict(self.headers.items())
+                record = RecordedRequest(path, {}, headers, time.monotonic(), status=404, method="GET")
                 with server._lock:
-                    server.requests.append(
-                        RecordedRequest(path, {}, dict(self.headers.items()), time.monotonic(), status=404, method="GET")
-                    )
+                    server.requests.append(record)
                 self._send(404, {"error": {"message": "not found", "type": "invalid_request_error"}})
 
             def _send(self, status: int, payload: dict[str, Any]) -> None:
