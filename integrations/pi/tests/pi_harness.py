@@ -101,8 +101,10 @@ class Pi:
             }
         }
         (self.agent / "models.json").write_text(json.dumps(models))
-        settings = {"compaction": self.compaction, "ctxd": self.ctxd_settings}
-        (self.agent / "settings.json").write_text(json.dumps(settings))
+        path = self.agent / "settings.json"
+        settings = json.loads(path.read_text()) if path.exists() else {}  # e.g. packages `pi install` added
+        settings.update(compaction=self.compaction, ctxd=self.ctxd_settings)
+        path.write_text(json.dumps(settings))
         env = {k: v for k, v in os.environ.items() if not k.startswith(("CTXD_", "PI_"))}
         env.update(
             PI_CODING_AGENT_DIR=str(self.agent),
@@ -144,6 +146,13 @@ class Pi:
             p.kill()
             p.wait(5)
             raise AssertionError(f"pi did not exit within {timeout}s; stderr: {self.stderr[-2000:]!r}") from None
+
+    def pi(self, *args: str) -> subprocess.CompletedProcess[str]:
+        """Run pi's CLI once (``pi install ...``) with this agent directory."""
+        node, cli = tools()
+        self.agent.mkdir(parents=True, exist_ok=True)
+        env = {**os.environ, "PI_CODING_AGENT_DIR": str(self.agent), "HOME": str(self.home)}
+        return subprocess.run([node, cli, *args], env=env, capture_output=True, text=True, timeout=120, check=True)
 
     def kill(self) -> None:
         assert self.process is not None
@@ -228,6 +237,17 @@ class Pi:
     def entries(self) -> list[dict[str, Any]]:
         with open(self.session_file(), encoding="utf-8") as f:
             return [json.loads(line) for line in f if line.strip()]
+
+    def daemon_pid(self, timeout: float = 15) -> int:
+        """The daemon pi's extension runs, once it has answered initialize (the extension's log says so)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            pids = self.ctxd_pids()
+            log = self.log.read_text() if self.log.exists() else ""
+            if len(pids) == 1 and f"serving {self.agent / 'sessions'} (pid {pids[0]})" in log:
+                return pids[0]
+            time.sleep(0.05)
+        raise AssertionError(f"pi's extension did not start ctxd: {self.ctxd_pids()}")
 
     def ctxd_pids(self) -> list[int]:
         """The ctxd daemons pi started (its children running ``ctxd serve``)."""

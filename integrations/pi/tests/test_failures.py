@@ -6,7 +6,6 @@ from __future__ import annotations
 import os
 import signal
 import sys
-import time
 from pathlib import Path
 
 from fakes.openai_server import FakeOpenAIServer, reply
@@ -36,18 +35,6 @@ def assert_pi_compacted_itself(pi: Pi, llm: FakeOpenAIServer, before: int) -> No
     assert any(PI_PROMPT in r.prompt for r in chat_requests(llm, before))
 
 
-def ctxd_child(pi: Pi, timeout: float = 15) -> int:
-    """The daemon pi's extension runs, once it has answered initialize."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        pids = pi.ctxd_pids()
-        log = pi.log.read_text() if pi.log.exists() else ""
-        if len(pids) == 1 and f"serving {pi.agent / 'sessions'} (pid {pids[0]})" in log:
-            return pids[0]
-        time.sleep(0.05)
-    raise AssertionError(f"pi's extension did not start ctxd: {pi.ctxd_pids()}")
-
-
 def test_ctxd_missing(tmp_path: Path, llm: FakeOpenAIServer) -> None:
     with Pi(tmp_path, llm, window=32_000, ctxd={"command": "/nonexistent/bin/ctxd serve"}) as pi:
         converse(pi, llm)
@@ -73,20 +60,20 @@ def test_ctxd_crashing_mid_compaction(tmp_path: Path, llm: FakeOpenAIServer) -> 
 def test_ctxd_killed_is_restarted(tmp_path: Path, llm: FakeOpenAIServer) -> None:
     with Pi(tmp_path, llm, window=32_000) as pi:
         converse(pi, llm)
-        first = ctxd_child(pi)
+        first = pi.daemon_pid()
         since = pi.mark()
         os.kill(first, signal.SIGKILL)
         assert wait_gone(first)
         pi.wait(lambda r: "ctxd exited unexpectedly" in str(r.get("message")), since=since)
         entry = compact(pi)  # the extension starts a new daemon for it
         assert entry["fromHook"] is True and entry["details"]["ctxd"]["trigger"] == "manual"
-        assert ctxd_child(pi) != first
+        assert pi.daemon_pid() != first
 
 
 def test_no_ctxd_left_after_pi_exits(tmp_path: Path, llm: FakeOpenAIServer) -> None:
     pi = Pi(tmp_path, llm).start()
     try:
-        pid = ctxd_child(pi)
+        pid = pi.daemon_pid()
         assert pi.close() == 0
         assert wait_gone(pid), f"ctxd {pid} outlived pi"
         assert "[client] ctxd exited (code 0)" in pi.log.read_text()  # shutdown + exit, not a signal
@@ -97,7 +84,7 @@ def test_no_ctxd_left_after_pi_exits(tmp_path: Path, llm: FakeOpenAIServer) -> N
 def test_no_ctxd_left_after_pi_is_killed(tmp_path: Path, llm: FakeOpenAIServer) -> None:
     pi = Pi(tmp_path, llm).start()
     try:
-        pid = ctxd_child(pi)
+        pid = pi.daemon_pid()
         pi.kill()  # SIGKILL: no session_shutdown; ctxd sees its stdin close
         assert wait_gone(pid), f"ctxd {pid} outlived a killed pi"
     finally:
