@@ -16,8 +16,9 @@ from typing import Any
 
 import attrs
 
-from ctxd.compaction.engine import Summarized, _pi_usage, summarize_plan, summarizer_for
+from ctxd.compaction.engine import Summarized, _pi_usage, plan_facts, summarize_plan, summarizer_for
 from ctxd.compaction.fileops import FileOps, extract_file_ops, file_lists, format_file_blocks
+from ctxd.compaction.mustkeep import FactSheet
 from ctxd.compaction.plan import CompactionPlan
 from ctxd.compaction.settings import CompactionSettings
 from ctxd.compaction.summarizers import (
@@ -98,9 +99,17 @@ async def summarize_preparation(
     """The summary and ledger for an agent's compaction; writes nothing.
 
     ``model_window`` is the summarising model's window when the caller knows it (chunks are sized
-    to it); without it litellm's model map decides."""
+    to it); without it litellm's model map decides.  The must-keep check applies; the session's goal
+    comes from the previous compaction's ledger when ctxd made it (else the range or the previous
+    summary holds it)."""
     started = clock()
     chosen = summarizer or summarizer_for(settings, context_window=model_window)
+    ledger = (prep.previous_details or {}).get("ctxd")
+    goal = ledger.get("goal") if isinstance(ledger, Mapping) and isinstance(ledger.get("goal"), str) else None
+
+    async def facts(plan: CompactionPlan) -> tuple[FactSheet, str | None]:
+        return plan_facts(plan, goal), goal
+
     return await summarize_plan(
         plan_from_preparation(prep),
         settings,
@@ -108,6 +117,7 @@ async def summarize_preparation(
         instructions=instructions or settings.customInstructions,
         summarizer=chosen,
         progress=progress,
+        facts=facts,
         started=started,
         clock=clock,
     )

@@ -184,3 +184,11 @@ async def test_context_truncate(ctxd: LanguageClient) -> None:
     assert cut["details"]["ctxdTruncated"] == {"originalChars": 30_000, "limitChars": 4_800}
     assert result["messages"][0] == small and len(result["messages"][2]["content"]) == 50_000
     assert (await call_error(ctxd, p.CONTEXT_TRUNCATE, {"messages": [], "contextWindow": 0})).code == -32602
+
+
+async def test_compact_summarize_keeps_the_goal_of_the_previous_ledger(ctxd: LanguageClient) -> None:
+    goal = "Make the parser accept empty input without crashing"
+    params = {**preparation(), "previousDetails": {"readFiles": [], "modifiedFiles": [], "ctxd": {"goal": goal}}}
+    result = await call(ctxd, p.COMPACT_SUMMARIZE, params)
+    assert result["details"]["ctxd"]["goal"] == goal
+    assert goal in result["summary"]
