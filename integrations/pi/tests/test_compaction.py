@@ -6,10 +6,11 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import time
 from pathlib import Path
 from typing import Any
 
-from fakes.openai_server import FakeOpenAIServer, overflow, reply, tool_call
+from fakes.openai_server import FakeOpenAIServer, overflow, reply, slow, tool_call
 from pi_harness import KEY, REPO, Pi, chat_requests, ctxd_requests, text_of
 
 from ctxd.client import CtxdClient
@@ -117,6 +118,32 @@ def test_manual_compaction_with_instructions(tmp_path: Path, llm: FakeOpenAIServ
         (entry,) = compactions(pi.entries())
         assert entry["fromHook"] is True and entry["summary"] == data["summary"]
         assert entry["firstKeptEntryId"] == data["firstKeptEntryId"]
+
+
+def test_aborting_cancels_ctxds_summary(tmp_path: Path, llm: FakeOpenAIServer) -> None:
+    """pi's abort signal reaches ctxd ($/cancelRequest): the compaction stops at once, not when the
+    slow model would have answered, and nothing is written."""
+    with Pi(tmp_path, llm, window=32_000) as pi:
+        llm.script(*[reply(f"Answer {i}. " + "Details. " * 120) for i in range(3)])
+        for i in range(3):
+            pi.prompt(f"Question {i}.")
+        llm.responder = lambda body, index: None if body.get("stream") else slow(20)
+        before = len(llm.requests)
+        since = pi.mark()
+        compact_id = pi.send({"type": "compact"})
+        deadline = time.monotonic() + 30
+        while not ctxd_requests(llm, before) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert ctxd_requests(llm, before), "ctxd never called the model"
+        started = time.monotonic()
+        assert pi.command({"type": "abort"})["success"]
+        response = pi.wait(lambda r: r.get("type") == "response" and r.get("id") == compact_id, since=since)
+        assert not response["success"] and time.monotonic() - started < 5, response
+        assert not compactions(pi.entries())
+        # The daemon lives on: the next compaction goes through it.
+        llm.responder = None
+        assert pi.command({"type": "compact"})["success"]
+        assert compactions(pi.entries())[0]["fromHook"] is True
 
 
 def test_overflow_compacts_through_ctxd_then_pi_retries(tmp_path: Path, llm: FakeOpenAIServer) -> None:
