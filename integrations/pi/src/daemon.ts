@@ -8,7 +8,7 @@
  */
 
 import { appendFileSync } from 'node:fs';
-import { CtxdClient, CtxdError } from './client';
+import { CtxdClient, CtxdError, Emitter } from './client';
 import type { Settings } from './settings';
 
 const MAX_RESTARTS = 3;
@@ -29,7 +29,10 @@ export class Daemon {
     private readonly cwd: string,
     private readonly version: string,
     private readonly onProblem: (message: string) => void,
-  ) {}
+  ) {
+    // A failing listener of the client's events is a bug of this extension: log it, never break pi.
+    Emitter.onListenerError = (error) => this.log(`[ctxd-pi] listener failed: ${String(error)}`);
+  }
 
   log(line: string): void {
     this.lines.push(line);
