@@ -1,7 +1,8 @@
 """A scriptable fake of the OpenAI chat-completions API, served over real HTTP on 127.0.0.1.
 
-Tests point litellm at it with ``model="openai/<anything>"`` and ``api_base=server.url``. Every request body is
-recorded (``server.requests``), and each request consumes the next scripted action (``server.script(...)``);
+Tests point litellm at it with ``model="openai/<anything>"`` and ``api_base=server.url`` (and pi at it through
+``models.json``). Every request is recorded (``server.requests``: method, path, headers, body), and each chat
+request consumes the next scripted action (``server.script(...)``);
 when the script is empty the server answers with ``server.default_text``. A ``responder`` callable can decide
 the action from the request body instead.
 
@@ -220,6 +221,9 @@ class FakeOpenAIServer:
         raw = handler.rfile.read(length) if length else b""
         path = handler.path.split("?", 1)[0]
         if path not in CHAT_PATHS:
+            headers = dict(handler.headers.items())
+            with self._lock:
+                self.requests.append(RecordedRequest(path, {}, headers, time.monotonic(), status=404))
             handler._send(404, {"error": {"message": f"unknown path {path}", "type": "invalid_request_error"}})
             return
         try:
