@@ -51,6 +51,15 @@ def _parser() -> argparse.ArgumentParser:
     lab.add_argument("entry")
     lab.add_argument("text")
 
+    for name, what in (
+        ("pin", "pin a message: compactions carry it verbatim after the summary"),
+        ("unpin", "unpin it"),
+    ):
+        pin = sub.add_parser(name, help=what)
+        pin.add_argument("file")
+        pin.add_argument("entry")
+        pin.add_argument("--json", action="store_true")
+
     k = sub.add_parser("compact", help="compact a session (or plan it with --dry-run)")
     k.add_argument("file")
     k.add_argument("--model", help="summarise with this model through litellm (default: offline)")

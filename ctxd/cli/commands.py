@@ -124,6 +124,22 @@ def cmd_label(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_pin(args: argparse.Namespace, pinned: bool = True) -> int:
+    from ctxd.context.pins import pin_entry
+
+    session = Session.open(args.file)
+    (pin_id,) = session.append([pin_entry(session.file, args.entry, pinned)])
+    if args.json:
+        _dump({"pinEntryId": pin_id, "entryId": args.entry, "pinned": pinned})
+    else:
+        print(f"{'pinned' if pinned else 'unpinned'} {args.entry}")
+    return 0
+
+
+def cmd_unpin(args: argparse.Namespace) -> int:
+    return cmd_pin(args, pinned=False)
+
+
 def cmd_compact(args: argparse.Namespace) -> int:
     from ctxd.cli.compact import run_compact
 

@@ -16,7 +16,7 @@ from typing import Any
 import attrs
 
 from ctxd.compaction.fileops import extract_file_ops, file_lists
-from ctxd.context.build import Context, context_size
+from ctxd.context.build import Context, context_size, pinned_tokens
 from ctxd.context.project import ProjectedEntry, Projection, entry_tokens, project
 from ctxd.context.rules import current_system_message, is_cut_point, starts_turn
 from ctxd.context.tokens import estimate_tokens
@@ -140,6 +140,8 @@ def plan_compaction(
         if m.get("role") != "system"
     )
     first = entries[cut].index
+    # Pinned messages the new summary replaces are carried after it (ctxd.context.pins).
+    after += pinned_tokens(file, tree, first, [e.index for e in entries[cut:]])
     return CompactionPlan(
         leafId=heads[leaf].id or "",
         firstKeptEntryId=heads[first].id or "",

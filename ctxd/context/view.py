@@ -9,6 +9,7 @@ from typing import Any
 import attrs
 
 from ctxd.context.build import entry_message
+from ctxd.context.pins import is_pinned
 from ctxd.context.tokens import estimate_tokens
 from ctxd.tree.index import NONE
 from ctxd.tree.session import Session
@@ -32,6 +33,8 @@ class TreeNode:
     depth: int
     """Indentation depth in the rendered tree (branch points indent; linear runs do not)."""
     timestamp: str | None = None
+    pinned: bool = False
+    """Pinned: compactions carry it verbatim after their summary (see ctxd.context.pins)."""
 
     def to_json(self) -> dict[str, Any]:
         return attrs.asdict(self)
@@ -157,16 +160,17 @@ def node(
         isLeaf=i == leaf,
         depth=depth,
         timestamp=entry.get("timestamp"),
+        pinned=is_pinned(session.file, session.tree.id_of(i)),
     )
 
 
 def _visible_children(session: Session, i: int) -> list[int]:
-    """Children, with ctxd's leaf markers replaced by their own children (they are bookkeeping)."""
+    """Children, with ctxd's leaf markers and pin entries replaced by their own children (bookkeeping)."""
     out: list[int] = []
     stack = list(reversed(session.tree.child_ids(i)))
     while stack:
         c = stack.pop()
-        if session.tree.is_leaf_marker(c):
+        if session.tree.is_bookkeeping(c):
             stack.extend(reversed(session.tree.child_ids(c)))
         else:
             out.append(c)
@@ -190,7 +194,7 @@ def project(
     tree = session.tree
     leaf = session.leaf()
     active = set(tree.path_to_root(leaf)) if leaf is not None else set()
-    roots = [r for r in tree.roots + tree.orphans if not tree.is_leaf_marker(r)]
+    roots = [r for r in tree.roots + tree.orphans if not tree.is_bookkeeping(r)]
     # First the shape (which rows, at which depth), then one batched read of the shown entries.
     specs: list[tuple[int, int, list[int] | None]] = []
     # Each stack item: (entry index, depth).

@@ -128,6 +128,7 @@ def create_server(config: Config | None = None) -> CtxdServer:
     _method(server, s.SESSION_STATS, s.SessionParams, lambda svc, a: svc.session_stats(a))
     _method(server, s.SESSION_LEDGER, s.SessionParams, lambda svc, a: svc.session_ledger(a))
     _method(server, s.SESSION_CHECK, s.SessionCheckParams, lambda svc, a: svc.session_check(a))
+    _method(server, s.SESSION_PIN, s.SessionPinParams, lambda svc, a: svc.session_pin(a))
     _method(server, s.CONTEXT_BUILD, s.ContextBuildParams, lambda svc, a: svc.context_build(a))
     _method(server, s.BRANCH, s.BranchParams, lambda svc, a: svc.branch(a))
     _method(server, s.BRANCH_SUMMARIZE, s.BranchSummarizeParams, lambda svc, a: svc.branch_summarize(a))

@@ -12,6 +12,7 @@ SESSION_FORK = "session/fork"
 SESSION_STATS = "session/stats"
 SESSION_LEDGER = "session/ledger"
 SESSION_CHECK = "session/check"
+SESSION_PIN = "session/pin"
 CONTEXT_BUILD = "context/build"
 COMPACT = "compact"
 BRANCH = "branch"
@@ -30,6 +31,7 @@ METHODS = (
     SESSION_STATS,
     SESSION_LEDGER,
     SESSION_CHECK,
+    SESSION_PIN,
     CONTEXT_BUILD,
     COMPACT,
     BRANCH,
@@ -72,6 +74,7 @@ __all__ = [
     "SESSION_LEDGER",
     "SESSION_LIST",
     "SESSION_OPEN",
+    "SESSION_PIN",
     "SESSION_STATS",
     "SESSION_TREE",
 ]

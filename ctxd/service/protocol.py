@@ -82,6 +82,15 @@ class SessionLabelParams:
 
 
 @attrs.define
+class SessionPinParams:
+    """``session/pin``: pin (``pinned`` true, the default) or unpin (false) a message entry."""
+
+    session: str
+    entryId: str
+    pinned: bool = True
+
+
+@attrs.define
 class SessionCheckParams:
     session: str
     repair: bool = False

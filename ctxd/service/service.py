@@ -18,6 +18,7 @@ import attrs
 
 from ctxd.context.build import Size, build_context, context_size
 from ctxd.context.openai import to_openai
+from ctxd.context.pins import pin_entry
 from ctxd.context.truncate import is_oversized, limit_chars, truncate_tool_result
 from ctxd.context.view import project, run_rows
 from ctxd.errors import CtxdError, InvalidEntryError
@@ -218,6 +219,13 @@ class Service(Compacting, Live, Summarizing, ServiceBase):
         result = await self._append(opened, [entry], None, use_leaf=True)
         return {"labelEntryId": result["ids"][0], "entryId": params.entryId, "label": params.label}
 
+    async def session_pin(self, params: p.SessionPinParams) -> dict[str, Any]:
+        """Pin or unpin a message: a ``ctxd.pin`` custom entry written at the leaf (see ctxd.context.pins)."""
+        opened = await self._open(params.session)
+        entry = await self._with(params.session, lambda o: pin_entry(o.session.file, params.entryId, params.pinned))
+        result = await self._append(opened, [entry], None, use_leaf=True)
+        return {"pinEntryId": result["ids"][0], "entryId": params.entryId, "pinned": params.pinned}
+
     async def session_fork(self, params: p.SessionEntryParams) -> dict[str, Any]:
         path = await self._with(params.session, lambda o: o.session.fork(params.entryId))
         forked = await self._open(path)
@@ -289,6 +297,7 @@ class Service(Compacting, Live, Summarizing, ServiceBase):
                         "onActivePath": i in active,
                         "madeBy": "ctxd" if ledger else "other",
                         "instructions": ledger.get("instructions"),
+                        "mustKeep": ledger.get("mustKeep"),
                         "messagesSummarized": ledger.get("messagesSummarized"),
                         "summaryPreview": " ".join(summary.split())[:200],
                     }

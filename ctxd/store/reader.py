@@ -31,6 +31,10 @@ MAX_HEADER = 1 << 20
 
 LEAF_MARKER = "ctxd.leaf"
 """customType of the ``custom`` entry ctxd writes to move the leaf: pi skips it in context."""
+PIN_MARKER = "ctxd.pin"
+"""customType of the ``custom`` entry ctxd writes to pin or unpin a message (see ctxd.context.pins)."""
+BOOKKEEPING = frozenset({LEAF_MARKER, PIN_MARKER})
+"""ctxd's own custom entries: written at the leaf, they stand for their parent as the leaf."""
 
 
 class Durability(enum.Enum):
@@ -209,12 +213,12 @@ class SessionReader:
             os.close(fd)
 
     def leaf_index(self) -> int | None:
-        """pi's leaf: the last entry in file order; a ctxd leaf marker stands for its parent."""
+        """pi's leaf: the last entry in file order; a ctxd leaf marker or pin entry stands for its parent."""
         if not self.heads:
             return None
         last = len(self.heads) - 1
         head = self.heads[last]
-        if head.type == "custom" and head.customType == LEAF_MARKER and head.parentId is not None:
+        if head.type == "custom" and head.customType in BOOKKEEPING and head.parentId is not None:
             return self.index.get(head.parentId, last)
         return last
 

@@ -21,11 +21,11 @@ from ctxd.errors import InvalidEntryError, SessionError, UnsupportedVersionError
 from ctxd.formats.codec import CURRENT_VERSION, decode_head, dumps_line, head_from_dict
 from ctxd.store import tail
 from ctxd.store.files import Clock, atomic_write, iso_timestamp, locked, new_entry_id, open_regular, write_all
-from ctxd.store.reader import LEAF_MARKER, Durability, RefreshResult, SessionReader
+from ctxd.store.reader import LEAF_MARKER, PIN_MARKER, Durability, RefreshResult, SessionReader
 from ctxd.store.scan import Diagnostic
 from ctxd.store.validate import check_depth, validate_entries
 
-__all__ = ["LEAF", "LEAF_MARKER", "Durability", "RefreshResult", "SessionFile"]
+__all__ = ["LEAF", "LEAF_MARKER", "PIN_MARKER", "Durability", "RefreshResult", "SessionFile"]
 
 T = TypeVar("T")
 

@@ -11,7 +11,7 @@ from typing import Any
 
 from ctxd.formats.codec import LineHead
 from ctxd.store.scan import Diagnostic
-from ctxd.store.session_file import LEAF_MARKER, SessionFile
+from ctxd.store.session_file import LEAF_MARKER, PIN_MARKER, SessionFile
 
 NONE = -1
 MAX_PROBLEMS = 200
@@ -259,6 +259,11 @@ class TreeIndex:
     def is_ancestor(self, a: int, b: int) -> bool:
         """True if ``a`` lies on the path from the root to ``b`` (inclusive)."""
         return self.common_ancestor(a, b) == a
+
+    def is_bookkeeping(self, i: int) -> bool:
+        """A leaf marker or a pin entry: ctxd's own records, not part of the conversation's shape."""
+        head = self.session.heads[i]
+        return head.type == "custom" and head.customType in (LEAF_MARKER, PIN_MARKER)
 
     def is_leaf_marker(self, i: int) -> bool:
         head = self.session.heads[i]

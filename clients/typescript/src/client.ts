@@ -41,6 +41,7 @@ import {
   type InitializationOptions,
   type InitializeResult,
   type LabelResult,
+  type PinResult,
   type LedgerResult,
   type SessionEntryResult,
   type SessionInfo,
@@ -442,6 +443,11 @@ export class CtxdClient {
 
   label(session: string, entryId: string, label: string | null): Promise<LabelResult> {
     return this.request(Method.sessionLabel, { session, entryId, label });
+  }
+
+  /** Pin (or, with ``pinned`` false, unpin) a message: compactions carry it verbatim after the summary. */
+  pin(session: string, entryId: string, pinned: boolean): Promise<PinResult> {
+    return this.request(Method.sessionPin, { session, entryId, pinned });
   }
 
   fork(session: string, entryId: string): Promise<ForkResult> {

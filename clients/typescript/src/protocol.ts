@@ -14,6 +14,7 @@ export const Method = {
   sessionTree: 'session/tree',
   sessionEntry: 'session/entry',
   sessionLabel: 'session/label',
+  sessionPin: 'session/pin',
   sessionFork: 'session/fork',
   sessionStats: 'session/stats',
   sessionLedger: 'session/ledger',
@@ -178,6 +179,8 @@ export interface TreeNodeRow {
   isLeaf: boolean;
   depth: number;
   timestamp?: string | null;
+  /** Pinned: compactions carry it verbatim after their summary (session/pin). */
+  pinned?: boolean;
 }
 
 export interface CollapsedRow {
@@ -255,6 +258,12 @@ export interface CompactionEntry extends Entry {
 export interface SessionEntryResult extends TreeNodeRow {
   entry: Entry;
   children: string[];
+}
+
+export interface PinResult {
+  pinEntryId: string;
+  entryId: string;
+  pinned: boolean;
 }
 
 export interface LabelResult {

@@ -138,7 +138,7 @@ def build_user_prompt(
             "</must-keep>\n"
             "The note must keep every fact above (they were extracted from the whole session being summarised): "
             "quote the first request as the goal, and the paths, commands and error lines exactly as written. "
-            "A note that leaves one out gets it appended under a \"## Must keep\" heading."
+            'A note that leaves one out gets it appended under a "## Must keep" heading.'
         )
     parts.append(f"<conversation>\n{conversation}\n</conversation>")
     parts.append(instructions(kind, has_previous=bool(previous)))

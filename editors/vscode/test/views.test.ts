@@ -147,6 +147,28 @@ describe('store and views against ctxd serve', { timeout: 120_000 }, () => {
     }
   });
 
+  test('a pinned message shows a pin and offers Unpin; unpinning takes the pin away', async () => {
+    await store.open(session.path);
+    const entryOf = async (id?: string) =>
+      (await walk(conversation)).find((n) => n.kind === 'entry' && (id ? n.row.id === id : n.row.type === 'message'));
+    const target = await entryOf();
+    assert.ok(target && target.kind === 'entry' && !target.row.pinned);
+    assert.equal(conversation.getTreeItem(target).contextValue, 'entry');
+    await client.pin(session.path, target.row.id, true);
+    await store.settled();
+    const pinned = await entryOf(target.row.id);
+    assert.ok(pinned && pinned.kind === 'entry' && pinned.row.pinned === true);
+    const item = conversation.getTreeItem(pinned);
+    assert.equal(item.contextValue, 'entry.pinned'); // the context menu offers Unpin Message
+    assert.match(String(item.description), /📌 pinned/);
+    assert.match(String(item.tooltip), /pinned: compactions carry it verbatim after their summary/);
+    await client.pin(session.path, target.row.id, false);
+    await store.settled();
+    const unpinned = await entryOf(target.row.id);
+    assert.ok(unpinned && unpinned.kind === 'entry' && !unpinned.row.pinned);
+    assert.equal(conversation.getTreeItem(unpinned).contextValue, 'entry');
+  });
+
   test('a branch shows as a branch point with the active branch open', async () => {
     const target = entryRows(await store.allRows()).find((r) => r.role === 'user' && r.onActivePath);
     assert.ok(target);
