@@ -16,6 +16,13 @@ if TYPE_CHECKING:  # the compaction engine loads on first use
     from ctxd.compaction.summarizers import Progress
 
 
+def _messages(name: str, messages: list[Any]) -> None:
+    """AgentMessages must be objects with a string ``role`` (as session/append requires)."""
+    for i, message in enumerate(messages):
+        if not isinstance(message, dict) or not isinstance(message.get("role"), str):
+            raise p.InvalidParams(f"{name}[{i}] must be an object with a string 'role'", f"{name}[{i}]")
+
+
 class Summarizing(ServiceBase):
     def _merged(self, settings: dict[str, Any] | None) -> CompactionSettings:
         """The daemon's compaction settings with the caller's over them; a bad value is refused."""
@@ -31,6 +38,8 @@ class Summarizing(ServiceBase):
 
         if not params.messages and not params.turnPrefix:
             raise p.InvalidParams("nothing to summarise: messages and turnPrefix are empty", "messages")
+        _messages("messages", params.messages)
+        _messages("turnPrefix", params.turnPrefix)
         ops = params.fileOps
         prep = Preparation(
             messages=params.messages,

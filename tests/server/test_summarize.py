@@ -126,6 +126,13 @@ async def test_compact_summarize_refuses_bad_params(ctxd: LanguageClient) -> Non
     error = await call_error(ctxd, p.COMPACT_SUMMARIZE, {**preparation(), "settings": {"maxAttempts": 0}})
     assert error.code == -32602 and "settings.maxAttempts" in str(error)
     assert (await call_error(ctxd, p.COMPACT_SUMMARIZE, {**preparation(), "reason": "bored"})).code == -32602
+    error = await call_error(ctxd, p.COMPACT_SUMMARIZE, {"messages": [user("x"), [1, "a"]]})
+    assert error.code == -32602 and "messages" in str(error)
+    error = await call_error(ctxd, p.COMPACT_SUMMARIZE, {"messages": [user("x"), {"content": "no role"}]})
+    assert error.code == -32602 and "messages[1]" in str(error)
+    error = await call_error(ctxd, p.COMPACT_SUMMARIZE, {"messages": [user("x")], "turnPrefix": [{"role": 5}]})
+    assert error.code == -32602 and "turnPrefix[0]" in str(error)
+    assert (await call_error(ctxd, p.BRANCH_SUMMARIZE, {"entries": [{"type": "message"}, "x"]})).code == -32602
 
 
 def branch_entries() -> list[dict[str, Any]]:
