@@ -90,6 +90,9 @@ class Run:
     score: ft.Score
     tokens_in: int
     tokens_out: int
+    facts: int = 0
+    patched: int = 0
+    """Facts of the must-keep sheet, and how many the summary lacked (the engine appended them)."""
 
 
 @dataclass
@@ -99,6 +102,9 @@ class Totals:
     tokens_in: int = 0
     tokens_out: int = 0
     runs: int = 0
+    facts: int = 0
+    patched: int = 0
+    patched_runs: int = 0
 
     def add(self, run: Run) -> None:
         for kind, n in run.score.total.items():
@@ -107,6 +113,9 @@ class Totals:
         self.tokens_in += run.tokens_in
         self.tokens_out += run.tokens_out
         self.runs += 1
+        self.facts += run.facts
+        self.patched += run.patched
+        self.patched_runs += run.patched > 0
 
 
 def path_entries(source: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
@@ -236,7 +245,21 @@ async def compact_chain(
             calls=_calls(rng),
             tokens_in=tokens_in,
         )
-        runs.append(Run(source, name, keep, point_no, summary, score, tokens_in, math.ceil(len(summary) / 4)))
+        ledger = compaction.get("details", {}).get("ctxd", {}).get("mustKeep", {})
+        runs.append(
+            Run(
+                source,
+                name,
+                keep,
+                point_no,
+                summary,
+                score,
+                tokens_in,
+                math.ceil(len(summary) / 4),
+                int(ledger.get("facts", 0)),
+                int(ledger.get("missing", 0)),
+            )
+        )
     return runs
 
 
@@ -298,6 +321,12 @@ def table(runs: Sequence[Run]) -> tuple[str, dict[str, Any]]:
         report.setdefault("tokens", {})[n] = {"in": t.tokens_in, "out": t.tokens_out, "summaries": t.runs}
     lines.append(f"{'tokens in -> out':<28}" + "".join(f"{c:>18}" for c in cells))
     lines.append(f"{'summaries':<28}" + "".join(f"{columns[n].runs:>18}" for n in names))
+    cells = []
+    for n in names:
+        t = columns[n]
+        cells.append(f"{t.patched}/{t.facts} in {t.patched_runs}")
+        report.setdefault("must keep", {})[n] = {"facts": t.facts, "patched": t.patched, "summaries": t.patched_runs}
+    lines.append(f"{'must-keep facts patched':<28}" + "".join(f"{c:>18}" for c in cells))
     return "\n".join(lines), report
 
 

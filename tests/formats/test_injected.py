@@ -220,3 +220,13 @@ def test_marked_messages_are_injected_whatever_their_text() -> None:
     message = {"role": "user", "content": "Please refactor everything", "ctxdInjected": "hook"}
     assert "goal" not in facts_of([message, done()])
     assert json.dumps(message)  # the mark is plain JSON (it is written with the entry)
+
+
+def test_a_model_summariser_reads_injected_text_as_the_agents_not_the_users() -> None:
+    from ctxd.compaction.summarizers.serialize import serialize_message
+
+    assert serialize_message(user(CLEAR)).startswith("[Injected by the agent (claude.command), not the user]: ")
+    agents = serialize_message(user([{"type": "text", "text": AGENTS_MD}, {"type": "text", "text": REQUEST}]))
+    assert agents.startswith("[Injected by the agent (codex.agents-md), not the user]: # AGENTS.md")
+    assert agents.endswith(f"[User]: {REQUEST}")
+    assert serialize_message(user(REQUEST)) == f"[User]: {REQUEST}"

@@ -464,6 +464,20 @@ async def record(rec: Recorder) -> None:
         await call("session/check", "session/check", {"session": str(damaged), "repair": True}, keep=only())
         await client.close()
 
+        # session/pin (a daemon of its own too).
+        client = CtxdClient(initialization_options=options, env=env, trace=rec.trace, stderr=asyncio.subprocess.DEVNULL)
+        await client.start()
+        notes = await client.request("session/create", {"cwd": "/home/me/parser"})
+        said = await client.request(
+            "session/append",
+            {
+                "session": notes["path"],
+                "messages": [msg("user", "Remember: the staging database is read-only."), msg("assistant", "Noted.")],
+            },
+        )
+        await call("session/pin", "session/pin", {"session": notes["path"], "entryId": said["ids"][0]}, keep=only())
+        await client.close()
+
 
 def compact_json(value: Any, indent: int = 0, used: int = 0, width: int = 100) -> str:
     """JSON indented by two, with objects and arrays that fit in ``width`` kept on one line
