@@ -50,14 +50,27 @@ def fact_sheet(session: Session, plan: CompactionPlan) -> tuple[FactSheet, str |
     """What a summary of ``plan``'s range must keep, and the session's first request when it lies before the
     range (the goal a summary must state, see :mod:`ctxd.compaction.goal`)."""
     goal = session_goal(session, plan)
-    sheet = must_keep_facts(
+    return plan_facts(plan, goal), goal
+
+
+def plan_facts(plan: CompactionPlan, goal: str | None = None) -> FactSheet:
+    """What a summary of ``plan``'s messages must keep (its previous summary and file lists included)."""
+    return must_keep_facts(
         [*plan.messagesToSummarize, *plan.turnPrefixMessages],
         previous_summary=plan.previousSummary,
         read_files=plan.readFiles,
         modified_files=plan.modifiedFiles,
         goal=goal,
     )
-    return sheet, goal
+
+
+Facts = Callable[[CompactionPlan], Awaitable[tuple[FactSheet, str | None]]]
+"""A plan's fact sheet and the goal before its range (a session's compaction reads the session)."""
+
+
+async def facts_of_messages(plan: CompactionPlan) -> tuple[FactSheet, str | None]:
+    """The fact sheet of the plan's messages alone (a client's messages: no session to read a goal from)."""
+    return plan_facts(plan), None
 
 
 def patch_budget(plan: CompactionPlan) -> int:
@@ -110,7 +123,8 @@ class CompactionOutcome:
         return out
 
 
-def summarizer_for(settings: CompactionSettings) -> Summarizer:
+def summarizer_for(settings: CompactionSettings, *, context_window: int | None = None) -> Summarizer:
+    """The summariser ``settings`` name; ``context_window`` is the model's window when known."""
     if not settings.model:
         return OfflineSummarizer()
     return create_summarizer(
@@ -120,7 +134,7 @@ def summarizer_for(settings: CompactionSettings) -> Summarizer:
         max_output_tokens=settings.output_limit(),
         timeout=settings.timeoutSeconds,
         retries=max(0, settings.maxAttempts - 1),
-        context_window=None,
+        context_window=context_window,
     )
 
 
@@ -186,9 +200,7 @@ async def compact(
     except NothingToCompact as exc:
         raise CompactionError(f"nothing to compact: {exc}", path=session.path, leafId=leaf) from exc
     _report(progress, "planned", 0.05)
-    sheet, goal = await guard(lambda: fact_sheet(session, plan))
 
-    failures: list[str] = []
     result: SummaryResult | None = None
     path = ""
     if hook is not None:
@@ -200,94 +212,31 @@ async def compact(
             path = "hook"
 
     instructions = instructions or settings.customInstructions
-    chosen = summarizer or summarizer_for(settings)
-    if result is None:
-        file_context = format_file_blocks(plan.readFiles, plan.modifiedFiles).strip() or None
-        request = SummaryRequest(
-            messages=plan.messagesToSummarize,
-            previous_summary=plan.previousSummary,
-            turn_prefix=plan.turnPrefixMessages,
-            custom_instructions=instructions,
-            file_context=file_context,
-            first_request=goal,
-            must_keep=sheet.render(PROMPT_FACT_CHARS, heading="") or None,
-        )
-        try:
-            result = await chosen.summarize(request, _scaled(progress, 0.05, 0.85))
-            path = result.path
-        except SummarizerError as exc:
-            failures.append(f"{chosen.name}: {exc.reason}")
 
-    if result is None:
-        # Fallback 1: the same model on a pruned input (no thinking, no images, oversized text cut).
-        _report(progress, "model failed; retrying on a pruned input", 0.6)
-        pruned = attrs.evolve(
-            request,
-            messages=prune_messages(plan.messagesToSummarize),
-            turn_prefix=prune_messages(plan.turnPrefixMessages),
-        )
-        try:
-            result = await chosen.summarize(pruned, _scaled(progress, 0.6, 0.85))
-            path = "fallback-prune"
-        except SummarizerError as exc:
-            failures.append(f"{chosen.name} (pruned input): {exc.reason}")
+    async def replan(current: CompactionPlan) -> CompactionPlan:
+        replanned: CompactionPlan = await guard(lambda: _keep_last_turns(session, current, settings.keepLastTurns))
+        return replanned
 
-    if result is None or _too_big(result.text, window, settings):
-        if result is not None:
-            failures.append("summary larger than the target: keeping the last turns instead")
-        # Fallback 2: keep the last N turns verbatim; the offline digest covers the rest.
-        _report(progress, f"keeping the last {settings.keepLastTurns} turns", 0.85)
-        current = plan
-        plan = await guard(lambda: _keep_last_turns(session, current, settings.keepLastTurns))
-        offline = OfflineSummarizer()
-        result = await offline.summarize(
-            SummaryRequest(
-                messages=plan.messagesToSummarize,
-                previous_summary=plan.previousSummary,
-                turn_prefix=plan.turnPrefixMessages,
-                custom_instructions=instructions,
-                first_request=goal,
-            )
-        )
-        path = "fallback-keep-last-turns"
-        sheet, goal = await guard(lambda: fact_sheet(session, plan))
-
-    # Every summary, however made, is checked against the fact sheet and patched with what it lacks.
-    text, missing = patch_summary(result.text.rstrip(), sheet, max_chars=patch_budget(plan))
-    summary = text.rstrip() + format_file_blocks(plan.readFiles, plan.modifiedFiles)
-    failures = [redact(f) for f in failures]  # kept on disk and reported: never a key a provider echoed
-    duration_ms = int((clock() - started) * 1000)
+    made = await summarize_plan(
+        plan,
+        settings,
+        trigger=trigger,
+        instructions=instructions,
+        summarizer=summarizer,
+        progress=progress,
+        result=result,
+        path=path,
+        replan=replan,
+        facts=lambda p: guard(lambda: fact_sheet(session, p)),
+        started=started,
+        clock=clock,
+    )
+    plan, summary, details, result = made.plan, made.summary, made.details, made.result
+    duration_ms, path, failures = int(details["ctxd"]["durationMs"]), made.path, made.failures
     # As pi 1.5.2's appendCompaction: the prompt state at the leaf travels with the compaction (the
     # new context shows it before the summary; system messages in the kept part are not shown).
     stamp = iso_timestamp(session.file.clock())
     system = {**plan.systemMessage, "timestamp": timestamp_ms(stamp)} if plan.systemMessage is not None else None
-    details: dict[str, Any] = {
-        "readFiles": plan.readFiles,
-        "modifiedFiles": plan.modifiedFiles,
-        "ctxd": {
-            "trigger": trigger,
-            "path": path,
-            "summarizer": result.summarizer,
-            "model": result.model,
-            "durationMs": duration_ms,
-            "usage": result.usage,
-            "cost": result.cost,
-            "failures": failures,
-            "messagesSummarized": len(plan.messagesToSummarize),
-            "turnPrefixMessages": len(plan.turnPrefixMessages),
-            "instructions": instructions,
-            # The session's goal, for the next compaction (see ctxd.compaction.goal).
-            "goal": goal or next((f.text for f in sheet.facts if f.kind == "goal"), None),
-            "mustKeep": {
-                "facts": len(sheet),
-                "missing": len(missing),
-                "patched": [f.to_json() for f in missing.facts[:MAX_LEDGER_FACTS]],
-            },
-            # The new context: the summary, then the kept messages (plan.estimatedTokensAfter
-            # counts those without a summary allowance here).
-            "tokensAfter": (js_len(summary) + 3) // 4 + plan.estimatedTokensAfter,
-        },
-    }
     entry: dict[str, Any] = {
         "type": "compaction",
         "summary": summary,
@@ -326,6 +275,134 @@ async def compact(
         failures=failures,
         plan=plan,
     )
+
+
+@attrs.define
+class Summarized:
+    """A summary made for a plan, before anything is written: the text (file blocks appended), the
+    ``details`` ledger, and how it was made."""
+
+    plan: CompactionPlan
+    summary: str
+    details: dict[str, Any]
+    result: SummaryResult
+    path: str
+    failures: list[str]
+
+
+async def summarize_plan(
+    plan: CompactionPlan,
+    settings: CompactionSettings,
+    *,
+    trigger: str,
+    instructions: str | None,
+    summarizer: Summarizer | None = None,
+    progress: Progress | None = None,
+    result: SummaryResult | None = None,
+    path: str = "",
+    replan: Callable[[CompactionPlan], Awaitable[CompactionPlan]] | None = None,
+    facts: Facts = facts_of_messages,
+    started: float | None = None,
+    clock: Callable[[], float] = time.monotonic,
+) -> Summarized:
+    """Summarise ``plan`` with ``settings``' summariser and its fallbacks; write nothing.
+
+    ``result`` is a summary already made (a hook's).  When the model fails twice, ``replan`` gives
+    the plan that keeps the last turns verbatim (a session's compaction); without it (a client's
+    messages, which cannot be re-cut) the offline digest covers the same messages.  Every summary,
+    however made, is checked against ``facts`` (the must-keep fact sheet) and patched with what it lacks.
+    """
+    started = clock() if started is None else started
+    window = settings.resolved_window()
+    sheet, goal = await facts(plan)
+    failures: list[str] = []
+    chosen = summarizer or summarizer_for(settings)
+    if result is None:
+        file_context = format_file_blocks(plan.readFiles, plan.modifiedFiles).strip() or None
+        request = SummaryRequest(
+            messages=plan.messagesToSummarize,
+            previous_summary=plan.previousSummary,
+            turn_prefix=plan.turnPrefixMessages,
+            custom_instructions=instructions,
+            file_context=file_context,
+            first_request=goal,
+            must_keep=sheet.render(PROMPT_FACT_CHARS, heading="") or None,
+        )
+        try:
+            result = await chosen.summarize(request, _scaled(progress, 0.05, 0.85))
+            path = result.path
+        except SummarizerError as exc:
+            failures.append(f"{chosen.name}: {exc.reason}")
+
+    if result is None:
+        # Fallback 1: the same model on a pruned input (no thinking, no images, oversized text cut).
+        _report(progress, "model failed; retrying on a pruned input", 0.6)
+        pruned = attrs.evolve(
+            request,
+            messages=prune_messages(plan.messagesToSummarize),
+            turn_prefix=prune_messages(plan.turnPrefixMessages),
+        )
+        try:
+            result = await chosen.summarize(pruned, _scaled(progress, 0.6, 0.85))
+            path = "fallback-prune"
+        except SummarizerError as exc:
+            failures.append(f"{chosen.name} (pruned input): {exc.reason}")
+
+    if result is None or _too_big(result.text, window, settings):
+        if result is not None:
+            failures.append("summary larger than the target: keeping the last turns instead")
+        # Fallback 2: keep the last N turns verbatim; the offline digest covers the rest.
+        stage = f"keeping the last {settings.keepLastTurns} turns" if replan else "the offline summariser instead"
+        _report(progress, stage, 0.85)
+        if replan is not None:
+            plan = await replan(plan)
+        offline = OfflineSummarizer()
+        result = await offline.summarize(
+            SummaryRequest(
+                messages=plan.messagesToSummarize,
+                previous_summary=plan.previousSummary,
+                turn_prefix=plan.turnPrefixMessages,
+                custom_instructions=instructions,
+                first_request=goal,
+            )
+        )
+        path = "fallback-keep-last-turns" if replan is not None else "fallback-offline"
+        if replan is not None:
+            sheet, goal = await facts(plan)
+
+    # Every summary, however made, is checked against the fact sheet and patched with what it lacks.
+    text, missing = patch_summary(result.text.rstrip(), sheet, max_chars=patch_budget(plan))
+    summary = text.rstrip() + format_file_blocks(plan.readFiles, plan.modifiedFiles)
+    failures = [redact(f) for f in failures]  # kept on disk and reported: never a key a provider echoed
+    duration_ms = int((clock() - started) * 1000)
+    details: dict[str, Any] = {
+        "readFiles": plan.readFiles,
+        "modifiedFiles": plan.modifiedFiles,
+        "ctxd": {
+            "trigger": trigger,
+            "path": path,
+            "summarizer": result.summarizer,
+            "model": result.model,
+            "durationMs": duration_ms,
+            "usage": result.usage,
+            "cost": result.cost,
+            "failures": failures,
+            "messagesSummarized": len(plan.messagesToSummarize),
+            "turnPrefixMessages": len(plan.turnPrefixMessages),
+            "instructions": instructions,
+            # The session's goal, for the next compaction (see ctxd.compaction.goal).
+            "goal": goal or next((f.text for f in sheet.facts if f.kind == "goal"), None),
+            "mustKeep": {
+                "facts": len(sheet),
+                "missing": len(missing),
+                "patched": [f.to_json() for f in missing.facts[:MAX_LEDGER_FACTS]],
+            },
+            # The new context: the summary, then the kept messages (plan.estimatedTokensAfter
+            # counts those without a summary allowance here).
+            "tokensAfter": (js_len(summary) + 3) // 4 + plan.estimatedTokensAfter,
+        },
+    }
+    return Summarized(plan, summary, details, result, path, failures)
 
 
 def _too_big(text: str, window: int, settings: CompactionSettings) -> bool:

@@ -121,6 +121,51 @@ def _method(
     handler.__name__ = f"handle_{name.replace('/', '_')}"
 
 
+Progress = Callable[[str, float | None], None]
+
+
+def _progress_method(
+    server: CtxdServer,
+    name: str,
+    cls: type,
+    title: str,
+    call: Callable[[Service, Any, Progress | None], Awaitable[Any]],
+) -> None:
+    """Register a long-running method: work-done progress under the client's ``workDoneToken`` (none
+    for a dry run), its result scrubbed of secrets like ``_method``'s ``own_text``."""
+
+    @server.feature(name)
+    async def handler(ls: CtxdServer, params: Any) -> Any:
+        try:
+            typed: Any = p.structure_params(params, cls)
+        except Exception as exc:
+            raise to_jsonrpc(exc) from exc
+        token = typed.workDoneToken
+        if getattr(typed, "dryRun", False):
+            token = None
+        progress: Progress | None = None
+        if token is not None:
+            ls.work_done_progress.begin(token, lsp.WorkDoneProgressBegin(title=title, percentage=0))
+
+            def progress(stage: str, fraction: float | None) -> None:
+                pct = None if fraction is None else int(fraction * 100)
+                ls.work_done_progress.report(token, lsp.WorkDoneProgressReport(message=stage, percentage=pct))
+
+        try:
+            return redact_json(await call(ls.service, typed, progress))
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            if not isinstance(exc, p.InvalidParams | CtxdError):
+                log.exception("%s failed", name)  # a bug: report it, keep serving
+            raise to_jsonrpc(exc) from exc
+        finally:
+            if token is not None:
+                ls.work_done_progress.end(token, lsp.WorkDoneProgressEnd(message="done"))
+
+    handler.__name__ = f"handle_{name.replace('/', '_')}"
+
+
 def create_server(config: Config | None = None) -> CtxdServer:
     server = CtxdServer(config)
     s = p  # short alias for the table
@@ -138,6 +183,8 @@ def create_server(config: Config | None = None) -> CtxdServer:
     _method(server, s.SESSION_PIN, s.SessionPinParams, lambda svc, a: svc.session_pin(a))
     _method(server, s.CONTEXT_BUILD, s.ContextBuildParams, lambda svc, a: svc.context_build(a))
     _method(server, s.BRANCH, s.BranchParams, lambda svc, a: svc.branch(a), own_text=True)
+    _method(server, s.BRANCH_SUMMARIZE, s.BranchSummarizeParams, lambda svc, a: svc.branch_summarize(a), own_text=True)
+    _method(server, s.CONTEXT_TRUNCATE, s.ContextTruncateParams, lambda svc, a: svc.context_truncate(a))
 
     @server.feature(s.SESSION_APPEND)
     async def append(ls: CtxdServer, params: Any) -> Any:
@@ -148,30 +195,16 @@ def create_server(config: Config | None = None) -> CtxdServer:
         except Exception as exc:
             raise to_jsonrpc(exc) from exc
 
-    @server.feature(s.COMPACT)
-    async def compact(ls: CtxdServer, params: Any) -> Any:
-        try:
-            typed = s.structure_params(params, s.CompactParams)
-        except Exception as exc:
-            raise to_jsonrpc(exc) from exc
-        token = typed.workDoneToken
-        progress = None
-        if token is not None and not typed.dryRun:
-            ls.work_done_progress.begin(token, lsp.WorkDoneProgressBegin(title="ctxd: compacting", percentage=0))
-
-            def progress(stage: str, fraction: float | None) -> None:
-                pct = None if fraction is None else int(fraction * 100)
-                ls.work_done_progress.report(token, lsp.WorkDoneProgressReport(message=stage, percentage=pct))
-
-        try:
-            return redact_json(await ls.service.compact(typed, progress))
-        except asyncio.CancelledError:
-            raise
-        except Exception as exc:
-            raise to_jsonrpc(exc) from exc
-        finally:
-            if token is not None and not typed.dryRun:
-                ls.work_done_progress.end(token, lsp.WorkDoneProgressEnd(message="done"))
+    # Long-running methods report work-done progress when the client gives a token.
+    _progress_method(server, s.COMPACT, s.CompactParams, "ctxd: compacting", lambda svc, a, pr: svc.compact(a, pr))
+    # An agent's own compaction (pi's extension): summarised, never written; $/cancelRequest cancels it.
+    _progress_method(
+        server,
+        s.COMPACT_SUMMARIZE,
+        s.CompactSummarizeParams,
+        "ctxd: summarising",
+        lambda svc, a, pr: svc.compact_summarize(a, pr),
+    )
 
     @server.feature(lsp.INITIALIZE)
     def initialize(ls: CtxdServer, params: lsp.InitializeParams) -> None:

@@ -16,6 +16,9 @@ SESSION_PIN = "session/pin"
 CONTEXT_BUILD = "context/build"
 COMPACT = "compact"
 BRANCH = "branch"
+COMPACT_SUMMARIZE = "compact/summarize"
+BRANCH_SUMMARIZE = "branch/summarize"
+CONTEXT_TRUNCATE = "context/truncate"
 METHODS = (
     SESSION_LIST,
     SESSION_OPEN,
@@ -32,6 +35,9 @@ METHODS = (
     CONTEXT_BUILD,
     COMPACT,
     BRANCH,
+    COMPACT_SUMMARIZE,
+    BRANCH_SUMMARIZE,
+    CONTEXT_TRUNCATE,
 )
 
 DID_CHANGE = "session/didChange"
@@ -46,10 +52,13 @@ COMPACT_WILL_RUN = "compact/willRun"
 
 __all__ = [
     "BRANCH",
+    "BRANCH_SUMMARIZE",
     "COMPACT",
     "COMPACTION_STATUS",
+    "COMPACT_SUMMARIZE",
     "COMPACT_WILL_RUN",
     "CONTEXT_BUILD",
+    "CONTEXT_TRUNCATE",
     "CONTEXT_USAGE",
     "DID_CHANGE",
     "DID_CREATE",

@@ -159,6 +159,53 @@ class BranchParams:
     instructions: str | None = None
 
 
+@attrs.define
+class FileOpsParams:
+    """An agent's file tracking (pi's ``FileOperations``, its sets as lists)."""
+
+    read: list[str] = attrs.field(factory=list)
+    written: list[str] = attrs.field(factory=list)
+    edited: list[str] = attrs.field(factory=list)
+
+
+@attrs.define
+class CompactSummarizeParams:
+    """An agent's own compaction to summarise (pi's ``session_before_compact`` preparation)."""
+
+    messages: list[dict[str, Any]]
+    """The messages the summary replaces (AgentMessages, oldest first)."""
+    turnPrefix: list[dict[str, Any]] = attrs.field(factory=list)
+    previousSummary: str | None = None
+    previousDetails: dict[str, Any] | None = None
+    fileOps: FileOpsParams | None = None
+    instructions: str | None = None
+    reason: Literal["manual", "threshold", "overflow"] = "manual"
+    firstKeptEntryId: str = ""
+    tokensBefore: int = 0
+    settings: dict[str, Any] | None = None
+    """Compaction settings over the daemon's (``model``, ``apiBase``, ``apiKey``, ``contextWindow``, ...)."""
+    modelWindow: int | None = None
+    """The summarising model's window, when the caller knows it."""
+    workDoneToken: str | int | None = None
+
+
+@attrs.define
+class BranchSummarizeParams:
+    """A branch an agent is leaving (pi's ``session_before_tree`` entries to summarise)."""
+
+    entries: list[dict[str, Any]]
+    instructions: str | None = None
+    reserveTokens: int | None = None
+    settings: dict[str, Any] | None = None
+    modelWindow: int | None = None
+
+
+@attrs.define
+class ContextTruncateParams:
+    messages: list[dict[str, Any]]
+    contextWindow: int
+
+
 # --- notification payloads ---------------------------------------------------------------------
 
 

@@ -27,6 +27,7 @@ from ctxd.service.base import ServiceBase
 from ctxd.service.compacting import Compacting
 from ctxd.service.live import Live
 from ctxd.service.registry import OpenSession, Registry, inside, only_inside
+from ctxd.service.summarize import Summarizing
 from ctxd.store.create import create_session
 from ctxd.store.listing import cwd_dirname, list_sessions
 from ctxd.store.session_file import LEAF, Durability
@@ -34,7 +35,7 @@ from ctxd.store.session_file import LEAF, Durability
 log = logging.getLogger(__name__)
 
 
-class Service(Compacting, Live, ServiceBase):
+class Service(Compacting, Live, Summarizing, ServiceBase):
     """Every daemon method (the server's handlers call these)."""
 
     # --- sessions -----------------------------------------------------------------------------

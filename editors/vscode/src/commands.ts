@@ -4,7 +4,7 @@
  */
 
 import * as vscode from 'vscode';
-import { CancellationTokenSource, type CtxdClient } from './client';
+import { CancellationTokenSource, type CtxdClient } from '@ctxd/client';
 import { Command, ContextKey, View } from './constants';
 import { Documents } from './documents';
 import type { ConversationNode } from './projection/conversation';
@@ -12,7 +12,7 @@ import { roleName } from './projection/conversation';
 import { formatAge, formatDuration, formatInt, formatTokens, tildify } from './projection/format';
 import type { LedgerNode } from './projection/ledger';
 import { sessionName, type SessionsNode } from './projection/sessions';
-import type { TreeNodeRow } from './protocol';
+import type { TreeNodeRow } from '@ctxd/client';
 import type { ConversationProvider } from './sessionTree';
 import type { Store } from './state';
 import * as os from 'node:os';

@@ -18,7 +18,7 @@ import { buildLedger, compactionIds, ledgerRow, ledgerRowFromServer, modelOf, pr
 import { renderEntryDocument, renderPreviewDocument } from '../src/projection/render';
 import { LIVE_MS, presentSession, projectSessions, sessionName } from '../src/projection/sessions';
 import { presentStatus } from '../src/projection/status';
-import type { CollapsedRow, Entry, SessionSummary, TreeNodeRow, TreeRow } from '../src/protocol';
+import type { CollapsedRow, Entry, SessionSummary, TreeNodeRow, TreeRow } from '@ctxd/client';
 
 function row(id: string, parentId: string | null, extra: Partial<TreeNodeRow> = {}): TreeNodeRow {
   return {

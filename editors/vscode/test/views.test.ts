@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { realpathSync, rmSync, symlinkSync, utimesSync } from 'node:fs';
 import { after, before, describe, test } from 'node:test';
-import type { CtxdClient } from '../src/client';
+import type { CtxdClient } from '@ctxd/client';
 import { LedgerProvider } from '../src/ledgerView';
 import { entryRows, type ConversationNode } from '../src/projection/conversation';
 import type { LedgerNode } from '../src/projection/ledger';

@@ -12,7 +12,7 @@
  *     into chunks of at most CHUNK rows, so 10k hidden entries do not become 10k tree items).
  */
 
-import { isCollapsed, type CollapsedRow, type TreeNodeRow, type TreeRow } from '../protocol';
+import { isCollapsed, type CollapsedRow, type TreeNodeRow, type TreeRow } from '@ctxd/client';
 import { formatInt, formatTokens } from './format';
 
 export const CHUNK = 200;

@@ -10,8 +10,8 @@ import type {
   SessionEntryResult,
   TreeNodeRow,
   TreeRow,
-} from '../protocol';
-import { isCollapsed } from '../protocol';
+} from '@ctxd/client';
+import { isCollapsed } from '@ctxd/client';
 import { formatCost, formatDuration, formatInt, formatTokens, formatWhen, oneLine } from './format';
 import { modelOf, type LedgerRow } from './ledger';
 import { roleName } from './conversation';
