@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint typecheck unit nvim-test vscode-test bench clean
+.PHONY: demo test lint typecheck unit nvim-test vscode-test pi-test bench bench-fidelity clean
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -16,8 +16,8 @@ demo: $(STAMP)
 	$(BIN)/ctxd demo
 
 lint: $(STAMP)
-	$(BIN)/ruff check ctxd tests bench
-	$(BIN)/ruff format --check ctxd tests bench
+	$(BIN)/ruff check ctxd tests bench integrations/pi/tests
+	$(BIN)/ruff format --check ctxd tests bench integrations/pi/tests
 
 typecheck: $(STAMP)
 	$(BIN)/mypy
@@ -32,10 +32,18 @@ nvim-test: $(STAMP)
 vscode-test: $(STAMP)
 	bash editors/vscode/scripts/test.sh
 
-test: lint typecheck nvim-test vscode-test unit
+# Real pi (0.87.1 from npm) with integrations/pi, against a fake model server; its own pytest run.
+pi-test: $(STAMP)
+	PY=$(abspath $(BIN))/python bash integrations/pi/scripts/test.sh
+
+test: lint typecheck nvim-test vscode-test pi-test unit
 
 bench: $(STAMP)
 	$(BIN)/python bench/run.py
+	$(BIN)/python bench/fidelity.py
+
+bench-fidelity: $(STAMP)
+	$(BIN)/python bench/fidelity.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

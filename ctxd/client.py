@@ -112,13 +112,31 @@ def decode_frames(data: bytes) -> tuple[list[Any], bytes]:
 
 
 def default_command() -> list[str]:
-    return [sys.executable, "-m", "ctxd", "serve"]
+    """``python -P -m ctxd serve`` with this interpreter.
+
+    ``-P`` keeps the working directory off the daemon's ``sys.path``: a folder named ``ctxd``
+    there (a clone of this repository, say) would otherwise be imported instead of the package."""
+    return [sys.executable, "-P", "-m", "ctxd", "serve"]
+
+
+def _package_home() -> str | None:
+    """The folder this client's ``ctxd`` package was imported from, when only the working
+    directory or the script's folder (which ``-P`` leaves out) put it on ``sys.path``; the daemon
+    needs it on ``PYTHONPATH`` to run the same ctxd."""
+    package = sys.modules.get(__name__.rpartition(".")[0])
+    origin = getattr(package, "__file__", None)
+    if not origin:
+        return None
+    home = os.path.dirname(os.path.dirname(os.path.abspath(origin)))
+    implicit = {os.path.abspath(sys.path[0] or os.curdir) if sys.path else None, os.getcwd()}
+    return home if home in implicit else None
 
 
 class CtxdClient:
     """A ctxd daemon in a subprocess and a JSON-RPC connection to it.
 
-    ``command`` defaults to ``[sys.executable, "-m", "ctxd", "serve"]``.  ``initialization_options``
+    ``command`` defaults to ``[sys.executable, "-P", "-m", "ctxd", "serve"]`` (see
+    :func:`default_command`).  ``initialization_options``
     is sent as ``initializationOptions`` (roots, watch, autoCompact, compaction, hooks, ...).
     ``stderr`` is where the daemon's log goes (default: this process's stderr).  ``trace`` sees
     every message sent and received (for logging or debugging).
@@ -135,6 +153,7 @@ class CtxdClient:
         request_timeout: float | None = 120.0,
         trace: Trace | None = None,
     ) -> None:
+        self._default = command is None
         self.command = list(command) if command is not None else default_command()
         self.initialization_options = dict(initialization_options or {})
         self.env = dict(env) if env is not None else None
@@ -165,6 +184,10 @@ class CtxdClient:
         if self.process is not None:
             raise RuntimeError("the client is already started")
         env = None if self.env is None else {**os.environ, **self.env}
+        home = _package_home() if self._default else None
+        if home is not None:
+            env = dict(os.environ if env is None else env)
+            env["PYTHONPATH"] = os.pathsep.join(p for p in (home, env.get("PYTHONPATH", "")) if p)
         self.process = await asyncio.create_subprocess_exec(
             *self.command,
             stdin=asyncio.subprocess.PIPE,

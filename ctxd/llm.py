@@ -28,6 +28,9 @@ from typing import Any, Literal, TextIO
 
 import attrs
 
+from ctxd.redact import add_secret
+from ctxd.redact import redact as _redact
+
 log = logging.getLogger(__name__)
 
 ErrorKind = Literal[
@@ -131,21 +134,12 @@ def is_loaded() -> bool:
 
 # --- redaction ------------------------------------------------------------------------------------------------
 
-_SECRET_PATTERNS = (
-    re.compile(r"\b(?:sk|pk|rk)-[A-Za-z0-9_\-]{6,}"),
-    re.compile(r"\bBearer\s+[A-Za-z0-9._\-+/=]{6,}", re.IGNORECASE),
-    re.compile(r"(?i)((?:api[_-]?key|x-api-key|authorization|token)[\"']?\s*[:=]\s*[\"']?)[^\s\"',}]+"),
-    re.compile(r"\bAIza[0-9A-Za-z_\-]{20,}"),
-)
-
 
 def redact(text: str, api_key: str | None = None) -> str:
-    """``text`` with ``api_key`` and credential-looking substrings replaced by ``***``."""
-    if api_key:
-        text = text.replace(api_key, "***")
-    for pattern in _SECRET_PATTERNS:
-        text = pattern.sub(lambda m: (m.group(1) if m.lastindex else "") + "***", text)
-    return text
+    """``text`` with ``api_key``, every other known secret and credential-looking substrings
+    replaced by ``***`` (see :mod:`ctxd.redact`)."""
+    add_secret(api_key)
+    return _redact(text)
 
 
 # --- overflow detection ---------------------------------------------------------------------------------------

@@ -22,6 +22,8 @@ from hypothesis import strategies as st
 from ctxd.compaction.plan import NothingToCompact, plan_compaction
 from ctxd.context.build import build_context, context_size
 from ctxd.context.live import live_context, size_of
+from ctxd.context.pins import pin_entry
+from ctxd.errors import InvalidEntryError
 from ctxd.store.session_file import SessionFile
 from ctxd.tree import session as session_module
 from ctxd.tree.session import Session
@@ -62,6 +64,9 @@ OPS = [
     "duplicate_first_kept",
     "bad_lines",
     "reopen",
+    "pin",
+    "pin",
+    "unpin",
 ]
 
 
@@ -182,6 +187,13 @@ def _apply(s: Session, path: Path, op: str, n: int, step: int, waiting: list[str
             dup = {"role": "user", "content": "same id again"}
             _raw_lines(path, [{"type": "message", "id": target, "parentId": leaf, "message": dup}])
             s.refresh()
+    elif op in ("pin", "unpin"):  # carried after a compaction's summary (ctxd.context.pins)
+        if ids:
+            try:
+                entry = pin_entry(s.file, ids[n % len(ids)], op == "pin")
+            except InvalidEntryError:
+                return s
+            s.append([entry])
     elif op == "reopen":  # from the persistent index (heads let go), then equal to a full read
         s.close()
         s = Session.open(str(path))
@@ -254,6 +266,9 @@ def _check(s: Session, n: int) -> None:
 @given(ops=st.lists(st.tuples(st.sampled_from(OPS), st.integers(0, 400)), min_size=1, max_size=30))
 @example(ops=[("user", 1), ("orphan", 0), ("parent_arrives", 0)])  # the kept path gains a parent
 @example(ops=[("user", 0), ("user", 0), ("duplicate_id", 0), ("reopen", 0)])  # no tree kept: read again
+@example(ops=[("user", 0), ("user", 1), ("pin", 0), ("assistant_usage", 2), ("compaction", 1), ("user", 4)])
+@example(ops=[("user", 0), ("tool_loop", 1), ("compaction", 1), ("pin", 1), ("unpin", 1), ("edit_hide", 0)])
+@example(ops=[("user", 9), ("user", 20), ("user", 30), ("compaction", 1), ("pin", 0), ("edit_hide", 3), ("user", 5)])
 @example(ops=[("user", 0), ("orphan", 0), ("bad_lines", 0), ("reopen", 0), ("parent_arrives", 0), ("reopen", 0)])
 @example(ops=[("user", 1), ("user", 2), ("compaction", 1), ("duplicate_first_kept", 0)])  # its id names another entry
 @example(ops=[("user", 1), ("tool_loop", 5), ("edit_hide", 1), ("move_leaf", 1), ("move_leaf", 3)])

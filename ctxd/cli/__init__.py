@@ -3,15 +3,23 @@
 from __future__ import annotations
 
 import argparse
+import logging
+import os
 import sys
 from collections.abc import Sequence
 
 from ctxd import __version__
-from ctxd.errors import CtxdError
+from ctxd.cli.errors import HELP, Parser, count, run
+from ctxd.redact import redact_logs
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="ctxd", description="Context daemon for LLM agents (pi session format).")
+    p = Parser(
+        prog="ctxd",
+        description="Context daemon for LLM agents (pi session format).",
+        epilog=HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     p.add_argument("--version", action="version", version=f"ctxd {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
 
@@ -23,7 +31,7 @@ def _parser() -> argparse.ArgumentParser:
     t = sub.add_parser("tree", help="show a session's tree")
     t.add_argument("file")
     t.add_argument("--all", action="store_true", help="do not collapse linear runs")
-    t.add_argument("--collapse", type=int, default=8, help="collapse linear runs longer than this (default 8)")
+    t.add_argument("--collapse", type=count(0), default=8, help="collapse linear runs longer than this (default 8)")
     t.add_argument("--json", action="store_true")
 
     c = sub.add_parser("context", help="build the context for the next request")
@@ -31,7 +39,7 @@ def _parser() -> argparse.ArgumentParser:
     c.add_argument("--leaf", help="entry id to build from (default: the session's leaf)")
     c.add_argument("--format", choices=("pi", "openai"), default="pi")
     c.add_argument("--json", action="store_true")
-    c.add_argument("--truncate-window", type=int, help="truncate oversized tool results for this window")
+    c.add_argument("--truncate-window", type=count(1), help="truncate oversized tool results for this window")
     c.add_argument("--count-model", help="count tokens exactly with this model's tokenizer (offline, via litellm)")
 
     b = sub.add_parser("branch", help="move the leaf to an entry (persisted; pi agrees)")
@@ -51,13 +59,22 @@ def _parser() -> argparse.ArgumentParser:
     lab.add_argument("entry")
     lab.add_argument("text")
 
+    for name, what in (
+        ("pin", "pin a message: compactions carry it verbatim after the summary"),
+        ("unpin", "unpin it"),
+    ):
+        pin = sub.add_parser(name, help=what)
+        pin.add_argument("file")
+        pin.add_argument("entry")
+        pin.add_argument("--json", action="store_true")
+
     k = sub.add_parser("compact", help="compact a session (or plan it with --dry-run)")
     k.add_argument("file")
     k.add_argument("--model", help="summarise with this model through litellm (default: offline)")
     k.add_argument("--api-base")
     k.add_argument("--instructions", help="extra focus for the summary")
     k.add_argument("--dry-run", action="store_true", help="plan only: write nothing, call no model")
-    k.add_argument("--keep-recent-tokens", type=int)
+    k.add_argument("--keep-recent-tokens", type=count(0))
     k.add_argument("--json", action="store_true")
     k.add_argument("--fork-root", help="where a pi fork of a Claude Code / Codex transcript goes (default: pi's root)")
 
@@ -83,20 +100,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         from ctxd.server import serve
 
         return serve(tcp=args.tcp, config_path=args.config)
+    # Warnings (a model attempt that failed, ...) as one line each, never showing a secret.
+    # CTXD_LOG_LEVEL sets ctxd's own level; libraries stay at warnings.
+    level = logging.getLevelName(os.environ.get("CTXD_LOG_LEVEL", "WARNING").upper())
+    logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="ctxd: %(message)s")
+    logging.getLogger("ctxd").setLevel(level if isinstance(level, int) else logging.WARNING)
+    redact_logs()
     from ctxd.cli import commands
 
-    handler = getattr(commands, f"cmd_{args.command}")
-    try:
-        return int(handler(args))
-    except CtxdError as exc:
-        if getattr(args, "json", False):
-            from ctxd.cli.render import dump as _dump
-
-            _dump({"error": {"code": exc.code, "message": exc.message, "data": exc.data}})
-        print(f"ctxd: {exc.message}", file=sys.stderr)
-        return 2
-    except BrokenPipeError:
-        return 0
+    return run(getattr(commands, f"cmd_{args.command}"), args)
 
 
 __all__ = ["main"]

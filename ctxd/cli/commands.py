@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import stat
 import sys
 from typing import Any
 
@@ -11,27 +12,46 @@ from ctxd.cli.render import dump as _dump
 from ctxd.cli.render import render_context, render_rows, use_color
 from ctxd.context.build import build_context
 from ctxd.context.openai import to_openai
-from ctxd.context.view import project
+from ctxd.context.view import cap, project
+from ctxd.errors import SessionError
+from ctxd.redact import redact_json
+from ctxd.service.protocol import capped_row
+from ctxd.service.registry import only_inside
 from ctxd.store.listing import default_roots, list_sessions
 from ctxd.tree.session import Session
+
+
+def open_session(path: str) -> Session:
+    """The session file named on the command line: a regular file, or a one-line error (a FIFO
+    would block the read, a device never end it, a directory is not a session)."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        raise SessionError("no such session file", path=os.path.abspath(path)) from None
+    if stat.S_ISDIR(st.st_mode):
+        raise SessionError("is a directory, not a session file", path=os.path.abspath(path))
+    if not stat.S_ISREG(st.st_mode):
+        raise SessionError("not a regular file (a FIFO, a device, a socket?)", path=os.path.abspath(path))
+    return Session.open(path)
 
 
 def cmd_sessions(args: argparse.Namespace) -> int:
     roots = args.root or default_roots()
     found = list_sessions(roots, cwd=os.path.abspath(args.cwd) if args.cwd else None)
+    found = only_inside(found, roots)  # a link leading outside its root is not listed
     if args.json:
-        _dump({"roots": roots, "sessions": [s.to_json() for s in found]})
+        _dump({"roots": roots, "sessions": [capped_row(s.to_json()) for s in found]})
         return 0
     if not found:
         print(f"no sessions under {', '.join(roots)}")
     for s in found:
-        title = s.name or s.title or "(empty)"
+        title = cap(s.name) or cap(s.title) or "(empty)"
         print(f"{s.path}\n    {title}  [{s.entries} entries, cwd {s.cwd}]")
     return 0
 
 
 def cmd_tree(args: argparse.Namespace) -> int:
-    session = Session.open(args.file)
+    session = open_session(args.file)
     rows, _ = project(session, collapse=0 if args.all else args.collapse)
     if args.json:
         _dump(
@@ -57,7 +77,7 @@ def cmd_tree(args: argparse.Namespace) -> int:
 
 
 def cmd_context(args: argparse.Namespace) -> int:
-    session = Session.open(args.file)
+    session = open_session(args.file)
     ctx = build_context(session.file, session.tree, args.leaf, estimates=session.estimates)
     messages = ctx.agent_messages()
     if args.truncate_window:
@@ -86,7 +106,7 @@ def cmd_context(args: argparse.Namespace) -> int:
 
 
 def cmd_branch(args: argparse.Namespace) -> int:
-    session = Session.open(args.file)
+    session = open_session(args.file)
     old = session.leaf_id()
     if args.summarize:
         from ctxd.compaction.branching import branch_with_summary
@@ -97,14 +117,14 @@ def cmd_branch(args: argparse.Namespace) -> int:
         marker = session.move_leaf(args.entry)
         out = {"leafId": args.entry, "previousLeafId": old, "markerId": marker}
     if args.json:
-        _dump(out)
+        _dump(redact_json(out))  # the failures a provider answered with
     else:
         print(f"leaf moved {old} -> {args.entry}")
     return 0
 
 
 def cmd_fork(args: argparse.Namespace) -> int:
-    session = Session.open(args.file)
+    session = open_session(args.file)
     path = session.fork(args.entry)
     if args.json:
         _dump({"path": path, "parentSession": session.path, "entryId": args.entry})
@@ -114,7 +134,7 @@ def cmd_fork(args: argparse.Namespace) -> int:
 
 
 def cmd_label(args: argparse.Namespace) -> int:
-    session = Session.open(args.file)
+    session = open_session(args.file)
     session.file.require(args.entry)
     entry: dict[str, Any] = {"type": "label", "targetId": args.entry}
     if args.text:
@@ -122,6 +142,22 @@ def cmd_label(args: argparse.Namespace) -> int:
     session.append([entry])
     print(f"labelled {args.entry}: {args.text!r}" if args.text else f"cleared label of {args.entry}")
     return 0
+
+
+def cmd_pin(args: argparse.Namespace, pinned: bool = True) -> int:
+    from ctxd.context.pins import pin_entry
+
+    session = Session.open(args.file)
+    (pin_id,) = session.append([pin_entry(session.file, args.entry, pinned)])
+    if args.json:
+        _dump({"pinEntryId": pin_id, "entryId": args.entry, "pinned": pinned})
+    else:
+        print(f"{'pinned' if pinned else 'unpinned'} {args.entry}")
+    return 0
+
+
+def cmd_unpin(args: argparse.Namespace) -> int:
+    return cmd_pin(args, pinned=False)
 
 
 def cmd_compact(args: argparse.Namespace) -> int:
@@ -134,7 +170,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     from ctxd.context.check import check_session
     from ctxd.context.repair import repair
 
-    session = Session.open(args.file)
+    session = open_session(args.file)
     report = repair(session) if args.repair else check_session(session)
     if args.json:
         _dump(report.to_json())

@@ -5,11 +5,15 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import sys
 
-from ctxd.compaction.engine import compact, dry_run
+from ctxd.cli.commands import open_session
+from ctxd.compaction.engine import compact, dry_run_json
+from ctxd.compaction.plan import NothingToCompact
 from ctxd.compaction.settings import CompactionSettings
 from ctxd.errors import CompactionError
+from ctxd.redact import redact_json
 from ctxd.tree.session import Session
 
 DRY_RUN_KEYS = (
@@ -33,33 +37,42 @@ def run_compact(args: argparse.Namespace) -> int:
     settings = CompactionSettings(model=args.model, apiBase=args.api_base)
     if args.keep_recent_tokens is not None:
         settings.keepRecentTokens = args.keep_recent_tokens
-    session = Session.open(args.file)
+    session = open_session(args.file)
     if args.dry_run:
-        plan = dry_run(session, settings)
-        data = plan.to_json()
+        try:
+            data = dry_run_json(session, settings)
+        except NothingToCompact as exc:  # as a real compaction reports it
+            raise CompactionError(f"nothing to compact: {exc}", path=session.path) from exc
         ordered = {k: data[k] for k in DRY_RUN_KEYS} | {k: v for k, v in data.items() if k not in DRY_RUN_KEYS}
         if args.json:
             json.dump(ordered, sys.stdout, indent=2)
             sys.stdout.write("\n")
         else:
-            split = f", split turn from line {plan.turnStartLine}" if plan.isSplitTurn else ""
-            print(f"would keep from line {plan.firstKeptLine} ({plan.firstKeptEntryId}){split}")
+            split = f", split turn from line {data['turnStartLine']}" if data["isSplitTurn"] else ""
+            print(f"would keep from line {data['firstKeptLine']} ({data['firstKeptEntryId']}){split}")
             print(
-                f"summarise {len(plan.messagesToSummarize)} messages"
-                f" (+{len(plan.turnPrefixMessages)} in the turn prefix);"
-                f" tokens {plan.tokensBefore:,} -> about {plan.estimatedTokensAfter:,}"
+                f"summarise {data['messagesToSummarize']} messages"
+                f" (+{data['turnPrefixMessages']} in the turn prefix);"
+                f" tokens {data['tokensBefore']:,} -> about {data['estimatedTokensAfter']:,}"
             )
+            if data["mustKeepText"]:
+                print()
+                print(data["mustKeepText"])
         return 0
     forked_from = None
     if session.file.read_only:
         # Another agent's transcript is never written: compact a pi fork of it instead.
-        from ctxd.store.listing import default_roots
+        from ctxd.service.registry import Registry
+        from ctxd.store.listing import cwd_dirname, default_roots
 
         leaf = session.leaf_id()
         if leaf is None:
             raise CompactionError("the transcript is empty: nothing to compact", path=session.path)
         forked_from = session.path
-        session = Session.open(session.fork(leaf, root=args.fork_root or default_roots()[0]))
+        root = args.fork_root or default_roots()[0]
+        # The fork goes into pi's folder for the cwd under the root: that folder must stay inside it.
+        Registry([root]).check_destination(os.path.join(root, cwd_dirname(session.file.cwd)))
+        session = Session.open(session.fork(leaf, root=root))
         print(f"{forked_from} is read-only; compacting a pi fork: {session.path}", file=sys.stderr)
     outcome = asyncio.run(
         compact(session, settings, instructions=args.instructions, progress=None if args.json else _progress)
@@ -68,7 +81,7 @@ def run_compact(args: argparse.Namespace) -> int:
         result = outcome.to_json()
         if forked_from:
             result.update(session=session.path, forkedFrom=forked_from)
-        json.dump(result, sys.stdout, indent=2)
+        json.dump(redact_json(result), sys.stdout, indent=2)
         sys.stdout.write("\n")
     else:
         print(

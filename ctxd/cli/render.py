@@ -50,7 +50,7 @@ def render_rows(rows: list[Row], *, color: bool = False) -> list[str]:
         assert isinstance(row, TreeNode)
         mark = "*" if row.onActivePath else " "
         role = ROLE_MARK.get(row.role, "·")
-        labels = "".join(f" [{label}]" for label in row.labels)
+        labels = "".join(f" [{label}]" for label in row.labels) + (" [pinned]" if row.pinned else "")
         fork = f" ({row.childCount} branches)" if row.childCount > 1 else ""
         leaf = "  ◀ leaf" if row.isLeaf else ""
         tokens = f" {row.tokens:,}t" if row.tokens else ""

@@ -20,6 +20,7 @@ from ctxd.compaction.settings import CompactionSettings
 from ctxd.compaction.summarizers import OfflineSummarizer, Progress, Summarizer, SummarizerError, SummaryRequest
 from ctxd.context.build import entry_message
 from ctxd.context.tokens import estimate_tokens
+from ctxd.redact import redact
 from ctxd.tree.index import NONE
 from ctxd.tree.session import Session
 
@@ -101,7 +102,8 @@ async def branch(
     try:
         result = await chosen.summarize(request, progress)
     except SummarizerError as exc:
-        failures.append(f"{chosen.name}: {exc.reason}")
+        # Kept on disk and reported: never a key a provider echoed.
+        failures.append(redact(f"{chosen.name}: {exc.reason}"))
         result = await OfflineSummarizer().summarize(request, progress)
     read_files, modified_files = file_lists(extract_file_ops(messages))
     summary = result.text.rstrip() + format_file_blocks(read_files, modified_files)

@@ -17,6 +17,8 @@ from typing import Any, TypeVar
 import attrs
 
 from ctxd.compaction.fileops import format_file_blocks
+from ctxd.compaction.goal import session_goal
+from ctxd.compaction.mustkeep import FactSheet, must_keep_facts, patch_summary
 from ctxd.compaction.plan import CompactionPlan, NothingToCompact, plan_compaction
 from ctxd.compaction.prune import prune_messages
 from ctxd.compaction.settings import CompactionSettings
@@ -30,13 +32,52 @@ from ctxd.compaction.summarizers import (
     create_summarizer,
 )
 from ctxd.context.rules import timestamp_ms
-from ctxd.context.tokens import js_len
+from ctxd.context.tokens import estimate_total, js_len
 from ctxd.errors import CancelledError, CompactionError
+from ctxd.redact import redact
 from ctxd.store.files import iso_timestamp
 from ctxd.tree.session import Session
 
 SUMMARY_ALLOWANCE_TOKENS = 1_500
 """Expected size of a new summary, for a dry run's ``estimatedTokensAfter``."""
+MAX_LEDGER_FACTS = 60
+"""The ledger lists at most this many of the facts a summary lacked (the count is always exact)."""
+PROMPT_FACT_CHARS = 8_000
+"""The fact sheet given to a model summariser up front is rendered within this many characters."""
+
+
+def fact_sheet(session: Session, plan: CompactionPlan) -> tuple[FactSheet, str | None]:
+    """What a summary of ``plan``'s range must keep, and the session's first request when it lies before the
+    range (the goal a summary must state, see :mod:`ctxd.compaction.goal`)."""
+    goal = session_goal(session, plan)
+    return plan_facts(plan, goal), goal
+
+
+def plan_facts(plan: CompactionPlan, goal: str | None = None) -> FactSheet:
+    """What a summary of ``plan``'s messages must keep (its previous summary and file lists included)."""
+    return must_keep_facts(
+        [*plan.messagesToSummarize, *plan.turnPrefixMessages],
+        previous_summary=plan.previousSummary,
+        read_files=plan.readFiles,
+        modified_files=plan.modifiedFiles,
+        goal=goal,
+    )
+
+
+Facts = Callable[[CompactionPlan], Awaitable[tuple[FactSheet, str | None]]]
+"""A plan's fact sheet and the goal before its range (a session's compaction reads the session)."""
+
+
+async def facts_of_messages(plan: CompactionPlan) -> tuple[FactSheet, str | None]:
+    """The fact sheet of the plan's messages alone (a client's messages: no session to read a goal from)."""
+    return plan_facts(plan), None
+
+
+def patch_budget(plan: CompactionPlan) -> int:
+    """Characters the ``## Must keep`` patch may take: an eighth of what is summarised, 600 to 12,000."""
+    chars = 4 * estimate_total([*plan.messagesToSummarize, *plan.turnPrefixMessages])
+    chars += len(plan.previousSummary or "")
+    return max(600, min(12_000, chars // 8))
 
 
 @attrs.define
@@ -82,7 +123,8 @@ class CompactionOutcome:
         return out
 
 
-def summarizer_for(settings: CompactionSettings) -> Summarizer:
+def summarizer_for(settings: CompactionSettings, *, context_window: int | None = None) -> Summarizer:
+    """The summariser ``settings`` name; ``context_window`` is the model's window when known."""
     if not settings.model:
         return OfflineSummarizer()
     return create_summarizer(
@@ -92,7 +134,7 @@ def summarizer_for(settings: CompactionSettings) -> Summarizer:
         max_output_tokens=settings.output_limit(),
         timeout=settings.timeoutSeconds,
         retries=max(0, settings.maxAttempts - 1),
-        context_window=None,
+        context_window=context_window,
     )
 
 
@@ -105,6 +147,28 @@ def dry_run(session: Session, settings: CompactionSettings, *, leaf_id: str | No
         allowance = max(allowance, (js_len(plan.previousSummary) + 3) // 4)
     plan.estimatedTokensAfter += allowance
     return plan
+
+
+MUST_KEEP_HEADING = "## What this compaction must keep"
+PREVIEW_FACT_CHARS = 12_000
+
+
+def dry_run_with_facts(
+    session: Session, settings: CompactionSettings, *, leaf_id: str | None = None
+) -> tuple[CompactionPlan, FactSheet]:
+    """:func:`dry_run` and what the compaction must keep."""
+    plan = dry_run(session, settings, leaf_id=leaf_id)
+    return plan, fact_sheet(session, plan)[0]
+
+
+def dry_run_json(session: Session, settings: CompactionSettings, *, leaf_id: str | None = None) -> dict[str, Any]:
+    """The dry run's JSON: the plan, plus ``mustKeep`` (the fact sheet: ``[{kind, text, probes}]``) and
+    ``mustKeepText`` (it as markdown, for a preview)."""
+    plan, sheet = dry_run_with_facts(session, settings, leaf_id=leaf_id)
+    out = plan.to_json()
+    out["mustKeep"] = sheet.to_json()
+    out["mustKeepText"] = sheet.render(PREVIEW_FACT_CHARS, heading=MUST_KEEP_HEADING)
+    return out
 
 
 async def compact(
@@ -137,7 +201,6 @@ async def compact(
         raise CompactionError(f"nothing to compact: {exc}", path=session.path, leafId=leaf) from exc
     _report(progress, "planned", 0.05)
 
-    failures: list[str] = []
     result: SummaryResult | None = None
     path = ""
     if hook is not None:
@@ -149,80 +212,31 @@ async def compact(
             path = "hook"
 
     instructions = instructions or settings.customInstructions
-    chosen = summarizer or summarizer_for(settings)
-    if result is None:
-        file_context = format_file_blocks(plan.readFiles, plan.modifiedFiles).strip() or None
-        request = SummaryRequest(
-            messages=plan.messagesToSummarize,
-            previous_summary=plan.previousSummary,
-            turn_prefix=plan.turnPrefixMessages,
-            custom_instructions=instructions,
-            file_context=file_context,
-        )
-        try:
-            result = await chosen.summarize(request, _scaled(progress, 0.05, 0.85))
-            path = result.path
-        except SummarizerError as exc:
-            failures.append(f"{chosen.name}: {exc.reason}")
 
-    if result is None:
-        # Fallback 1: the same model on a pruned input (no thinking, no images, oversized text cut).
-        _report(progress, "model failed; retrying on a pruned input", 0.6)
-        pruned = attrs.evolve(
-            request,
-            messages=prune_messages(plan.messagesToSummarize),
-            turn_prefix=prune_messages(plan.turnPrefixMessages),
-        )
-        try:
-            result = await chosen.summarize(pruned, _scaled(progress, 0.6, 0.85))
-            path = "fallback-prune"
-        except SummarizerError as exc:
-            failures.append(f"{chosen.name} (pruned input): {exc.reason}")
+    async def replan(current: CompactionPlan) -> CompactionPlan:
+        replanned: CompactionPlan = await guard(lambda: _keep_last_turns(session, current, settings.keepLastTurns))
+        return replanned
 
-    if result is None or _too_big(result.text, window, settings):
-        if result is not None:
-            failures.append("summary larger than the target: keeping the last turns instead")
-        # Fallback 2: keep the last N turns verbatim; the offline digest covers the rest.
-        _report(progress, f"keeping the last {settings.keepLastTurns} turns", 0.85)
-        current = plan
-        plan = await guard(lambda: _keep_last_turns(session, current, settings.keepLastTurns))
-        offline = OfflineSummarizer()
-        result = await offline.summarize(
-            SummaryRequest(
-                messages=plan.messagesToSummarize,
-                previous_summary=plan.previousSummary,
-                turn_prefix=plan.turnPrefixMessages,
-                custom_instructions=instructions,
-            )
-        )
-        path = "fallback-keep-last-turns"
-
-    summary = result.text.rstrip() + format_file_blocks(plan.readFiles, plan.modifiedFiles)
-    duration_ms = int((clock() - started) * 1000)
+    made = await summarize_plan(
+        plan,
+        settings,
+        trigger=trigger,
+        instructions=instructions,
+        summarizer=summarizer,
+        progress=progress,
+        result=result,
+        path=path,
+        replan=replan,
+        facts=lambda p: guard(lambda: fact_sheet(session, p)),
+        started=started,
+        clock=clock,
+    )
+    plan, summary, details, result = made.plan, made.summary, made.details, made.result
+    duration_ms, path, failures = int(details["ctxd"]["durationMs"]), made.path, made.failures
     # As pi 1.5.2's appendCompaction: the prompt state at the leaf travels with the compaction (the
     # new context shows it before the summary; system messages in the kept part are not shown).
     stamp = iso_timestamp(session.file.clock())
     system = {**plan.systemMessage, "timestamp": timestamp_ms(stamp)} if plan.systemMessage is not None else None
-    details: dict[str, Any] = {
-        "readFiles": plan.readFiles,
-        "modifiedFiles": plan.modifiedFiles,
-        "ctxd": {
-            "trigger": trigger,
-            "path": path,
-            "summarizer": result.summarizer,
-            "model": result.model,
-            "durationMs": duration_ms,
-            "usage": result.usage,
-            "cost": result.cost,
-            "failures": failures,
-            "messagesSummarized": len(plan.messagesToSummarize),
-            "turnPrefixMessages": len(plan.turnPrefixMessages),
-            "instructions": instructions,
-            # The new context: the summary, then the kept messages (plan.estimatedTokensAfter
-            # counts those without a summary allowance here).
-            "tokensAfter": (js_len(summary) + 3) // 4 + plan.estimatedTokensAfter,
-        },
-    }
     entry: dict[str, Any] = {
         "type": "compaction",
         "summary": summary,
@@ -261,6 +275,134 @@ async def compact(
         failures=failures,
         plan=plan,
     )
+
+
+@attrs.define
+class Summarized:
+    """A summary made for a plan, before anything is written: the text (file blocks appended), the
+    ``details`` ledger, and how it was made."""
+
+    plan: CompactionPlan
+    summary: str
+    details: dict[str, Any]
+    result: SummaryResult
+    path: str
+    failures: list[str]
+
+
+async def summarize_plan(
+    plan: CompactionPlan,
+    settings: CompactionSettings,
+    *,
+    trigger: str,
+    instructions: str | None,
+    summarizer: Summarizer | None = None,
+    progress: Progress | None = None,
+    result: SummaryResult | None = None,
+    path: str = "",
+    replan: Callable[[CompactionPlan], Awaitable[CompactionPlan]] | None = None,
+    facts: Facts = facts_of_messages,
+    started: float | None = None,
+    clock: Callable[[], float] = time.monotonic,
+) -> Summarized:
+    """Summarise ``plan`` with ``settings``' summariser and its fallbacks; write nothing.
+
+    ``result`` is a summary already made (a hook's).  When the model fails twice, ``replan`` gives
+    the plan that keeps the last turns verbatim (a session's compaction); without it (a client's
+    messages, which cannot be re-cut) the offline digest covers the same messages.  Every summary,
+    however made, is checked against ``facts`` (the must-keep fact sheet) and patched with what it lacks.
+    """
+    started = clock() if started is None else started
+    window = settings.resolved_window()
+    sheet, goal = await facts(plan)
+    failures: list[str] = []
+    chosen = summarizer or summarizer_for(settings)
+    if result is None:
+        file_context = format_file_blocks(plan.readFiles, plan.modifiedFiles).strip() or None
+        request = SummaryRequest(
+            messages=plan.messagesToSummarize,
+            previous_summary=plan.previousSummary,
+            turn_prefix=plan.turnPrefixMessages,
+            custom_instructions=instructions,
+            file_context=file_context,
+            first_request=goal,
+            must_keep=sheet.render(PROMPT_FACT_CHARS, heading="") or None,
+        )
+        try:
+            result = await chosen.summarize(request, _scaled(progress, 0.05, 0.85))
+            path = result.path
+        except SummarizerError as exc:
+            failures.append(f"{chosen.name}: {exc.reason}")
+
+    if result is None:
+        # Fallback 1: the same model on a pruned input (no thinking, no images, oversized text cut).
+        _report(progress, "model failed; retrying on a pruned input", 0.6)
+        pruned = attrs.evolve(
+            request,
+            messages=prune_messages(plan.messagesToSummarize),
+            turn_prefix=prune_messages(plan.turnPrefixMessages),
+        )
+        try:
+            result = await chosen.summarize(pruned, _scaled(progress, 0.6, 0.85))
+            path = "fallback-prune"
+        except SummarizerError as exc:
+            failures.append(f"{chosen.name} (pruned input): {exc.reason}")
+
+    if result is None or _too_big(result.text, window, settings):
+        if result is not None:
+            failures.append("summary larger than the target: keeping the last turns instead")
+        # Fallback 2: keep the last N turns verbatim; the offline digest covers the rest.
+        stage = f"keeping the last {settings.keepLastTurns} turns" if replan else "the offline summariser instead"
+        _report(progress, stage, 0.85)
+        if replan is not None:
+            plan = await replan(plan)
+        offline = OfflineSummarizer()
+        result = await offline.summarize(
+            SummaryRequest(
+                messages=plan.messagesToSummarize,
+                previous_summary=plan.previousSummary,
+                turn_prefix=plan.turnPrefixMessages,
+                custom_instructions=instructions,
+                first_request=goal,
+            )
+        )
+        path = "fallback-keep-last-turns" if replan is not None else "fallback-offline"
+        if replan is not None:
+            sheet, goal = await facts(plan)
+
+    # Every summary, however made, is checked against the fact sheet and patched with what it lacks.
+    text, missing = patch_summary(result.text.rstrip(), sheet, max_chars=patch_budget(plan))
+    summary = text.rstrip() + format_file_blocks(plan.readFiles, plan.modifiedFiles)
+    failures = [redact(f) for f in failures]  # kept on disk and reported: never a key a provider echoed
+    duration_ms = int((clock() - started) * 1000)
+    details: dict[str, Any] = {
+        "readFiles": plan.readFiles,
+        "modifiedFiles": plan.modifiedFiles,
+        "ctxd": {
+            "trigger": trigger,
+            "path": path,
+            "summarizer": result.summarizer,
+            "model": result.model,
+            "durationMs": duration_ms,
+            "usage": result.usage,
+            "cost": result.cost,
+            "failures": failures,
+            "messagesSummarized": len(plan.messagesToSummarize),
+            "turnPrefixMessages": len(plan.turnPrefixMessages),
+            "instructions": instructions,
+            # The session's goal, for the next compaction (see ctxd.compaction.goal).
+            "goal": goal or next((f.text for f in sheet.facts if f.kind == "goal"), None),
+            "mustKeep": {
+                "facts": len(sheet),
+                "missing": len(missing),
+                "patched": [f.to_json() for f in missing.facts[:MAX_LEDGER_FACTS]],
+            },
+            # The new context: the summary, then the kept messages (plan.estimatedTokensAfter
+            # counts those without a summary allowance here).
+            "tokensAfter": (js_len(summary) + 3) // 4 + plan.estimatedTokensAfter,
+        },
+    }
+    return Summarized(plan, summary, details, result, path, failures)
 
 
 def _too_big(text: str, window: int, settings: CompactionSettings) -> bool:

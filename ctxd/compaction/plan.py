@@ -18,7 +18,7 @@ from typing import Any
 import attrs
 
 from ctxd.compaction.fileops import FileOps, extract_file_ops, file_lists
-from ctxd.context.build import Context
+from ctxd.context.build import Context, pinned_tokens
 from ctxd.context.live import State, live_context
 from ctxd.context.project import ProjectedEntry, Projection
 from ctxd.context.rules import is_cut_point, starts_turn
@@ -139,6 +139,8 @@ def plan_compaction(
     system, system_tokens = st.system()
     after = summary_tokens + system_tokens + st.cum_other[n] - st.cum_other[kept_from]
     first = entries[cut].index
+    # Pinned messages the new summary replaces are carried after it (ctxd.context.pins).
+    after += pinned_tokens(file, tree, first, [e.index for e in entries[cut:]])
     return CompactionPlan(
         leafId=heads[leaf].id or "",
         firstKeptEntryId=heads[first].id or "",

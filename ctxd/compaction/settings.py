@@ -67,6 +67,10 @@ class CompactionSettings:
         """Settings from camelCase JSON over ``base``; invalid values are reported in ``problems``
         and left at their previous value."""
         out = attrs.evolve(base) if base is not None else cls()
+        names = {field.name for field in attrs.fields(cls)}
+        for key in data or {}:
+            if key not in names and problems is not None:
+                problems.append(f"compaction: unknown option {_show(key)} ignored")
         for field in attrs.fields(cls):
             if not data or field.name not in data:
                 continue
@@ -89,11 +93,24 @@ class CompactionSettings:
                     and not isinstance(value, bool)
                     and value >= (1 if field.name in ("maxAttempts", "keepLastTurns") else 0)
                 )
+            if field.name in ("triggerPercent", "targetPercent") and ok and value is not None:
+                ok = value <= 1  # a share of the window
+            if field.name in _INTEGERS and ok and value is not None:
+                ok = float(value).is_integer()
+                value = int(value) if ok else value
             if ok:
                 setattr(out, field.name, value)
             elif problems is not None:
-                problems.append(f"compaction.{field.name}: invalid value {value!r}; using {default!r}")
+                problems.append(f"compaction.{field.name}: invalid value {_show(value)}; using {default!r}")
         return out
+
+
+_INTEGERS = ("reserveTokens", "keepRecentTokens", "contextWindow", "keepLastTurns", "maxAttempts", "maxOutputTokens")
+
+
+def _show(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else text[:79] + "…"
 
 
 @functools.lru_cache(maxsize=32)

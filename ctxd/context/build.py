@@ -13,6 +13,8 @@ from typing import Any
 
 import attrs
 
+from ctxd.context.pins import carried
+from ctxd.context.pins import version as pins_version
 from ctxd.context.project import context_path, entry_tokens, project, projected_estimate
 from ctxd.context.rules import (
     USAGE_INVALIDATORS,
@@ -141,6 +143,8 @@ def build_context(
         for msg, tokens in zip(pe.messages, entry_tokens(pe, estimates), strict=True):
             messages.append(ContextMessage(str(msg.get("role", "")), eid, line, tokens, msg))
             owners.append(k)
+    if comp != NONE:
+        _carry_pins(session, tree, projection, messages, owners)
     per_message = [m.tokens for m in messages]
     size = projected_estimate(projection, heads, [m.message for m in messages], per_message, owners)
     return Context(
@@ -154,6 +158,27 @@ def build_context(
         diagnostics=diagnostics,
         compactionId=heads[comp].id if comp != NONE else None,
     )
+
+
+def _carry_pins(
+    session: SessionFile, tree: TreeIndex, projection: Any, messages: list[ContextMessage], owners: list[int]
+) -> None:
+    """Insert the pinned messages the compaction summarised right after its summary (see ctxd.context.pins)."""
+    extra = carried(session, tree, projection.compaction, projection.path.indices)
+    if not extra:
+        return
+    at = sum(1 for k in owners if k == 0)  # after the compaction's own messages
+    rows = [
+        ContextMessage(str(m.get("role", "")), session.heads[i].id or "", session.lines[i], estimate_tokens(m), m)
+        for i, m in extra
+    ]
+    messages[at:at] = rows
+    owners[at:at] = [0] * len(rows)
+
+
+def pinned_tokens(session: SessionFile, tree: TreeIndex, comp: int, shown: list[int]) -> int:
+    """Tokens of the pinned messages a compaction carries (0 without pins)."""
+    return sum(estimate_tokens(m) for _, m in carried(session, tree, comp, shown))
 
 
 def _model(session: SessionFile, tree: TreeIndex, leaf: int) -> tuple[str | None, str | None]:
@@ -197,6 +222,10 @@ def context_size(
         return Size(None, 0, None)
     tree.update()
     heads = session.heads
+    pins = pins_version(session)
+    if tree.size_memo_key != pins:
+        tree.size_memo = None  # a pin or unpin changes what a compaction carries
+        tree.size_memo_key = pins
     if not tree.has_context_edits:
         quick = _size_from_last_usage(session, tree, leaf, estimates)
         if quick is not None:
@@ -224,6 +253,8 @@ def context_size(
     usage_based = tokens is not None
     if tokens is None:
         tokens = _estimated_size(session, comp, yielding, estimates)
+        if comp != NONE:
+            tokens += pinned_tokens(session, tree, comp, path.indices)
     last_index = yielding[-1] if yielding else comp
     last = _last_of(heads[last_index]) if last_index != NONE else None
     if not tree.has_context_edits:

@@ -35,6 +35,8 @@ from ctxd.context.build import (
     _thinking,
     context_size,
 )
+from ctxd.context.pins import carried
+from ctxd.context.pins import version as pins_version
 from ctxd.context.project import ContextPath, ProjectedEntry, Projection, context_path, entry_tokens
 from ctxd.context.rules import (
     USAGE_INVALIDATORS,
@@ -94,6 +96,12 @@ class State:
     system_cache: tuple[int, dict[str, Any] | None, int] | None = None
     plan_cache: Any = None
     """Owned by the compaction plan (its running file operations); dropped with the state."""
+    carried: int = 0
+    """Pinned messages carried right after the compaction's own (ctxd.context.pins): positions
+    ``start[0] + own`` to ``start[1]``, owned by entry 0 though they are not its messages."""
+    carried_tokens: int = 0
+    pins: int = 0
+    """The pins' version (ctxd.context.pins) the carried messages follow."""
 
     @property
     def leaf(self) -> int:
@@ -157,7 +165,8 @@ class _EntrySizes(Sequence[int]):
         st = self.state
         if k < 0:
             k += len(st.entries)
-        return st.cum[st.entry_end(k)] - st.cum[st.start[k]]
+        size = st.cum[st.entry_end(k)] - st.cum[st.start[k]]
+        return size - st.carried_tokens if k == 0 else size
 
 
 class LiveContext:
@@ -266,8 +275,8 @@ class LiveContext:
         duplicates = len(file.heads) - len(file.index)
         if st is None or st.generation != file.generation:
             return self._rebuild(leaf, None)
-        if st.relinks != tree.relinks or st.duplicates != duplicates:
-            return self._rebuild(leaf, st)
+        if st.relinks != tree.relinks or st.duplicates != duplicates or st.pins != pins_version(file):
+            return self._rebuild(leaf, st)  # a pin or unpin changes what a compaction carries
         if leaf == st.leaf:
             return st
         comp = tree.last_compaction[leaf]
@@ -373,13 +382,25 @@ class LiveContext:
             if heads[i].type == "context_edit":
                 body = bodies[i]
                 st.edits[str(body.get("targetId", ""))] = body.get("replacement")
+        st.pins = pins_version(file)
         for k, i in enumerate(indices):
             if heads[i].type == "compaction" and k > 0:
                 self._push(st, i, [], None, hidden_compaction=True)
             else:
                 self._push(st, i, raws.get(i, []), bodies.get(i))
+            if k == 0 and comp != NONE:
+                self._carry(st, carried(file, tree, comp, indices))
         self.state = st
         return st
+
+    def _carry(self, st: State, pinned: list[tuple[int, dict[str, Any]]]) -> None:
+        """The pinned messages the compaction carries, after its own (as build_context inserts them)."""
+        file = self.session.file
+        for i, message in pinned:
+            tokens = estimate_tokens(message)
+            self._add_message(st, 0, message, file.heads[i].id or "", file.lines[i], tokens)
+            st.carried += 1
+            st.carried_tokens += tokens
 
     def _push(
         self,
@@ -415,23 +436,27 @@ class LiveContext:
             return
         entry_id = head.id or ""
         line = file.lines[i]
-        messages, agent, owners, cum, cum_other = st.messages, st.agent, st.owners, st.cum, st.cum_other
         for message, tokens in zip(entry.messages, entry_tokens(entry, self.session.estimates), strict=True):
-            p = len(messages)
-            role = str(message.get("role", ""))
-            messages.append(ContextMessage(role, entry_id, line, tokens, message))
-            agent.append(message)
-            st.ids.append(entry_id)
-            owners.append(k)
-            cum.append(cum[-1] + tokens)
-            if role == "system":
-                cum_other.append(cum_other[-1])
-                st.systems.append(p)
-                st.system_version += 1
-            else:
-                cum_other.append(cum_other[-1] + tokens)
-            if role == "assistant" and valid_usage(message) is not None:
-                st.usage.append(p)
+            self._add_message(st, k, message, entry_id, line, tokens)
+
+    @staticmethod
+    def _add_message(st: State, k: int, message: dict[str, Any], entry_id: str, line: int, tokens: int) -> None:
+        p = len(st.messages)
+        role = str(message.get("role", ""))
+        st.messages.append(ContextMessage(role, entry_id, line, tokens, message))
+        st.agent.append(message)
+        st.ids.append(entry_id)
+        st.owners.append(k)
+        cum, cum_other = st.cum, st.cum_other
+        cum.append(cum[-1] + tokens)
+        if role == "system":
+            cum_other.append(cum_other[-1])
+            st.systems.append(p)
+            st.system_version += 1
+        else:
+            cum_other.append(cum_other[-1] + tokens)
+        if role == "assistant" and valid_usage(message) is not None:
+            st.usage.append(p)
 
 
 def live_context(session: Session) -> LiveContext:

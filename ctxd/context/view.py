@@ -9,11 +9,23 @@ from typing import Any
 import attrs
 
 from ctxd.context.build import entry_message
+from ctxd.context.pins import is_pinned
 from ctxd.context.tokens import estimate_tokens
 from ctxd.tree.index import NONE
 from ctxd.tree.session import Session
 
 PREVIEW_CHARS = 100
+TEXT_CAP = 256
+"""Free text a row or a payload carries (a name, a title, a label, a type) is cut to this many
+characters, ending in "…": a 10 MB name must not travel with every listing. The whole text stays
+available from the entry itself (``session/entry``)."""
+
+
+def cap(text: str | None, limit: int = TEXT_CAP) -> str | None:
+    """``text`` cut to ``limit`` characters (ending in "…"), or as it is if it fits."""
+    if text is None or len(text) <= limit:
+        return text
+    return text[: limit - 1] + "…"
 
 
 @attrs.define
@@ -32,6 +44,8 @@ class TreeNode:
     depth: int
     """Indentation depth in the rendered tree (branch points indent; linear runs do not)."""
     timestamp: str | None = None
+    pinned: bool = False
+    """Pinned: compactions carry it verbatim after their summary (see ctxd.context.pins)."""
 
     def to_json(self) -> dict[str, Any]:
         return attrs.asdict(self)
@@ -58,8 +72,12 @@ Row = TreeNode | CollapsedRun
 
 
 def one_line(text: str, limit: int = PREVIEW_CHARS) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+    # Only the head is looked at: a preview of a 10 MB text costs what a preview of 400 chars does.
+    head = text[: limit * 4 + 16]
+    flat = " ".join(head.split())
+    if len(flat) > limit:
+        return flat[: limit - 1] + "…"
+    return flat if len(head) == len(text) else flat + "…"
 
 
 def _text(content: Any) -> str:
@@ -82,7 +100,7 @@ def preview(entry: Mapping[str, Any]) -> tuple[str, str]:
     kind = str(entry.get("type", ""))
     if kind == "message":
         m = entry.get("message") or {}
-        role = str(m.get("role", "?"))
+        role = cap(str(m.get("role", "?")), PREVIEW_CHARS) or "?"
         if role == "assistant":
             content = m.get("content") or []
             text = _text(content)
@@ -115,21 +133,22 @@ def preview(entry: Mapping[str, Any]) -> tuple[str, str]:
     if kind == "custom_message":
         return "custom", one_line(f"[{entry.get('customType', '')}] {_text(entry.get('content'))}")
     if kind == "model_change":
-        return kind, f"model → {entry.get('provider', '')}/{entry.get('modelId', '')}"
+        return kind, one_line(f"model → {entry.get('provider', '')}/{entry.get('modelId', '')}")
     if kind == "thinking_level_change":
-        return kind, f"thinking → {entry.get('thinkingLevel', '')}"
+        return kind, one_line(f"thinking → {entry.get('thinkingLevel', '')}")
     if kind == "label":
-        return kind, f"label {entry.get('targetId', '')} = {entry.get('label')!r}"
+        return kind, one_line(f"label {entry.get('targetId', '')} = {entry.get('label')!r}")
     if kind == "session_info":
-        return kind, f"name = {entry.get('name')!r}"
+        return kind, one_line(f"name = {entry.get('name')!r}")
     if kind == "context_edit":
         action = "hide" if entry.get("replacement") is None else "replace"
-        return kind, f"{action} {entry.get('targetId', '')}"
+        return kind, one_line(f"{action} {entry.get('targetId', '')}")
     if kind == "custom":
-        return kind, f"[{entry.get('customType', '')}]"
+        return kind, one_line(f"[{entry.get('customType', '')}]")
     if kind == "usage":
         return kind, one_line(f"{entry.get('kind', '')} {entry.get('model', '')}")
-    return kind or "?", one_line(str({k: v for k, v in entry.items() if k not in ("id", "parentId")}))
+    rest = str({k: v for k, v in entry.items() if k not in ("id", "parentId")})
+    return cap(kind, PREVIEW_CHARS) or "?", one_line(rest)
 
 
 def node(
@@ -147,26 +166,27 @@ def node(
         id=session.tree.id_of(i),
         parentId=entry.get("parentId"),
         line=session.file.lines[i],
-        type=str(entry.get("type", "")),
+        type=cap(str(entry.get("type", "")), PREVIEW_CHARS) or "",
         role=role,
         preview=text,
         tokens=tokens,
-        labels=[label] if label else [],
+        labels=[cap(label) or ""] if label else [],
         childCount=len(_visible_children(session, i)),
         onActivePath=i in active,
         isLeaf=i == leaf,
         depth=depth,
         timestamp=entry.get("timestamp"),
+        pinned=is_pinned(session.file, session.tree.id_of(i)),
     )
 
 
 def _visible_children(session: Session, i: int) -> list[int]:
-    """Children, with ctxd's leaf markers replaced by their own children (they are bookkeeping)."""
+    """Children, with ctxd's leaf markers and pin entries replaced by their own children (bookkeeping)."""
     out: list[int] = []
     stack = list(reversed(session.tree.child_ids(i)))
     while stack:
         c = stack.pop()
-        if session.tree.is_leaf_marker(c):
+        if session.tree.is_bookkeeping(c):
             stack.extend(reversed(session.tree.child_ids(c)))
         else:
             out.append(c)
@@ -190,7 +210,7 @@ def project(
     tree = session.tree
     leaf = session.leaf()
     active = set(tree.path_to_root(leaf)) if leaf is not None else set()
-    roots = [r for r in tree.roots + tree.orphans if not tree.is_leaf_marker(r)]
+    roots = [r for r in tree.roots + tree.orphans if not tree.is_bookkeeping(r)]
     # First the shape (which rows, at which depth), then one batched read of the shown entries.
     specs: list[tuple[int, int, list[int] | None]] = []
     # Each stack item: (entry index, depth).

@@ -65,11 +65,15 @@ def _load(config_path: str | None) -> CtxdServer:
 
 
 def serve(tcp: str | None = None, config_path: str | None = None) -> int:
+    level = logging.getLevelName(os.environ.get("CTXD_LOG_LEVEL", "WARNING").upper())
     logging.basicConfig(
         stream=sys.stderr,
-        level=os.environ.get("CTXD_LOG_LEVEL", "WARNING").upper(),
+        level=level if isinstance(level, int) else logging.WARNING,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
+    from ctxd.redact import redact_logs
+
+    redact_logs()  # no log line shows a secret, whatever a provider or a library says
     if tcp:
         host, _, port = tcp.rpartition(":")
         host = host or "127.0.0.1"

@@ -20,9 +20,10 @@ from pygls.protocol.language_server import LanguageServerProtocol, lsp_method
 
 from ctxd import __version__
 from ctxd.errors import CtxdError
+from ctxd.redact import redact, redact_json
 from ctxd.server.errors import to_jsonrpc
 from ctxd.service import protocol as p
-from ctxd.service.config import Config, config_from_json
+from ctxd.service.config import Config, config_from_json, show
 from ctxd.service.service import Service
 from ctxd.service.watch import Watcher
 
@@ -78,7 +79,7 @@ class CtxdServer(LanguageServer):
         self.protocol.notify(method, payload)
 
     def log_to_client(self, level: lsp.MessageType, message: str) -> None:
-        self.protocol.notify(lsp.WINDOW_LOG_MESSAGE, lsp.LogMessageParams(type=level, message=message))
+        self.protocol.notify(lsp.WINDOW_LOG_MESSAGE, lsp.LogMessageParams(type=level, message=redact(message)))
 
     async def will_run_hook(self, session: str, trigger: str, plan: CompactionPlan) -> HookDecision | None:
         payload = {"session": session, "trigger": trigger, "plan": plan.to_json()}
@@ -98,18 +99,69 @@ class CtxdServer(LanguageServer):
 Handler = Callable[[CtxdServer, Any], Awaitable[Any]]
 
 
-def _method(server: CtxdServer, name: str, cls: type, call: Callable[[Service, Any], Awaitable[Any]]) -> None:
+def _method(
+    server: CtxdServer, name: str, cls: type, call: Callable[[Service, Any], Awaitable[Any]], *, own_text: bool = False
+) -> None:
+    """Register a method; ``own_text``: its result carries ctxd's own text (failures a provider
+    answered with, ...), which is scrubbed of secrets (a session's content is the agent's data)."""
+
     @server.feature(name)
     async def handler(ls: CtxdServer, params: Any) -> Any:
         try:
             typed: Any = p.structure_params(params, cls)
-            return await call(ls.service, typed)
+            result = await call(ls.service, typed)
+            return redact_json(result) if own_text else result
         except asyncio.CancelledError:
             raise
         except Exception as exc:
             if not isinstance(exc, p.InvalidParams | CtxdError):
                 log.exception("%s failed", name)  # a bug: report it, keep serving
             raise to_jsonrpc(exc) from exc
+
+    handler.__name__ = f"handle_{name.replace('/', '_')}"
+
+
+Progress = Callable[[str, float | None], None]
+
+
+def _progress_method(
+    server: CtxdServer,
+    name: str,
+    cls: type,
+    title: str,
+    call: Callable[[Service, Any, Progress | None], Awaitable[Any]],
+) -> None:
+    """Register a long-running method: work-done progress under the client's ``workDoneToken`` (none
+    for a dry run), its result scrubbed of secrets like ``_method``'s ``own_text``."""
+
+    @server.feature(name)
+    async def handler(ls: CtxdServer, params: Any) -> Any:
+        try:
+            typed: Any = p.structure_params(params, cls)
+        except Exception as exc:
+            raise to_jsonrpc(exc) from exc
+        token = typed.workDoneToken
+        if getattr(typed, "dryRun", False):
+            token = None
+        progress: Progress | None = None
+        if token is not None:
+            ls.work_done_progress.begin(token, lsp.WorkDoneProgressBegin(title=title, percentage=0))
+
+            def progress(stage: str, fraction: float | None) -> None:
+                pct = None if fraction is None else int(fraction * 100)
+                ls.work_done_progress.report(token, lsp.WorkDoneProgressReport(message=stage, percentage=pct))
+
+        try:
+            return redact_json(await call(ls.service, typed, progress))
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            if not isinstance(exc, p.InvalidParams | CtxdError):
+                log.exception("%s failed", name)  # a bug: report it, keep serving
+            raise to_jsonrpc(exc) from exc
+        finally:
+            if token is not None:
+                ls.work_done_progress.end(token, lsp.WorkDoneProgressEnd(message="done"))
 
     handler.__name__ = f"handle_{name.replace('/', '_')}"
 
@@ -126,10 +178,13 @@ def create_server(config: Config | None = None) -> CtxdServer:
     _method(server, s.SESSION_LABEL, s.SessionLabelParams, lambda svc, a: svc.session_label(a))
     _method(server, s.SESSION_FORK, s.SessionEntryParams, lambda svc, a: svc.session_fork(a))
     _method(server, s.SESSION_STATS, s.SessionParams, lambda svc, a: svc.session_stats(a))
-    _method(server, s.SESSION_LEDGER, s.SessionParams, lambda svc, a: svc.session_ledger(a))
+    _method(server, s.SESSION_LEDGER, s.SessionParams, lambda svc, a: svc.session_ledger(a), own_text=True)
     _method(server, s.SESSION_CHECK, s.SessionCheckParams, lambda svc, a: svc.session_check(a))
+    _method(server, s.SESSION_PIN, s.SessionPinParams, lambda svc, a: svc.session_pin(a))
     _method(server, s.CONTEXT_BUILD, s.ContextBuildParams, lambda svc, a: svc.context_build(a))
-    _method(server, s.BRANCH, s.BranchParams, lambda svc, a: svc.branch(a))
+    _method(server, s.BRANCH, s.BranchParams, lambda svc, a: svc.branch(a), own_text=True)
+    _method(server, s.BRANCH_SUMMARIZE, s.BranchSummarizeParams, lambda svc, a: svc.branch_summarize(a), own_text=True)
+    _method(server, s.CONTEXT_TRUNCATE, s.ContextTruncateParams, lambda svc, a: svc.context_truncate(a))
 
     @server.feature(s.SESSION_APPEND)
     async def append(ls: CtxdServer, params: Any) -> Any:
@@ -140,41 +195,36 @@ def create_server(config: Config | None = None) -> CtxdServer:
         except Exception as exc:
             raise to_jsonrpc(exc) from exc
 
-    @server.feature(s.COMPACT)
-    async def compact(ls: CtxdServer, params: Any) -> Any:
-        try:
-            typed = s.structure_params(params, s.CompactParams)
-        except Exception as exc:
-            raise to_jsonrpc(exc) from exc
-        token = typed.workDoneToken
-        progress = None
-        if token is not None and not typed.dryRun:
-            ls.work_done_progress.begin(token, lsp.WorkDoneProgressBegin(title="ctxd: compacting", percentage=0))
-
-            def progress(stage: str, fraction: float | None) -> None:
-                pct = None if fraction is None else int(fraction * 100)
-                ls.work_done_progress.report(token, lsp.WorkDoneProgressReport(message=stage, percentage=pct))
-
-        try:
-            return await ls.service.compact(typed, progress)
-        except asyncio.CancelledError:
-            raise
-        except Exception as exc:
-            raise to_jsonrpc(exc) from exc
-        finally:
-            if token is not None and not typed.dryRun:
-                ls.work_done_progress.end(token, lsp.WorkDoneProgressEnd(message="done"))
+    # Long-running methods report work-done progress when the client gives a token.
+    _progress_method(server, s.COMPACT, s.CompactParams, "ctxd: compacting", lambda svc, a, pr: svc.compact(a, pr))
+    # An agent's own compaction (pi's extension): summarised, never written; $/cancelRequest cancels it.
+    _progress_method(
+        server,
+        s.COMPACT_SUMMARIZE,
+        s.CompactSummarizeParams,
+        "ctxd: summarising",
+        lambda svc, a, pr: svc.compact_summarize(a, pr),
+    )
 
     @server.feature(lsp.INITIALIZE)
     def initialize(ls: CtxdServer, params: lsp.InitializeParams) -> None:
         problems: list[str] = []
         options = params.initialization_options
         if options is not None and not isinstance(options, dict):
-            options = attrs.asdict(options) if attrs.has(type(options)) else None
+            if attrs.has(type(options)):
+                options = attrs.asdict(options)
+            else:
+                kind = "an array" if isinstance(options, list | tuple) else type(options).__name__
+                problems.append(f"initializationOptions must be an object, not {kind}; using the defaults")
+                options = None
         ls.config = config_from_json(options, problems, base=ls.config)
         ls.service = Service(ls.config, ls._notify)
         hooks = (options or {}).get("hooks") if isinstance(options, dict) else None
-        ls.hook_supported = isinstance(hooks, dict) and bool(hooks.get("compactWillRun"))
+        ls.hook_supported = isinstance(hooks, dict) and hooks.get("compactWillRun") is True
+        if hooks is not None and (
+            not isinstance(hooks, dict) or not isinstance(hooks.get("compactWillRun", False), bool)
+        ):
+            problems.append(f'hooks: expected {{"compactWillRun": true or false}}, got {show(hooks)}')
         if ls.hook_supported:
             ls.service.hook = ls.will_run_hook
         for problem in problems:

@@ -14,8 +14,10 @@ from typing import Any
 
 from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
 
+from ctxd.context.view import cap
 from ctxd.errors import CtxdError
-from ctxd.service.protocol import InvalidParams
+from ctxd.redact import redact, redact_json
+from ctxd.service.protocol import NAME_LIMIT, InvalidParams, error_text
 
 
 class CtxdJsonRpcError(JsonRpcException):
@@ -27,11 +29,20 @@ def to_jsonrpc(exc: BaseException) -> JsonRpcException:
         return exc
     if isinstance(exc, InvalidParams):
         data: dict[str, Any] = {"field": exc.field} if exc.field else {}
-        return JsonRpcInvalidParams(message=str(exc), data=data)
+        return JsonRpcInvalidParams(message=_text(str(exc)), data=data)
     if isinstance(exc, CtxdError):
-        return CtxdJsonRpcError(message=exc.message, code=exc.code, data=_redacted(exc.data))
-    return CtxdJsonRpcError(message=f"internal error: {type(exc).__name__}: {exc}", code=-32603)
+        return CtxdJsonRpcError(message=_text(exc.message), code=exc.code, data=_redacted(exc.data))
+    return CtxdJsonRpcError(message=_text(f"internal error: {type(exc).__name__}: {exc}"), code=-32603)
+
+
+def _text(message: str) -> str:
+    # Never a secret, never megabytes (a 10 MB session "name" echoed back).
+    return error_text(redact(message)) or ""
 
 
 def _redacted(data: dict[str, Any]) -> dict[str, Any]:
-    return {k: ("***" if "key" in k.lower() else v) for k, v in data.items()}
+    out: dict[str, Any] = {}
+    for k, v in data.items():
+        v = redact_json(v)
+        out[k] = "***" if "key" in k.lower() else (cap(v, NAME_LIMIT) if isinstance(v, str) else v)
+    return out

@@ -21,8 +21,11 @@ if TYPE_CHECKING:  # pygls loads in a worker thread while the first frames are r
     from pygls.lsp.server import LanguageServer
 
 log = logging.getLogger(__name__)
-CONTENT_LENGTH = re.compile(rb"^content-length:\s*(\d+)\s*$", re.IGNORECASE)
+CONTENT_LENGTH = re.compile(rb"^content-length:\s*(\d{1,12})\s*$", re.IGNORECASE)
 MAX_HEADER = 1 << 16
+MAX_BODY = 1 << 31
+"""A larger Content-Length is taken for a broken header (2 GiB: no real message comes close)."""
+SERVER_NOT_INITIALIZED = -32002
 
 
 class _Writer(Protocol):
@@ -67,55 +70,160 @@ class _SkipResponse:
         self._inner.close()
 
 
-def _error(writer: _Writer, code: int, message: str) -> None:
-    body = json.dumps({"jsonrpc": "2.0", "id": None, "error": {"code": code, "message": message}}).encode()
+def _error(writer: _Writer, code: int, message: str, msg_id: Any = None) -> None:
+    body = json.dumps({"jsonrpc": "2.0", "id": msg_id, "error": {"code": code, "message": message}}).encode()
     writer.write(b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
 
 
 Ready = Callable[[dict[str, Any]], Awaitable["LanguageServer"]]
 
 
+class _Frames:
+    """LSP frames from a stream, recovering from broken headers.
+
+    A header without a valid ``Content-Length`` loses its frame: the client gets a -32700 error
+    (id null), the reason is logged, and the body, whose length is unknown, is skipped up to the
+    next ``Content-Length`` header (on the wire it follows the body directly)."""
+
+    def __init__(self, reader: asyncio.StreamReader, writer: _Writer) -> None:
+        self.reader = reader
+        self.writer = writer
+        self._pending: bytes | None = None
+        """A header line found while skipping a lost body."""
+        self._restart = False
+        """A frame was lost while its headers were read: the line returned starts the next one."""
+
+    async def _line(self) -> bytes | None:
+        if self._pending is not None:
+            line, self._pending = self._pending, None
+            return line
+        while True:
+            try:
+                return await self.reader.readuntil(b"\n")
+            except asyncio.IncompleteReadError:
+                return None  # end of input
+            except asyncio.LimitOverrunError as exc:
+                # A header line too long to be one: report it, drop it up to its end.
+                self._lose(f"a header line longer than {MAX_HEADER} bytes")
+                await self.reader.readexactly(exc.consumed)
+                self._restart = True
+                return await self._skip()
+
+    def _lose(self, reason: str) -> None:
+        log.warning("lost a frame: %s; skipping to the next Content-Length header", reason)
+        _error(self.writer, -32700, f"lost a frame: {reason}; skipped to the next Content-Length header")
+
+    async def _skip(self) -> bytes | None:
+        """Discard input up to the next ``Content-Length`` header; return that header line."""
+        tail = b""
+        while True:
+            try:
+                line = await self.reader.readuntil(b"\n")
+            except asyncio.IncompleteReadError:
+                return None
+            except asyncio.LimitOverrunError as exc:
+                # A long body without newlines: look at it in pieces (keeping a tail, in case the
+                # header straddles two), and drop what holds no header.
+                chunk = tail + await self.reader.readexactly(exc.consumed)
+                at = _header_at(chunk)
+                if at >= 0:
+                    try:
+                        return chunk[at:] + await self.reader.readuntil(b"\n")
+                    except (asyncio.IncompleteReadError, asyncio.LimitOverrunError):
+                        return None
+                tail = chunk[-32:]
+                continue
+            line = tail + line
+            tail = b""
+            at = _header_at(line)
+            if at >= 0:
+                return line[at:]
+
+    async def next_body(self) -> bytes | None:
+        """The next frame's body, or None at the end of input."""
+        while True:
+            length: int | None = None
+            problem: str | None = None
+            headers = 0
+            while True:  # headers, up to the blank line
+                line = await self._line()
+                if line is None:
+                    return None
+                if self._restart:  # what was read of this frame's headers belongs to a lost one
+                    self._restart = False
+                    length, problem, headers = None, None, 0
+                stripped = line.strip()
+                if not stripped:
+                    if headers:
+                        break
+                    continue  # stray blank line between frames
+                headers += 1
+                if stripped[:15].lower() == b"content-length:":
+                    match = CONTENT_LENGTH.match(stripped)
+                    if match and int(match.group(1)) <= MAX_BODY:
+                        length = int(match.group(1))
+                    else:
+                        value = stripped[15:].strip()[:40].decode("ascii", "replace")
+                        problem = f"invalid Content-Length {value!r}"
+            if length is None or problem is not None:
+                self._lose(problem or "a header without Content-Length")
+                self._pending = await self._skip()
+                if self._pending is None:
+                    return None
+                continue
+            try:
+                return await self.reader.readexactly(length)
+            except asyncio.IncompleteReadError:
+                return None
+
+
+def _header_at(data: bytes) -> int:
+    return data.lower().find(b"content-length:")
+
+
+def _parse(body: bytes) -> tuple[Any, str | None]:
+    """The JSON in ``body``, or why it is not JSON."""
+    try:
+        return json.loads(body), None
+    except RecursionError:
+        return None, "nested too deeply"
+    except ValueError as exc:
+        return None, str(exc)
+
+
 async def _pump(ready: Ready, reader: asyncio.StreamReader, writer: _Writer, stop: threading.Event) -> None:
     """Read frames and hand them to the server, which ``ready`` gives on the first valid message."""
     server: LanguageServer | None = None
+    frames = _Frames(reader, writer)
+    initialized = False
     while not stop.is_set():
-        length: int | None = None
-        while True:  # headers, up to the blank line
-            try:
-                line = await reader.readuntil(b"\n")
-            except asyncio.IncompleteReadError:
-                return  # end of input
-            except asyncio.LimitOverrunError:
-                _error(writer, -32700, "header line too long")
-                await reader.read(MAX_HEADER)
-                continue
-            stripped = line.strip()
-            if not stripped:
-                if length is not None:
-                    break
-                continue  # stray blank line between frames
-            match = CONTENT_LENGTH.match(stripped)
-            if match:
-                length = int(match.group(1))
-        try:
-            body = await reader.readexactly(length)
-        except asyncio.IncompleteReadError:
-            return
-        try:
-            data = json.loads(body)
-        except ValueError as exc:
-            _error(writer, -32700, f"parse error: {exc}")
+        body = await frames.next_body()
+        if body is None:
+            return  # end of input
+        data, problem = _parse(body)
+        if problem:
+            _error(writer, -32700, f"parse error: {problem}")
             continue
         problem = _invalid(data)
         if problem:
             _error(writer, -32600, f"invalid request: {problem}")
             continue
+        method = data.get("method")
+        if not initialized and method not in ("initialize", "exit"):
+            # The LSP: before initialize, requests get ServerNotInitialized, notifications are dropped.
+            if "id" in data and method is not None:
+                _error(
+                    writer, SERVER_NOT_INITIALIZED, "the server is not initialized: send initialize first", data["id"]
+                )
+            continue
+        if method == "$/cancelRequest" and not _valid_cancel(data.get("params")):
+            continue  # nothing to cancel: ignored quietly
         if server is None:
             server = await ready(data)
-            if data.get("method") == "exit":
+            if method == "exit":
                 return
+        initialized = initialized or method == "initialize"
         protocol = server.protocol
-        method = data.get("method")
         if method == "shutdown":
             server.shutdown_requested = True  # type: ignore[attr-defined]
         if method == "exit" and "id" not in data:
@@ -134,6 +242,10 @@ async def _pump(ready: Ready, reader: asyncio.StreamReader, writer: _Writer, sto
 
                 err = to_jsonrpc(exc)
                 protocol._send_response(msg_id, error=err.to_response_error())
+
+
+def _valid_cancel(params: Any) -> bool:
+    return isinstance(params, dict) and isinstance(params.get("id"), str | int) and not isinstance(params["id"], bool)
 
 
 def _invalid(data: object) -> str | None:

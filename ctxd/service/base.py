@@ -4,13 +4,17 @@ notifications, and the numbers every part reports (context usage, compaction dec
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+import os
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ctxd.compaction.overflow import decide
 from ctxd.compaction.settings import CompactionSettings
 from ctxd.context.build import Size
+from ctxd.errors import SessionNotFoundError
+from ctxd.redact import redact_json
 from ctxd.service import protocol as p
 from ctxd.service.config import Config
 from ctxd.service.registry import OpenSession, Registry
@@ -43,7 +47,7 @@ class ServiceBase:
 
     def _emit(self, method: str, payload: Any) -> None:
         try:
-            self.notify(method, p.to_json(payload))
+            self.notify(method, redact_json(p.to_json(payload)))
         except Exception:  # a broken client connection must not break the operation
             log.exception("could not send %s", method)
 
@@ -72,13 +76,28 @@ class ServiceBase:
             opened.session.close()
 
     async def _open(self, ref: str) -> OpenSession:
-        # Resolving an id may read every session header under the roots: not on the event loop.
-        path = await asyncio.to_thread(self.registry.resolve, ref)
+        # Resolved on the loop, so that requests keep their order (appends are written in the
+        # order they arrived); only an unknown id, which may read every session header under the
+        # roots, is looked for in a worker thread.
+        path = self.registry.resolve_quickly(ref)
+        if path is None:
+            path = await asyncio.to_thread(self.registry.resolve, ref)
         opened = self.registry.get(path)
         if opened is not None:
             return opened
         session = await asyncio.to_thread(Session.open, path, durability=self.config.durability_mode)
         return self.registry.add(path, session)
+
+    def _created_inside(self, registry: Registry, path: str) -> None:
+        """After creating ``path``: if a folder was swapped for a link meanwhile and the file landed
+        outside the roots, take it back and refuse (the check before creating is the rule; this
+        closes the race)."""
+        try:
+            registry.check(path)
+        except SessionNotFoundError:
+            with contextlib.suppress(OSError):
+                os.unlink(path)
+            raise
 
     async def _with(self, ref: str, fn: Callable[[OpenSession], T]) -> T:
         opened = await self._open(ref)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
+import os
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -15,7 +16,8 @@ from ctxd.context.live import size_of
 from ctxd.errors import CancelledError, CompactionError, CtxdError
 from ctxd.service import protocol as p
 from ctxd.service.base import ServiceBase
-from ctxd.service.registry import OpenSession
+from ctxd.service.registry import OpenSession, Registry
+from ctxd.store.listing import cwd_dirname
 
 if TYPE_CHECKING:  # the compaction engine loads on first use: it is not needed to start serving
     from ctxd.compaction.summarizers import Progress
@@ -34,7 +36,7 @@ class Compacting(ServiceBase):
         return settings
 
     async def compact(self, params: p.CompactParams, progress: Progress | None = None) -> dict[str, Any]:
-        from ctxd.compaction.engine import dry_run
+        from ctxd.compaction.engine import dry_run_json
         from ctxd.compaction.plan import NothingToCompact
 
         settings = self._settings(params.keepRecentTokens)
@@ -42,7 +44,7 @@ class Compacting(ServiceBase):
 
             def plan(o: OpenSession) -> dict[str, Any]:
                 try:
-                    return dry_run(o.session, settings, leaf_id=params.leafId).to_json()
+                    return dry_run_json(o.session, settings, leaf_id=params.leafId)
                 except NothingToCompact as exc:  # as a real compaction reports it, not as a bug
                     raise CompactionError(f"nothing to compact: {exc}", path=o.session.path) from exc
 
@@ -54,7 +56,11 @@ class Compacting(ServiceBase):
             leaf = params.leafId or opened.session.leaf_id()
             if leaf is None:
                 raise CompactionError("the transcript is empty: nothing to compact", path=source)
-            fork = await self._with(params.session, lambda o: o.session.fork(leaf, root=self.config.roots[0]))
+            root = self.config.roots[0]
+            pi = Registry(self.config.roots)
+            pi.check_destination(os.path.join(root, cwd_dirname(opened.session.file.cwd)))
+            fork = await self._with(params.session, lambda o: o.session.fork(leaf, root=root))
+            self._created_inside(pi, fork)
             forked = await self._open(fork)
             self._emit(p.DID_CREATE, p.DidCreate(fork, forked.session.file.session_id))
             out = await self._compact(forked, settings, "manual", None, params.instructions, progress)

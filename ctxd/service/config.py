@@ -14,6 +14,7 @@ from typing import Any
 import attrs
 
 from ctxd.compaction.settings import CompactionSettings
+from ctxd.redact import add_secret
 from ctxd.store.listing import default_roots, default_transcript_roots
 from ctxd.store.session_file import Durability
 
@@ -48,6 +49,12 @@ class Config:
         return out
 
 
+def show(value: Any, limit: int = 80) -> str:
+    """``repr(value)``, cut to ``limit`` characters (a problem report never echoes megabytes)."""
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
 def _positive(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool) and value > 0
 
@@ -67,38 +74,38 @@ def config_from_json(data: Any, problems: list[str] | None = None, *, base: Conf
     if roots is not None:
         if isinstance(roots, str):
             roots = [roots]
-        if isinstance(roots, list) and all(isinstance(r, str) and r for r in roots):
+        if isinstance(roots, list) and roots and all(isinstance(r, str) and r for r in roots):
             cfg.roots = [os.path.abspath(os.path.expanduser(r)) for r in roots]
         else:
-            problems.append(f"roots: expected a list of paths, got {roots!r}; using {cfg.roots}")
+            problems.append(f"roots: expected a non-empty list of paths, got {show(roots)}; using {cfg.roots}")
     transcripts = data.get("transcriptRoots")
     if transcripts is not None:
         if isinstance(transcripts, list) and all(isinstance(r, str) and r for r in transcripts):
             cfg.transcriptRoots = [os.path.abspath(os.path.expanduser(r)) for r in transcripts]
         else:
-            problems.append(f"transcriptRoots: expected a list of paths, got {transcripts!r}")
+            problems.append(f"transcriptRoots: expected a list of paths, got {show(transcripts)}")
     for key in ("watch", "autoCompact"):
         if key in data:
             if isinstance(data[key], bool):
                 setattr(cfg, key, data[key])
             else:
-                problems.append(f"{key}: expected true or false, got {data[key]!r}")
+                problems.append(f"{key}: expected true or false, got {show(data[key])}")
     if "durability" in data:
         if data["durability"] in {d.value for d in Durability}:
             cfg.durability = data["durability"]
         else:
-            problems.append(f"durability: expected flush, fsync or fsync-batch, got {data['durability']!r}")
+            problems.append(f"durability: expected flush, fsync or fsync-batch, got {show(data['durability'])}")
     for key in ("promptCacheTtlSeconds",):
         if key in data:
             if data[key] is None or _positive(data[key]):
                 setattr(cfg, key, data[key])
             else:
-                problems.append(f"{key}: expected a positive number, got {data[key]!r}")
+                problems.append(f"{key}: expected a positive number, got {show(data[key])}")
     if "watchStepMs" in data:
         if _positive(data["watchStepMs"]):
             cfg.watchStepMs = int(data["watchStepMs"])
         else:
-            problems.append(f"watchStepMs: expected a positive number, got {data['watchStepMs']!r}")
+            problems.append(f"watchStepMs: expected a positive number, got {show(data['watchStepMs'])}")
     compaction = dict(data.get("compaction") or {}) if isinstance(data.get("compaction", {}), dict) else {}
     if not isinstance(data.get("compaction", {}), dict):
         problems.append("compaction: expected an object; using defaults")
@@ -106,10 +113,11 @@ def config_from_json(data: Any, problems: list[str] | None = None, *, base: Conf
         if key in data and key not in compaction:
             compaction[key] = data[key]
     cfg.compaction = CompactionSettings.from_json(compaction, problems, base=cfg.compaction)
+    add_secret(cfg.compaction.apiKey)  # never shown in any answer, notification or log
     known = {f.name for f in attrs.fields(Config)} | {"sessionRoots", "model", "apiBase", "apiKey", "hooks", "client"}
     for key in data:
         if key not in known:
-            problems.append(f"unknown option {key!r} ignored")
+            problems.append(f"unknown option {show(key)} ignored")
     return cfg
 
 

@@ -12,7 +12,7 @@ from typing import Any
 
 from ctxd.context.build import Size
 from ctxd.context.live import size_of
-from ctxd.errors import CtxdError
+from ctxd.errors import CtxdError, SessionNotFoundError
 from ctxd.service import protocol as p
 from ctxd.service.base import ServiceBase
 from ctxd.store.files import is_regular, open_regular
@@ -33,14 +33,20 @@ class Live(ServiceBase):
 
     async def file_changed(self, path: str, kind: str) -> None:
         """A session file under a root was added, modified or deleted by someone (maybe us)."""
-        real = os.path.realpath(path) if kind != "deleted" else os.path.abspath(path)
-        opened = self.registry.get(real)
         if kind == "deleted":
+            real = os.path.abspath(path)
+            opened = self.registry.get(real)
             if opened is not None or not os.path.exists(path):
                 self.registry.drop(real)
                 self._announced.discard(real)
                 self._emit(p.DID_DELETE, p.DidDelete(real))
             return
+        try:
+            # A link (or a folder swapped for one) that leads outside the roots is not ours to read.
+            real = self.registry.check(path)
+        except SessionNotFoundError:
+            return
+        opened = self.registry.get(real)
         if opened is None and not is_regular(real):
             return  # a FIFO, a device or a directory named *.jsonl: not a session, never opened
         if kind == "added" and opened is None:

@@ -12,9 +12,13 @@ SESSION_FORK = "session/fork"
 SESSION_STATS = "session/stats"
 SESSION_LEDGER = "session/ledger"
 SESSION_CHECK = "session/check"
+SESSION_PIN = "session/pin"
 CONTEXT_BUILD = "context/build"
 COMPACT = "compact"
 BRANCH = "branch"
+COMPACT_SUMMARIZE = "compact/summarize"
+BRANCH_SUMMARIZE = "branch/summarize"
+CONTEXT_TRUNCATE = "context/truncate"
 METHODS = (
     SESSION_LIST,
     SESSION_OPEN,
@@ -27,9 +31,13 @@ METHODS = (
     SESSION_STATS,
     SESSION_LEDGER,
     SESSION_CHECK,
+    SESSION_PIN,
     CONTEXT_BUILD,
     COMPACT,
     BRANCH,
+    COMPACT_SUMMARIZE,
+    BRANCH_SUMMARIZE,
+    CONTEXT_TRUNCATE,
 )
 
 DID_CHANGE = "session/didChange"
@@ -44,10 +52,13 @@ COMPACT_WILL_RUN = "compact/willRun"
 
 __all__ = [
     "BRANCH",
+    "BRANCH_SUMMARIZE",
     "COMPACT",
     "COMPACTION_STATUS",
+    "COMPACT_SUMMARIZE",
     "COMPACT_WILL_RUN",
     "CONTEXT_BUILD",
+    "CONTEXT_TRUNCATE",
     "CONTEXT_USAGE",
     "DID_CHANGE",
     "DID_CREATE",
@@ -63,6 +74,7 @@ __all__ = [
     "SESSION_LEDGER",
     "SESSION_LIST",
     "SESSION_OPEN",
+    "SESSION_PIN",
     "SESSION_STATS",
     "SESSION_TREE",
 ]

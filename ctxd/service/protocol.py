@@ -7,10 +7,13 @@ field in its error; the server turns that into JSON-RPC -32602.
 
 from __future__ import annotations
 
+import typing
 from typing import Any, Literal, TypeVar
 
 import attrs
 import cattrs
+
+from ctxd.context.view import TEXT_CAP, cap
 
 # The method and notification names (defined apart, importable without attrs or cattrs).
 from ctxd.service.names import *  # noqa: F403
@@ -22,6 +25,35 @@ class InvalidParams(ValueError):
     def __init__(self, message: str, field: str | None = None) -> None:
         super().__init__(message)
         self.field = field
+
+
+# --- limits -----------------------------------------------------------------------------------
+
+# TEXT_CAP (from ctxd.context.view, 256): free text a payload carries (a session's name and title,
+# a label, an error in a listing) is cut to that many characters, ending in "…"; the whole text
+# stays available from ``session/entry``.
+NAME_LIMIT = 4096
+"""The longest name or label ``session/create``, ``session/label`` and ``session/append`` accept."""
+ERROR_CAP = 2000
+"""Error texts (answers, ``compaction/status``) are cut to this many characters."""
+
+
+def capped(value: Any, limit: int = TEXT_CAP) -> Any:
+    """``value`` cut to ``limit`` characters if it is a string, else as it is."""
+    return cap(value, limit) if isinstance(value, str) else value
+
+
+def capped_row(row: dict[str, Any]) -> dict[str, Any]:
+    """A listing row with its free text cut to :data:`TEXT_CAP` (the cwd to :data:`NAME_LIMIT`)."""
+    for key in ("name", "title", "error"):
+        row[key] = capped(row.get(key))
+    row["cwd"] = capped(row.get("cwd"), NAME_LIMIT)
+    return row
+
+
+def error_text(text: str | None) -> str | None:
+    """An error text as a payload carries it: cut to :data:`ERROR_CAP` characters."""
+    return cap(text, ERROR_CAP)
 
 
 # --- params -----------------------------------------------------------------------------------
@@ -41,9 +73,9 @@ class SessionParams:
 
 @attrs.define
 class SessionCreateParams:
-    cwd: str
+    cwd: str = attrs.field(metadata={"min_len": 1})
     root: str | None = None
-    name: str | None = None
+    name: str | None = attrs.field(default=None, metadata={"max_len": NAME_LIMIT})
 
 
 @attrs.define
@@ -61,9 +93,9 @@ class SessionAppendParams:
 @attrs.define
 class SessionTreeParams:
     session: str
-    collapse: int = 8
-    offset: int = 0
-    limit: int | None = None
+    collapse: int = attrs.field(default=8, metadata={"min": 0})
+    offset: int = attrs.field(default=0, metadata={"min": 0})
+    limit: int | None = attrs.field(default=None, metadata={"min": 0})
     fromId: str | None = None
     """Only the linear run starting at this entry, uncollapsed (to expand a collapsed run)."""
 
@@ -78,7 +110,16 @@ class SessionEntryParams:
 class SessionLabelParams:
     session: str
     entryId: str
-    label: str | None = None
+    label: str | None = attrs.field(default=None, metadata={"max_len": NAME_LIMIT})
+
+
+@attrs.define
+class SessionPinParams:
+    """``session/pin``: pin (``pinned`` true, the default) or unpin (false) a message entry."""
+
+    session: str
+    entryId: str
+    pinned: bool = True
 
 
 @attrs.define
@@ -94,7 +135,7 @@ class ContextBuildParams:
     leafId: str | None = None
     format: Literal["pi", "openai"] = "pi"
     truncateToolResults: bool = False
-    contextWindow: int | None = None
+    contextWindow: int | None = attrs.field(default=None, metadata={"min": 1})
     includeMessages: bool = True
     countModel: str | None = None
     """Also count tokens exactly with this model's tokenizer (litellm, offline)."""
@@ -109,7 +150,7 @@ class CompactParams:
     instructions: str | None = None
     dryRun: bool = False
     leafId: str | None = None
-    keepRecentTokens: int | None = None
+    keepRecentTokens: int | None = attrs.field(default=None, metadata={"min": 0})
     workDoneToken: str | int | None = None
 
 
@@ -119,6 +160,53 @@ class BranchParams:
     entryId: str
     summarize: bool = False
     instructions: str | None = None
+
+
+@attrs.define
+class FileOpsParams:
+    """An agent's file tracking (pi's ``FileOperations``, its sets as lists)."""
+
+    read: list[str] = attrs.field(factory=list)
+    written: list[str] = attrs.field(factory=list)
+    edited: list[str] = attrs.field(factory=list)
+
+
+@attrs.define
+class CompactSummarizeParams:
+    """An agent's own compaction to summarise (pi's ``session_before_compact`` preparation)."""
+
+    messages: list[dict[str, Any]]
+    """The messages the summary replaces (AgentMessages, oldest first)."""
+    turnPrefix: list[dict[str, Any]] = attrs.field(factory=list)
+    previousSummary: str | None = None
+    previousDetails: dict[str, Any] | None = None
+    fileOps: FileOpsParams | None = None
+    instructions: str | None = None
+    reason: Literal["manual", "threshold", "overflow"] = "manual"
+    firstKeptEntryId: str = ""
+    tokensBefore: int = 0
+    settings: dict[str, Any] | None = None
+    """Compaction settings over the daemon's (``model``, ``apiBase``, ``apiKey``, ``contextWindow``, ...)."""
+    modelWindow: int | None = None
+    """The summarising model's window, when the caller knows it."""
+    workDoneToken: str | int | None = None
+
+
+@attrs.define
+class BranchSummarizeParams:
+    """A branch an agent is leaving (pi's ``session_before_tree`` entries to summarise)."""
+
+    entries: list[dict[str, Any]]
+    instructions: str | None = None
+    reserveTokens: int | None = None
+    settings: dict[str, Any] | None = None
+    modelWindow: int | None = None
+
+
+@attrs.define
+class ContextTruncateParams:
+    messages: list[dict[str, Any]]
+    contextWindow: int
 
 
 # --- notification payloads ---------------------------------------------------------------------
@@ -156,7 +244,7 @@ class CompactionStatus:
     trigger: str
     tokensBefore: int | None = None
     tokensAfter: int | None = None
-    error: str | None = None
+    error: str | None = attrs.field(default=None, converter=error_text)
     entryId: str | None = None
     retry: bool = False
     """After an overflow: the client should retry its request once."""
@@ -196,6 +284,39 @@ _strict(bool, (bool,))
 _strict(float, (int, float), (bool,))
 
 
+def _is_list(kind: Any) -> bool:
+    return typing.get_origin(kind) is list
+
+
+def _strict_list(kind: Any) -> Any:
+    # cattrs would take any iterable: "abc" as ["a", "b", "c"], {"a": 1} as ["a"].
+    (item,) = typing.get_args(kind) or (Any,)
+
+    def hook(value: Any, _: Any) -> Any:
+        if not isinstance(value, list):
+            raise TypeError(f"expected list, got {type(value).__name__}")
+        return [_converter.structure(v, item) for v in value]
+
+    return hook
+
+
+def _is_dict(kind: Any) -> bool:
+    return typing.get_origin(kind) is dict
+
+
+def _strict_dict(kind: Any) -> Any:
+    def hook(value: Any, _: Any) -> Any:
+        if not isinstance(value, dict):
+            raise TypeError(f"expected dict, got {type(value).__name__}")
+        return value  # JSON keys are strings; the values are kept as they came
+
+    return hook
+
+
+_converter.register_structure_hook_factory(_is_list, _strict_list)
+_converter.register_structure_hook_factory(_is_dict, _strict_dict)
+
+
 def _token(value: Any, _: Any) -> Any:
     # A progress token (LSP's ProgressToken): cattrs has no hook for a str | int union.
     if value is None or (isinstance(value, str | int) and not isinstance(value, bool)):
@@ -217,12 +338,29 @@ def structure_params(params: Any, cls: type[P]) -> P:
         if field.default is attrs.NOTHING and name not in params:
             raise InvalidParams(f"missing required field {name!r}", name)
     try:
-        return _converter.structure(params, cls)
+        typed = _converter.structure(params, cls)
     except cattrs.ClassValidationError as exc:
         field = _culprit(exc)
         raise InvalidParams(f"invalid value for field {field!r}: {_reason(exc)}", field) from None
     except (TypeError, ValueError) as exc:
         raise InvalidParams(f"invalid params: {exc}") from None
+    for name, field in fields.items():
+        _check_limits(name, field.metadata, getattr(typed, name))
+    return typed
+
+
+def _check_limits(name: str, limits: Any, value: Any) -> None:
+    """The bounds a field declares in its metadata (``min``, ``min_len``, ``max_len``)."""
+    if value is None or not limits:
+        return
+    if "min" in limits and value < limits["min"]:
+        raise InvalidParams(f"invalid value for field {name!r}: must be at least {limits['min']}, got {value}", name)
+    if "min_len" in limits and len(value) < limits["min_len"]:
+        raise InvalidParams(f"invalid value for field {name!r}: must not be empty", name)
+    if "max_len" in limits and len(value) > limits["max_len"]:
+        raise InvalidParams(
+            f"invalid value for field {name!r}: longer than {limits['max_len']} characters ({len(value)})", name
+        )
 
 
 def _culprit(exc: cattrs.ClassValidationError) -> str | None:

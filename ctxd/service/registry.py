@@ -5,12 +5,13 @@ from __future__ import annotations
 import asyncio
 import os
 import time
+from collections.abc import Iterable
 from typing import Any
 
 import attrs
 
 from ctxd.errors import SessionNotFoundError
-from ctxd.store.listing import iter_session_files, summarize_file
+from ctxd.store.listing import SessionSummary, iter_session_files, summarize_file
 from ctxd.tree.session import Session
 
 
@@ -28,56 +29,109 @@ class OpenSession:
     writer: asyncio.Task[None] | None = None
 
 
+def real_roots(roots: Iterable[str]) -> list[str]:
+    """The real paths of ``roots`` (a root may itself be a link: what counts is where it leads)."""
+    return [os.path.realpath(root) for root in roots]
+
+
+def _within(real: str, reals: list[str]) -> bool:
+    return any(real == r or real.startswith(r.rstrip(os.sep) + os.sep) for r in reals)
+
+
 def inside(path: str, roots: list[str]) -> bool:
-    real = os.path.realpath(path)
-    for root in roots:
-        r = os.path.realpath(root)
-        if real == r or real.startswith(r.rstrip(os.sep) + os.sep):
-            return True
-    return False
+    """True when ``path``, links resolved, lies in one of ``roots`` (links resolved too)."""
+    return _within(os.path.realpath(path), real_roots(roots))
+
+
+def only_inside(summaries: Iterable[SessionSummary], roots: list[str]) -> list[SessionSummary]:
+    """The listed sessions whose real path lies inside ``roots``, named by that real path (a link
+    that leads outside is neither listed nor remembered)."""
+    reals = real_roots(roots)
+    kept: list[SessionSummary] = []
+    for s in summaries:
+        real = os.path.realpath(s.path)
+        if _within(real, reals):
+            s.path = real
+            if s.parentSession:
+                s.parentSession = os.path.realpath(s.parentSession)
+            kept.append(s)
+    return kept
+
+
+def _outside(ref: str) -> SessionNotFoundError:
+    return SessionNotFoundError(f"{ref!r} is outside the configured session roots", session=ref)
 
 
 class Registry:
+    """Every way of naming a session ends in :meth:`resolve`, which checks the real path against
+    the roots each time: a name (path, link, id) is never trusted because it was good before."""
+
     def __init__(self, roots: list[str]) -> None:
         self.roots = roots
         self.open: dict[str, OpenSession] = {}
         self._ids: dict[str, str] = {}
-        self._resolved: dict[str, str] = {}
 
     def resolve(self, ref: str) -> str:
         """The real path of the session ``ref`` names (a path, relative to a root, or an id)."""
-        if not isinstance(ref, str) or not ref:
-            raise SessionNotFoundError("session must be a non-empty string")
-        known = self._resolved.get(ref)
-        if known is not None and known in self.open:
-            return known  # an open session named the same way before: already checked
-        path = self._resolve(ref)
-        self._resolved[ref] = path
+        path = self.resolve_quickly(ref, scan=True)
+        assert path is not None
         return path
 
-    def _resolve(self, ref: str) -> str:
+    def resolve_quickly(self, ref: str, *, scan: bool = False) -> str | None:
+        """As :meth:`resolve`, with a few system calls; None when only a scan of the roots for an
+        unknown id could tell (and ``scan`` is false)."""
+        if not isinstance(ref, str) or not ref:
+            raise SessionNotFoundError("session must be a non-empty string")
         candidates = [ref] if os.path.isabs(ref) else [os.path.join(root, ref) for root in self.roots]
         for candidate in candidates:
             if os.path.isfile(candidate):
-                if not inside(candidate, self.roots):
-                    raise SessionNotFoundError(f"{ref!r} is outside the configured session roots", session=ref)
-                return os.path.realpath(candidate)
+                return self.check(candidate, ref)
         if os.sep not in ref and "/" not in ref:
-            path = self._ids.get(ref) or self._find_id(ref)
+            known = self._ids.get(ref)
+            # Checked again each time: a folder on the way may have been swapped for a link since.
+            fresh = known is not None and os.path.realpath(known) == known and os.path.isfile(known)
+            if known is not None and fresh and _within(known, real_roots(self.roots)):
+                return known
+            self._ids.pop(ref, None)
+            if not scan:
+                return None
+            path = self._find_id(ref)
             if path:
                 return path
         if os.path.isabs(ref) and not inside(ref, self.roots):
-            raise SessionNotFoundError(f"{ref!r} is outside the configured session roots", session=ref)
+            raise _outside(ref)
         raise SessionNotFoundError(f"no session {ref!r} under the configured roots", session=ref)
 
+    def check(self, path: str, ref: str | None = None) -> str:
+        """The real path of ``path``, or -31001 if it lies outside the roots."""
+        real = os.path.realpath(path)
+        if not _within(real, real_roots(self.roots)):
+            raise _outside(ref or path)
+        return real
+
+    def check_destination(self, directory: str, ref: str | None = None) -> None:
+        """Refuse to create a file in ``directory`` unless it leads inside the roots (when it does
+        not exist yet: its nearest existing ancestor, under which it would be made)."""
+        probe = os.path.abspath(directory)
+        roots = {os.path.abspath(root) for root in self.roots}
+        while not os.path.lexists(probe) and os.path.dirname(probe) != probe:
+            if probe in roots:
+                return  # the root itself does not exist yet: it is made here, with the folder
+            probe = os.path.dirname(probe)
+        self.check(probe, ref or directory)
+
     def _find_id(self, session_id: str) -> str | None:
+        reals = real_roots(self.roots)
         for root in self.roots:
             for path in iter_session_files(root):
                 # pi names files <time>_<id>.jsonl, Claude <id>.jsonl, Codex rollout-<time>-<id>.jsonl.
                 if len(session_id) >= 8 and os.path.basename(path).endswith(f"{session_id}.jsonl"):
+                    real = os.path.realpath(path)
+                    if not _within(real, reals) or not os.path.isfile(real):
+                        continue  # a link leading outside the roots (or to something not a file)
                     try:
-                        if summarize_file(path).id == session_id:
-                            return self.remember(session_id, path)
+                        if summarize_file(real).id == session_id:
+                            return self.remember(session_id, real)
                     except OSError:
                         continue
         return None
@@ -101,5 +155,4 @@ class Registry:
         return opened
 
     def drop(self, path: str) -> OpenSession | None:
-        self._resolved = {k: v for k, v in self._resolved.items() if v != path}
         return self.open.pop(path, None)

@@ -19,22 +19,24 @@ import attrs
 from ctxd.context.build import Size
 from ctxd.context.live import live_context, size_of
 from ctxd.context.openai import to_openai
+from ctxd.context.pins import pin_entry
 from ctxd.context.truncate import is_oversized, limit_chars, truncate_tool_result
-from ctxd.context.view import project, run_rows
-from ctxd.errors import CtxdError, InvalidEntryError
+from ctxd.context.view import cap, project, run_rows
+from ctxd.errors import CtxdError, InvalidEntryError, SessionNotFoundError
 from ctxd.service import protocol as p
 from ctxd.service.base import ServiceBase
 from ctxd.service.compacting import Compacting
 from ctxd.service.live import Live
-from ctxd.service.registry import OpenSession, inside
+from ctxd.service.registry import OpenSession, Registry, inside, only_inside
+from ctxd.service.summarize import Summarizing
 from ctxd.store.create import create_session
-from ctxd.store.listing import list_sessions
+from ctxd.store.listing import cwd_dirname, list_sessions
 from ctxd.store.session_file import LEAF, Durability
 
 log = logging.getLogger(__name__)
 
 
-class Service(Compacting, Live, ServiceBase):
+class Service(Compacting, Live, Summarizing, ServiceBase):
     """Every daemon method (the server's handlers call these)."""
 
     # --- sessions -----------------------------------------------------------------------------
@@ -44,16 +46,15 @@ class Service(Compacting, Live, ServiceBase):
         if params.roots:
             outside = [r for r in params.roots if not inside(r, self.config.all_roots)]
             if outside:
-                raise CtxdError(f"roots outside the configured roots: {outside}", roots=outside)
+                raise SessionNotFoundError(f"roots outside the configured roots: {outside}", roots=outside)
             roots = params.roots
         found = await asyncio.to_thread(list_sessions, roots, params.cwd)
+        # Real paths, as every other method and notification names sessions (symlinked roots);
+        # a link that leads outside the configured roots is neither listed nor remembered.
+        found = only_inside(found, self.config.all_roots)
         for s in found:
-            # Real paths, as every other method and notification names sessions (symlinked roots).
-            s.path = os.path.realpath(s.path)
-            if s.parentSession:
-                s.parentSession = os.path.realpath(s.parentSession)
             self.registry.remember(s.id, s.path)
-        return {"roots": roots, "sessions": [s.to_json() for s in found]}
+        return {"roots": roots, "sessions": [p.capped_row(s.to_json()) for s in found]}
 
     async def session_open(self, params: p.SessionParams) -> dict[str, Any]:
         return await self._with(params.session, self._info)
@@ -64,8 +65,8 @@ class Service(Compacting, Live, ServiceBase):
         return {
             "path": s.path,
             "sessionId": s.file.session_id,
-            "cwd": s.file.cwd,
-            "name": s.tree.name,
+            "cwd": cap(s.file.cwd, p.NAME_LIMIT),
+            "name": cap(s.tree.name),
             "version": s.file.version,
             "entries": len(s.file),
             "leafId": s.leaf_id(),
@@ -78,8 +79,11 @@ class Service(Compacting, Live, ServiceBase):
     async def session_create(self, params: p.SessionCreateParams) -> dict[str, Any]:
         root = params.root or self.config.roots[0]
         if not inside(root, self.config.roots) and root not in self.config.roots:
-            raise CtxdError(f"root {root!r} is not a configured session root", root=root)
+            raise SessionNotFoundError(f"root {root!r} is not a configured session root", root=root)
+        pi = Registry(self.config.roots)  # new sessions go under the pi roots only
+        pi.check_destination(os.path.join(root, cwd_dirname(params.cwd)))
         path = await asyncio.to_thread(create_session, root, params.cwd)
+        self._created_inside(pi, path)
         opened = await self._open(path)
         self._did_create(opened.session.path, opened.session.file.session_id)
         if params.name:
@@ -94,6 +98,13 @@ class Service(Compacting, Live, ServiceBase):
             fields.append((f"messages[{i}]", f"messages[{i}]"))
         if not entries:
             raise InvalidEntryError("nothing to append: give entries or messages")
+        for i, entry in enumerate(entries):
+            # Names and labels are shown in every listing and tree: bounded, as session/create's.
+            for field in ("name", "label"):
+                text = entry.get(field) if entry.get("type") in ("session_info", "label") else None
+                if isinstance(text, str) and len(text) > p.NAME_LIMIT:
+                    at = f"entries[{i}].{field}"
+                    raise InvalidEntryError(f"{at}: longer than {p.NAME_LIMIT} characters", index=i, field=at)
         opened = await self._open(params.session)
         return await self._append(
             opened, entries, params.parentId, use_leaf=not explicit_parent, mode=params.durability, fields=fields
@@ -181,7 +192,7 @@ class Service(Compacting, Live, ServiceBase):
             return {
                 "session": s.path,
                 "sessionId": s.file.session_id,
-                "name": s.tree.name,
+                "name": cap(s.tree.name),
                 "leafId": s.leaf_id(),
                 "entries": len(s.file),
                 "total": total,
@@ -218,8 +229,21 @@ class Service(Compacting, Live, ServiceBase):
         result = await self._append(opened, [entry], None, use_leaf=True)
         return {"labelEntryId": result["ids"][0], "entryId": params.entryId, "label": params.label}
 
+    async def session_pin(self, params: p.SessionPinParams) -> dict[str, Any]:
+        """Pin or unpin a message: a ``ctxd.pin`` custom entry written at the leaf (see ctxd.context.pins)."""
+        opened = await self._open(params.session)
+        entry = await self._with(params.session, lambda o: pin_entry(o.session.file, params.entryId, params.pinned))
+        result = await self._append(opened, [entry], None, use_leaf=True)
+        return {"pinEntryId": result["ids"][0], "entryId": params.entryId, "pinned": params.pinned}
+
     async def session_fork(self, params: p.SessionEntryParams) -> dict[str, Any]:
-        path = await self._with(params.session, lambda o: o.session.fork(params.entryId))
+        def work(o: OpenSession) -> str:
+            # The fork goes next to its session: that folder must still lead inside the roots.
+            self.registry.check_destination(os.path.dirname(o.session.path), params.session)
+            return o.session.fork(params.entryId)
+
+        path = await self._with(params.session, work)
+        self._created_inside(self.registry, path)
         forked = await self._open(path)
         self._did_create(path, forked.session.file.session_id)
         return {
@@ -234,9 +258,11 @@ class Service(Compacting, Live, ServiceBase):
             roles: dict[str, int] = {}
             types: dict[str, int] = {}
             for h in s.file.heads:
-                types[h.type] = types.get(h.type, 0) + 1
+                kind = cap(h.type) or ""
+                types[kind] = types.get(kind, 0) + 1
                 if h.message is not None:
-                    roles[h.message.role] = roles.get(h.message.role, 0) + 1
+                    role = cap(h.message.role) or ""
+                    roles[role] = roles.get(role, 0) + 1
             leaves = sum(1 for i in range(len(s.file)) if not s.tree.child_ids(i))
             ctx = live_context(s).context()
             return {
@@ -288,7 +314,8 @@ class Service(Compacting, Live, ServiceBase):
                         "firstKeptEntryId": body.get("firstKeptEntryId"),
                         "onActivePath": i in active,
                         "madeBy": "ctxd" if ledger else "other",
-                        "instructions": ledger.get("instructions"),
+                        "instructions": p.capped(ledger.get("instructions"), p.NAME_LIMIT),
+                        "mustKeep": ledger.get("mustKeep"),
                         "messagesSummarized": ledger.get("messagesSummarized"),
                         "summaryPreview": " ".join(summary.split())[:200],
                     }

@@ -36,7 +36,7 @@ from ctxd.store.scan import Diagnostic
 if TYPE_CHECKING:
     from ctxd.store.reader import SessionReader
 
-FORMAT = 1
+FORMAT = 2
 MAGIC = b"ctxd-index\x00"
 CHECK = 4
 """The payload's CRC-32 (it guards against damage, not against someone who can write the user's cache)."""
@@ -70,6 +70,7 @@ class Saved(msgspec.Struct, array_like=True):
     heads: list[tuple[int, LineHead]]
     bodies: list[tuple[int, Any]]
     checked: memoryview
+    pin_entries: list[int]
     diagnostics: list[tuple[str, int, str, str, str | None, str | None]]
     extra: dict[str, Any]
 
@@ -187,6 +188,7 @@ def restore(reader: SessionReader, fd: int, st: os.stat_result) -> bool:
     reader.index = dict(zip(saved.ids, id_index, strict=True))
     reader._bodies = dict(saved.bodies)
     reader._checked = bytearray(saved.checked)
+    reader.pin_entries = [i for i in saved.pin_entries if 0 <= i < n]
     reader.diagnostics = [Diagnostic(*d) for d in saved.diagnostics]
     reader.header = saved.header
     reader.version = saved.version
@@ -243,6 +245,7 @@ def save(reader: SessionReader, extra: dict[str, Any]) -> bool:
         heads=[(i, reader.heads[i]) for i in keep],
         bodies=sorted(reader._bodies.items()),
         checked=memoryview(bytes(reader._checked[:n])),
+        pin_entries=list(reader.pin_entries),
         diagnostics=[(d.path, d.line, d.message, d.severity, d.entryId, d.kind) for d in reader.diagnostics],
         extra=extra,
     )

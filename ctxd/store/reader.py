@@ -34,6 +34,10 @@ MAX_HEADER = 1 << 20
 
 LEAF_MARKER = "ctxd.leaf"
 """customType of the ``custom`` entry ctxd writes to move the leaf: pi skips it in context."""
+PIN_MARKER = "ctxd.pin"
+"""customType of the ``custom`` entry ctxd writes to pin or unpin a message (see ctxd.context.pins)."""
+BOOKKEEPING = frozenset({LEAF_MARKER, PIN_MARKER})
+"""ctxd's own custom entries: written at the leaf, they stand for their parent as the leaf."""
 
 
 class Durability(enum.Enum):
@@ -86,6 +90,8 @@ class SessionReader:
         self.lengths: array[int] = array("q")
         self.lines: array[int] = array("q")
         self.index: dict[str, int] = {}
+        self.pin_entries: list[int] = []
+        """Entries that pin or unpin a message, in file order (ctxd.context.pins reads them)."""
         self.diagnostics: list[Diagnostic] = []
         self._bodies: dict[int, dict[str, Any]] = {}
         self._checked = bytearray()
@@ -266,12 +272,12 @@ class SessionReader:
             os.close(fd)
 
     def leaf_index(self) -> int | None:
-        """pi's leaf: the last entry in file order; a ctxd leaf marker stands for its parent."""
+        """pi's leaf: the last entry in file order; a ctxd leaf marker or pin entry stands for its parent."""
         if not self.heads:
             return None
         last = len(self.heads) - 1
         head = self.heads[last]
-        if head.type == "custom" and head.customType == LEAF_MARKER and head.parentId is not None:
+        if head.type == "custom" and head.customType in BOOKKEEPING and head.parentId is not None:
             return self.index.get(head.parentId, last)
         return last
 
@@ -342,13 +348,13 @@ class SessionReader:
             if None in ids or "session" in [h.type for h in new]:
                 return False
             first = len(heads)
-            expected = len(index) + len(ids)
-            index.update(zip(ids, range(first, first + len(ids)), strict=True))  # type: ignore[arg-type]
-            if len(index) != expected:
-                # A duplicate id: undo, and let the line-by-line path report it.
-                index.clear()
-                index.update((h.id, i) for i, h in enumerate(heads) if h.id is not None)
-                return False
+            chunk = dict(zip(ids, range(first, first + len(ids)), strict=True))
+            if len(chunk) != len(ids) or not index.keys().isdisjoint(chunk):
+                return False  # a duplicate id: the line-by-line path reports it
+            index.update(chunk)  # type: ignore[arg-type]
+            pins = [first + k for k, h in enumerate(new) if h.type == "custom" and h.customType == PIN_MARKER]
+            if pins:
+                self.pin_entries.extend(pins)
             heads.extend(new)
             self.offsets.extend(offsets)
             self.lengths.extend(lengths)
@@ -375,6 +381,8 @@ class SessionReader:
             self.diagnostics.append(Diagnostic(self.path, scanned.line, message, kind="second-header"))
             return
         i = len(self.heads)
+        if head.type == "custom" and head.customType == PIN_MARKER:
+            self.pin_entries.append(i)
         if head.id:
             if head.id in self.index:
                 self.diagnostics.append(

@@ -21,11 +21,15 @@ from ctxd.errors import InvalidEntryError, SessionError, UnsupportedVersionError
 from ctxd.formats.codec import CURRENT_VERSION, decode_head, dumps_line, head_from_dict
 from ctxd.store import tail
 from ctxd.store.files import Clock, atomic_write, iso_timestamp, locked, new_entry_id, open_regular, write_all
-from ctxd.store.reader import LEAF_MARKER, Durability, RefreshResult, SessionReader
+from ctxd.store.reader import LEAF_MARKER, PIN_MARKER, Durability, RefreshResult, SessionReader
 from ctxd.store.scan import Diagnostic
 from ctxd.store.validate import check_depth, validate_entries
 
-__all__ = ["LEAF", "LEAF_MARKER", "Durability", "RefreshResult", "SessionFile"]
+HEAL_ATTEMPTS = 8
+"""How many times in a row a heal (rule 4 of :mod:`ctxd.store.tail`) is retried when it is glued
+onto another writer's piece again; each retry is a new race of a few microseconds."""
+
+__all__ = ["LEAF", "LEAF_MARKER", "PIN_MARKER", "Durability", "RefreshResult", "SessionFile"]
 
 T = TypeVar("T")
 
@@ -171,26 +175,38 @@ class SessionFile(SessionReader):
         mode: Durability,
     ) -> None:
         """Our data landed after another writer's partial line (rule 4): append that writer's line
-        again whole, and our entries the glued line hid."""
+        again whole, and our entries the glued line hid.
+
+        A glued write hides only its first line (the rest of one ``write()`` lands whole after it),
+        so a heal that is glued again in its turn is healed the same way: that first line and the
+        line it split are written again, a bounded number of times."""
         sync = mode is not Durability.FLUSH
-        rejoined: list[bytes] = []
-        for start, end in glued:
-            found = tail.await_rejoin(self, fd, start, end, self.tail_grace)  # the other writer finishes
-            line = self.line_at(start)
-            if found is None:
-                message = "an append landed inside another writer's line; that line could not be rejoined"
-            elif not found:
-                message = "an append landed after another writer's object before its newline; both are served"
-            else:
-                rejoined.append(found)
-                message = "an append landed inside another writer's line; appended that line again, whole"
-            self.diagnostics.append(Diagnostic(self.path, line, message, severity="warning", kind="glued"))
-        missing = [line for entry, line in zip(prepared, lines, strict=True) if entry["id"] not in self.index]
-        data = b"".join(missing) + b"".join(rejoined)
-        if data:
-            # Glued again (a second race in a row) is left to be reported: never loop on it.
-            self._write_raw_locked(fd, data, sync=sync)
+        rejoined = [line for start, end in glued if (line := self._rejoin_locked(fd, start, end))]
+        pending = [line for entry, line in zip(prepared, lines, strict=True) if entry["id"] not in self.index]
+        pending += rejoined
+        for _ in range(HEAL_ATTEMPTS):
+            if not pending:
+                return
+            data = b"".join(pending)
+            start, again = self._write_raw_locked(fd, data, sync=sync)
             self.refresh()
+            if not again:
+                return
+            found = self._rejoin_locked(fd, start, start + len(data))
+            pending = [pending[0], *([found] if found else [])]
+
+    def _rejoin_locked(self, fd: int, start: int, end: int) -> bytes:
+        """The other writer's line that our write ``[start, end)`` split, whole (b"" when nothing
+        was lost or it cannot be found); each case reported."""
+        found = tail.await_rejoin(self, fd, start, end, self.tail_grace)  # the other writer finishes
+        if found is None:
+            message = "an append landed inside another writer's line; that line could not be rejoined"
+        elif not found:
+            message = "an append landed after another writer's object before its newline; both are served"
+        else:
+            message = "an append landed inside another writer's line; appended that line again, whole"
+        self.diagnostics.append(Diagnostic(self.path, self.line_at(start), message, severity="warning", kind="glued"))
+        return found or b""
 
     def move_leaf(self, entry_id: str | None) -> str:
         """Persist a leaf move: a ``custom`` entry pi ignores in context, parented at the target.
@@ -335,6 +351,8 @@ class SessionFile(SessionReader):
             except Exception:
                 head = head_from_dict(entry)
             i = len(self.heads)
+            if head.type == "custom" and head.customType == PIN_MARKER:
+                self.pin_entries.append(i)
             self.heads.append(head)
             self.offsets.append(offset)
             self.lengths.append(length)

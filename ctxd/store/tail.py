@@ -30,7 +30,8 @@ The rule, applied by every ctxd writer under its exclusive lock before it writes
    piece.  ctxd reports it, waits for that writer's line to complete, appends the writer's line
    again whole (its pieces joined, byte for byte) and its own entries that the glued line hid (same
    ids), so that every entry is still present exactly once; the glued pieces stay behind as
-   reported malformed lines.
+   reported malformed lines.  A glued write hides only its first line, so a heal glued again in
+   its turn is healed the same way (up to eight times in a row).
 
 A writer stalled for longer than the grace period and then resuming finds its line already
 terminated: its remaining bytes form a malformed line of their own.  A grace period much longer

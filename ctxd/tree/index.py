@@ -12,7 +12,7 @@ from typing import Any
 
 from ctxd.formats.codec import LineHead
 from ctxd.store.scan import Diagnostic
-from ctxd.store.session_file import LEAF_MARKER, SessionFile
+from ctxd.store.session_file import LEAF_MARKER, PIN_MARKER, SessionFile
 
 NONE = -1
 MAX_PROBLEMS = 200
@@ -40,6 +40,8 @@ class TreeIndex:
         self.cycles: list[int] = []
         self.has_context_edits = False
         """Whether any context_edit entry exists (they change what a context's size means)."""
+        self.size_memo_key: Any = None
+        """What the memo was computed under, besides the tree (the context layer's pins)."""
         self.size_memo: tuple[int, int, Any, bool] | None = None
         """(leaf, context size, last message, usage-based) of the last size computed, reused by the next one."""
         """Entries whose parent link would close a cycle (a corrupt file): kept as orphans."""
@@ -120,6 +122,7 @@ class TreeIndex:
             tree.name = name if isinstance(name, str) else None
             tree.has_context_edits = bool(snap["contextEdits"])
             tree.size_memo = None
+            tree.size_memo_key = None
             tree._waiting = {str(k): [int(i) for i in v] for k, v in snap["waiting"].items()}
             tree._pending_labels = {str(k): v if isinstance(v, str) else None for k, v in snap["pendingLabels"].items()}
             tree.relinks = int(snap["relinks"])
@@ -346,6 +349,11 @@ class TreeIndex:
     def is_ancestor(self, a: int, b: int) -> bool:
         """True if ``a`` lies on the path from the root to ``b`` (inclusive)."""
         return self.common_ancestor(a, b) == a
+
+    def is_bookkeeping(self, i: int) -> bool:
+        """A leaf marker or a pin entry: ctxd's own records, not part of the conversation's shape."""
+        head = self.session.heads[i]
+        return head.type == "custom" and head.customType in (LEAF_MARKER, PIN_MARKER)
 
     def is_leaf_marker(self, i: int) -> bool:
         head = self.session.heads[i]

@@ -1,12 +1,15 @@
 """A scriptable fake of the OpenAI chat-completions API, served over real HTTP on 127.0.0.1.
 
-Tests point litellm at it with ``model="openai/<anything>"`` and ``api_base=server.url``. Every request body is
-recorded (``server.requests``), and each request consumes the next scripted action (``server.script(...)``);
+Tests point litellm at it with ``model="openai/<anything>"`` and ``api_base=server.url`` (and pi at it through
+``models.json``). Every request is recorded (``server.requests``: method, path, headers, body), and each chat
+request consumes the next scripted action (``server.script(...)``);
 when the script is empty the server answers with ``server.default_text``. A ``responder`` callable can decide
 the action from the request body instead.
 
-Actions: :func:`reply`, :func:`overflow`, :func:`rate_limited`, :func:`server_error`, :func:`slow`,
-:func:`empty`, or any :class:`Action`.
+Actions: :func:`reply`, :func:`tool_call`, :func:`overflow`, :func:`rate_limited`, :func:`server_error`,
+:func:`slow`, :func:`empty`, or any :class:`Action`.  A request with ``"stream": true`` (as pi's
+openai-completions provider sends) is answered with server-sent events: the text (or tool calls) in
+chunks, the finish reason, the usage, then ``data: [DONE]``.
 """
 
 from __future__ import annotations
@@ -35,11 +38,20 @@ class Action:
     error: dict[str, Any] | None = None
     delay: float = 0.0
     headers: dict[str, str] = attrs.field(factory=dict)
+    tool_calls: list[dict[str, Any]] | None = None
+    """``[{"id", "name", "arguments"}]``: the assistant calls these tools (finish reason ``tool_calls``)."""
 
 
 def reply(text: str, *, usage: dict[str, int] | None = None, delay: float = 0.0) -> Action:
     """A normal completion whose assistant content is ``text``."""
     return Action(text=text, usage=usage, delay=delay)
+
+
+def tool_call(name: str, arguments: dict[str, Any], *, text: str = "", call_id: str | None = None) -> Action:
+    """An assistant message calling one tool (pi runs it and sends the result in the next request)."""
+    call = {"id": call_id or f"call_{name}_{abs(hash(json.dumps(arguments, sort_keys=True))) % 10**8}"}
+    call.update(name=name, arguments=arguments)
+    return Action(text=text, tool_calls=[call])
 
 
 def empty(delay: float = 0.0) -> Action:
@@ -83,6 +95,7 @@ class RecordedRequest:
     started: float
     finished: float | None = None
     status: int | None = None
+    method: str = "POST"
 
     @property
     def prompt(self) -> str:
@@ -95,6 +108,10 @@ class RecordedRequest:
             elif isinstance(content, list):
                 parts.extend(str(b.get("text", "")) for b in content if isinstance(b, dict))
         return "\n".join(parts)
+
+    @property
+    def streamed(self) -> bool:
+        return bool(self.body.get("stream"))
 
 
 Responder = Callable[[dict[str, Any], int], Action | None]
@@ -128,6 +145,11 @@ class FakeOpenAIServer:
                 server._handle(self)
 
             def do_GET(self) -> None:
+                path = self.path.split("?", 1)[0]
+                headers = dict(self.headers.items())
+                record = RecordedRequest(path, {}, headers, time.monotonic(), status=404, method="GET")
+                with server._lock:
+                    server.requests.append(record)
                 self._send(404, {"error": {"message": "not found", "type": "invalid_request_error"}})
 
             def _send(self, status: int, payload: dict[str, Any]) -> None:
@@ -199,6 +221,9 @@ class FakeOpenAIServer:
         raw = handler.rfile.read(length) if length else b""
         path = handler.path.split("?", 1)[0]
         if path not in CHAT_PATHS:
+            headers = dict(handler.headers.items())
+            with self._lock:
+                self.requests.append(RecordedRequest(path, {}, headers, time.monotonic(), status=404))
             handler._send(404, {"error": {"message": f"unknown path {path}", "type": "invalid_request_error"}})
             return
         try:
@@ -214,6 +239,11 @@ class FakeOpenAIServer:
         deadline = time.monotonic() + action.delay
         while not self._stopping.is_set() and time.monotonic() < deadline:
             time.sleep(min(0.02, max(0.0, deadline - time.monotonic())))
+        if action.error is None and body.get("stream"):
+            record.status = action.status
+            self._stream(handler, body, action, index)
+            record.finished = time.monotonic()
+            return
         if action.error is not None:
             payload: dict[str, Any] = {"error": action.error}
         else:
@@ -233,13 +263,70 @@ class FakeOpenAIServer:
             pass  # the client gave up (timeout)
 
     @staticmethod
-    def _completion(body: dict[str, Any], action: Action, index: int) -> dict[str, Any]:
+    def _usage(action: Action, index: int) -> dict[str, int]:
         text = action.text or ""
-        usage = action.usage or {
+        return action.usage or {
             "prompt_tokens": 100 + index,
             "completion_tokens": max(1, len(text) // 4),
             "total_tokens": 100 + index + max(1, len(text) // 4),
         }
+
+    @staticmethod
+    def _wire_calls(action: Action) -> list[dict[str, Any]]:
+        out = []
+        for i, call in enumerate(action.tool_calls or []):
+            arguments = call.get("arguments", {})
+            out.append(
+                {
+                    "index": i,
+                    "id": call["id"],
+                    "type": "function",
+                    "function": {
+                        "name": call["name"],
+                        "arguments": arguments if isinstance(arguments, str) else json.dumps(arguments),
+                    },
+                }
+            )
+        return out
+
+    def _stream(self, handler: Any, body: dict[str, Any], action: Action, index: int) -> None:
+        """Server-sent events as OpenAI streams them: role, content pieces, tool calls, finish, usage."""
+        base = {"id": f"chatcmpl-fake{index}", "object": "chat.completion.chunk", "created": 1_700_000_000}
+        base["model"] = str(body.get("model", "fake-model"))
+
+        def chunk(delta: dict[str, Any], finish: str | None = None, **extra: Any) -> bytes:
+            payload = {**base, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}], **extra}
+            return b"data: " + json.dumps(payload).encode() + b"\n\n"
+
+        text = action.text or ""
+        events = [chunk({"role": "assistant", "content": ""})]
+        events += [chunk({"content": text[i : i + 40]}) for i in range(0, len(text), 40)]
+        calls = self._wire_calls(action)
+        events += [chunk({"tool_calls": [call]}) for call in calls]
+        events.append(chunk({}, "tool_calls" if calls else "stop"))
+        usage_chunk = {**base, "choices": [], "usage": self._usage(action, index)}
+        events.append(b"data: " + json.dumps(usage_chunk).encode() + b"\n\n")
+        events.append(b"data: [DONE]\n\n")
+        try:
+            handler.send_response(action.status)
+            handler.send_header("Content-Type", "text/event-stream")
+            handler.send_header("Cache-Control", "no-cache")
+            handler.send_header("Connection", "close")
+            handler.end_headers()
+            for event in events:
+                handler.wfile.write(event)
+                handler.wfile.flush()
+            handler.close_connection = True
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+
+    @classmethod
+    def _completion(cls, body: dict[str, Any], action: Action, index: int) -> dict[str, Any]:
+        text = action.text or ""
+        usage = cls._usage(action, index)
+        message: dict[str, Any] = {"role": "assistant", "content": text}
+        if action.tool_calls:
+            message["tool_calls"] = [{k: v for k, v in c.items() if k != "index"} for c in cls._wire_calls(action)]
         return {
             "id": f"chatcmpl-fake{index}",
             "object": "chat.completion",
@@ -248,8 +335,8 @@ class FakeOpenAIServer:
             "choices": [
                 {
                     "index": 0,
-                    "message": {"role": "assistant", "content": text},
-                    "finish_reason": "stop",
+                    "message": message,
+                    "finish_reason": "tool_calls" if action.tool_calls else "stop",
                 }
             ],
             "usage": usage,

@@ -23,6 +23,7 @@ from transcript_helpers import (
     role,
 )
 
+from ctxd.formats.injected import injected_kind
 from ctxd.formats.transcripts import claude_subagent_files, map_claude
 
 REAL = ["incremental-turn-1.jsonl", "incremental-turn-2.jsonl", "session-9eda1058.jsonl", "session-624a4a58.jsonl"]
@@ -167,11 +168,15 @@ def test_real_file_keeps_uuids_and_user_text(name: str) -> None:
             if o.get("isMeta"):
                 assert entry["type"] == "custom" and entry["customType"] == "claude.user.meta" and entry["data"] == o
             else:
-                assert entry["message"] == {
+                expected = {
                     "role": "user",
                     "content": o["message"]["content"],
                     "timestamp": entry["message"]["timestamp"],
                 }
+                kind = injected_kind(o["message"]["content"])
+                if kind is not None:  # Claude Code injected it: marked, never the user's words
+                    expected["ctxdInjected"] = kind
+                assert entry["message"] == expected
         if (
             o.get("type") in ("system", "file-history-snapshot", "queue-operation")
             and o.get("subtype") != "compact_boundary"

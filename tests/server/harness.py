@@ -28,7 +28,7 @@ from ctxd.server.app import converter_factory
 from ctxd.service import protocol as p
 
 REPO = Path(__file__).resolve().parents[2]
-SERVER_COMMAND = [sys.executable, "-m", "ctxd", "serve"]
+SERVER_COMMAND = [sys.executable, "-P", "-m", "ctxd", "serve"]  # -P: the working directory never shadows ctxd
 TIMEOUT = 5.0
 """The one generous bound every wait for a notification uses."""
 

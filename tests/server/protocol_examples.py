@@ -256,6 +256,73 @@ async def record(rec: Recorder) -> None:
         )
         await call("branch summarize", "branch", {"session": path, "entryId": ids[1], "summarize": True})
 
+        # An agent's own compaction, branch summary and tool results (pi's extension): nothing written.
+        await call(
+            "compact/summarize",
+            "compact/summarize",
+            {
+                "messages": [
+                    msg("user", "The parser crashes on empty input. " + WHY),
+                    msg(
+                        "assistant",
+                        "",
+                        stopReason="toolUse",
+                        content=[{"type": "toolCall", "id": "c1", "name": "read", "arguments": {"path": "parser.py"}}],
+                    ),
+                    {
+                        "role": "toolResult",
+                        "toolCallId": "c1",
+                        "toolName": "read",
+                        "content": [{"type": "text", "text": "def parse(tokens):\n    return tokens[0]"}],
+                        "isError": False,
+                        "timestamp": 1767261606000,
+                    },
+                ],
+                "previousSummary": None,
+                "fileOps": {"read": ["parser.py"], "written": [], "edited": []},
+                "reason": "threshold",
+                "firstKeptEntryId": "a1b2c3d4",
+                "tokensBefore": 30500,
+                "settings": {
+                    "model": "openai/gpt-4o-mini",
+                    "apiBase": llm.url,
+                    "apiKey": "sk-...",
+                    "reserveTokens": 4000,
+                },
+                "modelWindow": 128000,
+                "workDoneToken": "pi-compact-1",
+            },
+            keep=only("$/progress"),
+        )
+        await call(
+            "branch/summarize",
+            "branch/summarize",
+            {
+                "entries": [
+                    {"type": "message", "id": "e1", "parentId": None, "message": msg("user", "Try a regex lexer.")},
+                    {"type": "message", "id": "e2", "parentId": "e1", "message": msg("assistant", "Rewrote lex().")},
+                ],
+                "instructions": "Say whether the regex lexer worked.",
+            },
+        )
+        await call(
+            "context/truncate",
+            "context/truncate",
+            {
+                "messages": [
+                    {
+                        "role": "toolResult",
+                        "toolCallId": "call_1",
+                        "toolName": "bash",
+                        "content": [{"type": "text", "text": "\n".join(f"step {i}: ok" for i in range(3000))}],
+                        "isError": False,
+                        "timestamp": 1767261606000,
+                    }
+                ],
+                "contextWindow": 8000,
+            },
+        )
+
         # Errors.
         await call("error invalid params", "session/tree", {"session": path, "limit": "ten"})
         await call("error missing field", "session/open", {})
@@ -405,6 +472,20 @@ async def record(rec: Recorder) -> None:
         damaged.parent.mkdir(parents=True, exist_ok=True)
         damaged.write_text(DAMAGED)
         await call("session/check", "session/check", {"session": str(damaged), "repair": True}, keep=only())
+        await client.close()
+
+        # session/pin (a daemon of its own too).
+        client = CtxdClient(initialization_options=options, env=env, trace=rec.trace, stderr=asyncio.subprocess.DEVNULL)
+        await client.start()
+        notes = await client.request("session/create", {"cwd": "/home/me/parser"})
+        said = await client.request(
+            "session/append",
+            {
+                "session": notes["path"],
+                "messages": [msg("user", "Remember: the staging database is read-only."), msg("assistant", "Noted.")],
+            },
+        )
+        await call("session/pin", "session/pin", {"session": notes["path"], "entryId": said["ids"][0]}, keep=only())
         await client.close()
 
 

@@ -150,6 +150,41 @@ async def test_a_daemon_that_dies(tmp_path: Path) -> None:
         assert await client.close() not in (0, None)
 
 
+@pytest.mark.parametrize("shape", ["empty", "clone"])
+def test_the_daemon_starts_beside_a_folder_named_ctxd(tmp_path: Path, shape: str) -> None:
+    """A working directory holding a folder named ``ctxd`` (a clone of this repository, say) must not
+    shadow the package the daemon runs: the client's default command and the example, from there."""
+    folder = tmp_path / "ctxd"
+    folder.mkdir()
+    if shape == "clone":
+        (folder / "ctxd").mkdir()  # no __init__.py: a namespace package, were it imported
+        (folder / "README.md").write_text("a clone\n")
+    env = {**server_env(), "PYTHONPATH": os.environ.get("PYTHONPATH", "")}  # ctxd as installed
+    code = (
+        "import asyncio, tempfile\n"
+        "from ctxd.client import CtxdClient\n"
+        "async def main():\n"
+        "    async with CtxdClient(initialization_options={'roots': [tempfile.mkdtemp()], 'watch': False}) as c:\n"
+        "        print('listed', (await c.request('session/list', {}))['sessions'])\n"
+        "asyncio.run(main())\n"
+    )
+    script = tmp_path / "use_client.py"
+    script.write_text(code)
+    out = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, env=env, cwd=str(tmp_path), timeout=60
+    )
+    assert out.returncode == 0 and "listed []" in out.stdout, out.stdout + out.stderr
+    example = subprocess.run(
+        [sys.executable, str(REPO / "examples" / "client_example.py")],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=str(tmp_path),
+        timeout=60,
+    )
+    assert example.returncode == 0 and "daemon exited with code 0" in example.stdout, example.stdout + example.stderr
+
+
 def test_the_example_runs() -> None:
     out = subprocess.run(
         [sys.executable, str(REPO / "examples" / "client_example.py")],

@@ -81,7 +81,7 @@ async def test_create_returns_the_session_and_announces_it_once(ctxd: LanguageCl
 
 async def test_create_outside_the_roots_is_refused(ctxd: LanguageClient, tmp_path: Path) -> None:
     error = await call_error(ctxd, p.SESSION_CREATE, {"cwd": "/proj", "root": str(tmp_path)})
-    assert error.code == -31000
+    assert error.code == -31001
     assert not any(tmp_path.iterdir())
 
 
@@ -111,7 +111,7 @@ async def test_list_finds_sessions_and_filters_by_cwd(ctxd: LanguageClient, tmp_
     only_a = await call(ctxd, p.SESSION_LIST, {"cwd": "/list/a"})
     assert [s["path"] for s in only_a["sessions"]] == [a]
     error = await call_error(ctxd, p.SESSION_LIST, {"roots": [str(tmp_path)]})
-    assert error.code == -31000
+    assert error.code == -31001
 
 
 async def test_append_messages_and_entries(ctxd: LanguageClient) -> None:
@@ -249,6 +249,34 @@ async def test_label_sets_and_clears(ctxd: LanguageClient) -> None:
     assert error.code == -31002
 
 
+async def test_pin_carries_a_message_after_the_summary_until_unpinned(ctxd: LanguageClient) -> None:
+    path = await new_session(ctxd)
+    ids = (await append(ctxd, path, user("Remember: the staging DB is read-only."), *conversation(6)))["ids"]
+    pinned = await call(ctxd, p.SESSION_PIN, {"session": path, "entryId": ids[0]})
+    assert pinned == {"pinEntryId": read_entries(path)[-1]["id"], "entryId": ids[0], "pinned": True}
+    entry = read_entries(path)[-1]
+    assert entry["type"] == "custom" and entry["customType"] == "ctxd.pin" and entry["parentId"] == ids[-1]
+    assert entry["data"] == {"targetId": ids[0], "pinned": True}
+    tree = await call(ctxd, p.SESSION_TREE, {"session": path, "collapse": 0})
+    rows = {r["id"]: r for r in tree["rows"] if "id" in r}
+    assert rows[ids[0]]["pinned"] is True and rows[ids[-1]]["isLeaf"] is True
+    assert entry["id"] not in rows  # bookkeeping, not a row
+
+    result = await call(ctxd, p.COMPACT, {"session": path, "keepRecentTokens": 300})
+    built = await call(ctxd, p.CONTEXT_BUILD, {"session": path})
+    assert built["messages"][0]["entryId"] == result["entryId"]
+    assert built["messages"][1]["entryId"] == ids[0]  # carried verbatim right after the summary
+    assert built["messages"][1]["message"]["content"] == "Remember: the staging DB is read-only."
+
+    await call(ctxd, p.SESSION_PIN, {"session": path, "entryId": ids[0], "pinned": False})
+    built = await call(ctxd, p.CONTEXT_BUILD, {"session": path})
+    assert ids[0] not in [m["entryId"] for m in built["messages"]]
+    error = await call_error(ctxd, p.SESSION_PIN, {"session": path, "entryId": result["entryId"]})
+    assert error.code == -31003  # only messages can be pinned
+    error = await call_error(ctxd, p.SESSION_PIN, {"session": path, "entryId": "0badbeef"})
+    assert error.code == -31002
+
+
 async def test_fork_copies_the_path_into_a_new_session(ctxd: LanguageClient) -> None:
     path = await new_session(ctxd)
     ids = (await append(ctxd, path, user("a"), assistant("b"), user("c"), assistant("d")))["ids"]
@@ -373,6 +401,9 @@ async def test_compact_dry_run_plans_without_writing(ctxd: LanguageClient) -> No
     assert plan["tokensBefore"] > plan["estimatedTokensAfter"] - 1500
     assert plan["previousCompactionId"] is None
     assert plan["readFiles"] == [] and plan["modifiedFiles"] == []
+    # What the compaction must keep: the fact sheet every summary is checked against.
+    assert {f["kind"] for f in plan["mustKeep"]} >= {"goal"}
+    assert plan["mustKeepText"].startswith("## What this compaction must keep\n- Goal: ")
     assert os.path.getsize(path) == size
     await asyncio.sleep(0.2)
     assert not ctxd.notes.of(p.COMPACTION_STATUS, path, mark)  # type: ignore[attr-defined]
@@ -426,6 +457,7 @@ async def test_compact_offline_writes_a_compaction_entry(ctxd: LanguageClient) -
     assert row["tokensBefore"] == result["tokensBefore"] and row["tokensAfter"] == result["tokensAfter"]
     assert row["firstKeptEntryId"] == result["firstKeptEntryId"] and row["onActivePath"] and row["madeBy"] == "ctxd"
     assert row["summaryPreview"].startswith("## Goal")
+    assert row["mustKeep"]["facts"] > 0 and row["mustKeep"]["missing"] == 0  # the offline summary lacks nothing
     assert (await call(ctxd, p.SESSION_LEDGER, {"session": await new_session(ctxd)}))["compactions"] == []
 
 
@@ -544,6 +576,35 @@ async def test_branch_with_summary_leaves_a_branch_summary(ctxd: LanguageClient)
         (p.COMPACT, {"session": "x", "dryRun": 1}, "dryRun"),
         (p.COMPACT, {"session": "x", "workDoneToken": 1.5}, "workDoneToken"),
         (p.BRANCH, {"session": "x", "entryId": "y", "summarize": "no"}, "summarize"),
+        # Nothing is coerced: a string is not a list of its characters, a number is not negative.
+        (p.SESSION_LIST, {"roots": "abc"}, "roots"),
+        (p.SESSION_LIST, {"roots": ["a", 1]}, "roots"),
+        (p.SESSION_LIST, {"cwd": ["/a"]}, "cwd"),
+        (p.SESSION_TREE, {"session": "x", "offset": -1}, "offset"),
+        (p.SESSION_TREE, {"session": "x", "limit": -1}, "limit"),
+        (p.SESSION_TREE, {"session": "x", "collapse": -3}, "collapse"),
+        (p.SESSION_TREE, {"session": "x", "offset": 1.5}, "offset"),
+        (p.SESSION_TREE, {"session": "x", "fromId": 5}, "fromId"),
+        (p.SESSION_APPEND, {"session": "x", "entries": "abc"}, "entries"),
+        (p.SESSION_APPEND, {"session": "x", "entries": {"type": "message"}}, "entries"),
+        (p.SESSION_APPEND, {"session": "x", "entries": [["type", "message"]]}, "entries"),
+        (p.SESSION_APPEND, {"session": "x", "messages": {"role": "user"}}, "messages"),
+        (p.SESSION_APPEND, {"session": "x", "parentId": 3}, "parentId"),
+        (p.SESSION_CREATE, {"cwd": ""}, "cwd"),
+        (p.SESSION_CREATE, {"cwd": "/a", "root": ["/r"]}, "root"),
+        (p.SESSION_CREATE, {"cwd": "/a", "name": "n" * 5_000}, "name"),
+        (p.SESSION_LABEL, {"session": "x", "entryId": "y", "label": "l" * 5_000}, "label"),
+        (p.SESSION_LABEL, {"session": "x", "entryId": "y", "label": 5}, "label"),
+        (p.CONTEXT_BUILD, {"session": "x", "contextWindow": 0}, "contextWindow"),
+        (p.CONTEXT_BUILD, {"session": "x", "contextWindow": -100}, "contextWindow"),
+        (p.CONTEXT_BUILD, {"session": "x", "format": "xml"}, "format"),
+        (p.CONTEXT_BUILD, {"session": "x", "includeMessages": 0}, "includeMessages"),
+        (p.CONTEXT_BUILD, {"session": "x", "countModel": ["m"]}, "countModel"),
+        (p.COMPACT, {"session": "x", "keepRecentTokens": -1}, "keepRecentTokens"),
+        (p.COMPACT, {"session": "x", "instructions": ["a"]}, "instructions"),
+        (p.COMPACT, {"session": "x", "leafId": {}}, "leafId"),
+        (p.BRANCH, {"session": "x", "entryId": ["y"]}, "entryId"),
+        (p.SESSION_ENTRY, {"session": ["x"], "entryId": "y"}, "session"),
     ],
 )
 async def test_invalid_params_name_the_field(ctxd: LanguageClient, method: str, params: dict, field: str) -> None:

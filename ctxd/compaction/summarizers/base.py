@@ -33,6 +33,12 @@ class SummaryRequest:
     """The files read and modified so far (``<read-files>``/``<modified-files>`` blocks), shown to a
     model for context; the engine appends the final lists to the summary itself."""
     kind: SummaryKind = "compaction"
+    first_request: str | None = None
+    """The session's first request (the user's own words) when it comes before ``messages`` (an earlier
+    compaction summarised it): the goal a summary must keep, whatever an earlier summary made of it."""
+    must_keep: str | None = None
+    """The fact sheet of ``messages`` (see :mod:`ctxd.compaction.mustkeep`), rendered: a model is told up
+    front what its summary must keep (the engine checks and patches afterwards either way)."""
 
 
 @attrs.frozen

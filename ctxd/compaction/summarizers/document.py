@@ -9,6 +9,7 @@ and checkboxes are stripped, unknown sections are carried along verbatim.
 
 from __future__ import annotations
 
+import functools
 import re
 
 import attrs
@@ -22,6 +23,11 @@ LATER = "Later request: "
 STATS = "Newly summarised: "
 ANSWERED = "(answered; awaiting the user's next message)"
 DERIVED_LABELS = (
+    "Files modified:",
+    "Files read:",
+    "Commands (runs, outcome):",
+    "Other requests (oldest first):",
+    "User reported:",
     "Recently changed files:",
     "Recently read files:",
     "Recent commands:",
@@ -134,6 +140,7 @@ def parse_summary(text: str) -> SummaryDoc | None:
     return doc if known else None
 
 
+@functools.lru_cache(maxsize=16_384)
 def _norm(item: str) -> str:
     if item.startswith(EARLIER):
         item = item[len(EARLIER) :]
@@ -163,14 +170,39 @@ def _carried(old: list[str], limit: int) -> list[str]:
     return [EARLIER + i for i in old if not i.startswith(EARLIER) and not i.endswith(ANSWERED)][:limit]
 
 
+_DERIVED = frozenset(DERIVED_LABELS)
+
+
 def _label(item: str) -> str | None:
-    return next((label for label in DERIVED_LABELS if item.startswith(label)), None)
+    # Every derived label ends at the item's first colon.
+    end = item.find(":")
+    head = item[: end + 1] if end >= 0 else ""
+    return head if head in _DERIVED else None
+
+
+UNION_LABELS = ("Files modified:", "Files read:")
+"""Derived lists that accumulate across summaries (the files of earlier ranges stay named in the body)."""
+MAX_UNION = 400
+_MORE_RE = re.compile(r" \(\+\d+ more\)$")
+
+
+def _items_of(item: str, label: str) -> list[str]:
+    return [p for p in _MORE_RE.sub("", item[len(label) :]).strip().split(", ") if p]
 
 
 def _merge_critical(old: list[str], new: list[str]) -> list[str]:
     fresh = {_label(i) for i in new} - {None}
+    merged = list(new)
+    for label in UNION_LABELS:
+        before = next((i for i in old if i.startswith(label)), None)
+        if before is None or label not in fresh:
+            continue
+        at = next(n for n, i in enumerate(merged) if i.startswith(label))
+        paths = list(dict.fromkeys([*_items_of(merged[at], label), *_items_of(before, label)]))
+        more = len(paths) - MAX_UNION
+        merged[at] = f"{label} {', '.join(paths[:MAX_UNION])}" + (f" (+{more} more)" if more > 0 else "")
     kept = [i for i in old if not i.startswith(STATS) and _label(i) not in fresh]
-    return cap(dedupe(new + kept), 30, head=30)
+    return cap(dedupe(merged + kept), 200, head=200)
 
 
 def merge(old: SummaryDoc, new: SummaryDoc) -> SummaryDoc:
@@ -189,12 +221,12 @@ def merge(old: SummaryDoc, new: SummaryDoc) -> SummaryDoc:
     rest = [g for g in goal if not g.startswith(LATEST)]
     return SummaryDoc(
         goal=cap(rest, 5, head=2) + latest[-1:],
-        constraints=cap(dedupe(old.constraints + new.constraints), 20, head=8),
+        constraints=cap(dedupe(old.constraints + new.constraints), 150, head=30),
         done=cap(dedupe(old.done + new.done), 30),
         in_progress=dedupe(new.in_progress + _carried(old.in_progress, 3)),
         blocked=dedupe(new.blocked + _carried(old.blocked, 3)),
-        decisions=cap(dedupe(old.decisions + new.decisions), 20),
-        next_steps=new.next_steps or old.next_steps,
+        decisions=cap(dedupe(old.decisions + new.decisions), 40),
+        next_steps=new.next_steps,  # an earlier plan is stale once new work happened
         critical=_merge_critical(old.critical, new.critical),
         extra=[(t, b) for t, b in old.extra if t not in {nt for nt, _ in new.extra}] + new.extra,
         turn_context=list(new.turn_context),
@@ -208,17 +240,38 @@ def _bullets(items: list[str], prefix: str = "- ", empty: str = "(none recorded)
     return [f"{prefix}{item}" for item in items]
 
 
-def render(doc: SummaryDoc, history: list[str] | None = None, history_note: str | None = None) -> str:
-    """Markdown for ``doc``; ``history`` overrides ``doc.history`` (already cut to a budget)."""
-    lines: list[str] = ["## Goal", *_bullets(doc.goal, empty="(not stated)"), ""]
-    lines += ["## Constraints & Preferences", *_bullets(doc.constraints), ""]
-    lines += ["## Progress", "### Done", *_bullets(doc.done, "- [x] ", "(nothing recorded)"), ""]
-    lines += ["### In Progress", *_bullets(doc.in_progress, "- [ ] ", "(nothing under way)"), ""]
-    lines += ["### Blocked", *_bullets(doc.blocked, empty="(none)"), ""]
-    lines += ["## Key Decisions", *_bullets(doc.decisions), ""]
-    steps = [f"{n}. {s}" for n, s in enumerate(doc.next_steps, 1)] or ["- (none recorded)"]
-    lines += ["## Next Steps", *steps, ""]
-    lines += ["## Critical Context", *_bullets(doc.critical), ""]
+def render(
+    doc: SummaryDoc, history: list[str] | None = None, history_note: str | None = None, *, skip_empty: bool = False
+) -> str:
+    """Markdown for ``doc``; ``history`` overrides ``doc.history`` (already cut to a budget). With
+    ``skip_empty``, sections with nothing in them are left out (for summaries of small ranges)."""
+    lines: list[str] = []
+
+    def add(title: str, items: list[str]) -> None:
+        if items or not skip_empty:
+            lines.extend([title, *items, ""])
+
+    def listed(items: list[str], empty: str = "(none recorded)") -> list[str]:
+        return _bullets(items) if items else [] if skip_empty else _bullets([], empty=empty)
+
+    add("## Goal", listed(doc.goal, "(not stated)"))
+    add("## Constraints & Preferences", listed(doc.constraints))
+    progress_empty = not (doc.done or doc.in_progress or doc.blocked)
+    if not (skip_empty and progress_empty):
+        lines += ["## Progress"]
+        if doc.done or not skip_empty:
+            lines += ["### Done", *_bullets(doc.done, "- [x] ", "(nothing recorded)"), ""]
+        if doc.in_progress or not skip_empty:
+            lines += ["### In Progress", *_bullets(doc.in_progress, "- [ ] ", "(nothing under way)"), ""]
+        if doc.blocked or not skip_empty:
+            lines += ["### Blocked", *_bullets(doc.blocked, empty="(none)"), ""]
+    add("## Key Decisions", listed(doc.decisions))
+    steps = [f"{n}. {s}" for n, s in enumerate(doc.next_steps, 1)] or ([] if skip_empty else ["- (none recorded)"])
+    add("## Next Steps", steps)
+    critical = doc.critical
+    if skip_empty:
+        critical = [c for c in critical if not c.startswith(STATS)]
+    add("## Critical Context", listed(critical))
     for title, body in doc.extra:
         lines += [f"## {title}", body, ""]
     if doc.turn_context:

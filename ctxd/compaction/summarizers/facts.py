@@ -1,10 +1,12 @@
-"""What a conversation says, extracted without a model, for the offline summariser.
+"""What a conversation says, extracted without a model, for the offline summariser and the fact sheet.
 
-Owns one linear pass over pi AgentMessages (:func:`scan`) that records requests, tool calls and their
-outcomes, errors and whether they were later resolved, and the user and assistant texts worth mining for
-constraints and decisions; plus the per-exchange view (:func:`exchange_bounds`, :func:`build_exchange`) that
-the abridged history is made from. Work per message is constant and text mining is bounded, so a session
-of 100k messages scans in a fraction of a second.
+Owns one linear pass over pi AgentMessages (:func:`scan`) that records the user's own words (what agents
+inject into user turns is set aside, see :mod:`ctxd.formats.injected`), requests, constraints, the agent's
+decisions and plans, tool calls and their outcomes, the files read and changed (by file tools and through the
+shell), every distinct command with how often it ran and how it ended, and every error with whether it was
+resolved: by a later success on the same target (the same command, re-run; the same tool on the same path; a
+later write of the file) or by the agent stating, later in the same exchange, that it fixed it. Work per
+message is constant and text mining is bounded, so a session of 100k messages scans in a fraction of a second.
 """
 
 from __future__ import annotations
@@ -17,76 +19,47 @@ from typing import Any
 
 import attrs
 
-from ctxd.compaction.fileops import FileOp, call_command, call_file_ops, classify_call
-from ctxd.compaction.summarizers.serialize import content_text, middle_truncate
+from ctxd.compaction.fileops import FileOp, classify_call
+from ctxd.compaction.shell import parse_shell
+from ctxd.compaction.summarizers.mining import (
+    CONSTRAINT_RE,
+    CORRECTION_RE,
+    DECISION_RE,
+    FIXED_RE,
+    MINE_CHARS,
+    NEXT_RE,
+    error_line,
+    exit_codes,
+    head,
+    is_request,
+    key_lines,
+    sentences,
+    short,
+)
+from ctxd.compaction.summarizers.serialize import content_text
+from ctxd.formats.injected import split_user_text
 
 Message = Mapping[str, Any]
 
-CONSTRAINT_RE = re.compile(
-    r"\b(?:must(?:n't| not)?|should(?:n't| not)?|don'?t|do not|never|always|prefer(?:s|red|ably)?|"
-    r"please use|avoid|make sure|ensure|required?|only use|instead of|no need to|keep it)\b",
-    re.IGNORECASE,
-)
-DECISION_RE = re.compile(
-    r"\b(?:(?:I'll|I will|I'm going to|we'll|let's) (?:use|go with|keep|switch|stick|avoid|replace|try|take)|"
-    r"decided|decide to|decision|instead|because|chose|opted|going with|rather than|switch(?:ed|ing)? to|"
-    r"root cause|trade-?off|the (?:fix|cause|problem|issue|approach) (?:is|was))\b",
-    re.IGNORECASE,
-)
-NEXT_RE = re.compile(
-    r"\b(?:next|then I|remaining|todo|to do|still need|needs? to|will need|follow[- ]up|after that|once)\b",
-    re.IGNORECASE,
-)
-_FENCE_RE = re.compile(r"```.*?(?:```|\Z)", re.S)
-_SPLIT_RE = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'`(\[])|\n+")
-_BULLET_RE = re.compile(r"^\s*(?:[-*+>]|\d+[.)])\s+")
-_EXIT_RE = re.compile(
-    r"(?:(?:the )?(?:command|process) )?(?:exit(?:ed)?(?: with)? (?:code|status)|exit code)[:\s]+([1-9]\d*)",
-    re.IGNORECASE,
-)
-
-MINE_CHARS = 4000
-"""Only the first this-many characters of a message are mined for sentences (long pastes are data)."""
+_RUNNING_RE = re.compile(r"Process running with session ID (\d+)")
+EARLY_TEXTS = 50
+LATE_TEXTS = 250
+"""Decisions are mined from the agent's first and latest this-many texts, constraints from the user's."""
+LONG_MESSAGE = 2_000
+"""User messages longer than this are treated as pastes: their error lines become facts of their own."""
 
 
-def sentences(text: str, pattern: re.Pattern[str], limit: int, *, max_len: int = 300) -> list[str]:
-    """Up to ``limit`` sentences of ``text`` (code blocks removed) that match ``pattern`` and are not questions."""
-    out: list[str] = []
-    if "```" in text:
-        text = _FENCE_RE.sub(" ", text)
-    for raw in _SPLIT_RE.split(text[:MINE_CHARS]):
-        sentence = _BULLET_RE.sub("", raw).strip()
-        if len(sentence) < 12 or sentence.endswith(("?", ":")) or sentence.startswith("#"):
-            continue
-        if not pattern.search(sentence):
-            continue
-        out.append(middle_truncate(" ".join(sentence.split()), max_len))
-        if len(out) >= limit:
-            break
-    return out
+def user_words(message: Message) -> str:
+    """The user's own words in a user message: the text without what an agent injected (see
+    :mod:`ctxd.formats.injected`); "" when the whole message was injected."""
+    marked = message.get("ctxdInjected")
+    return split_user_text(content_text(message.get("content")), marked if isinstance(marked, str) else None).own
 
 
-def first_line(text: str, limit: int) -> str:
-    """The first line of ``text`` with words in it, preferring one that is not a heading; whitespace collapsed,
-    cut to ``limit``."""
-    heading = ""
-    for raw in text.splitlines():
-        line = raw.strip().lstrip("#>*- ").strip()
-        if not any(c.isalnum() for c in line):
-            continue
-        if not raw.lstrip().startswith("#"):
-            return middle_truncate(" ".join(line.split()), limit)
-        heading = heading or line
-    return middle_truncate(" ".join(heading.split()), limit)
-
-
-def substantive(text: str) -> bool:
-    """Whether a user message asks for something (not just "ok", "continue", "yes please")."""
-    return len(text.split()) >= 4 or len(text.strip()) >= 24
-
-
-def short(text: str, limit: int) -> str:
-    return middle_truncate(" ".join(text.split()), limit)
+def injected_kind(message: Message) -> str | None:
+    """The kind of injection when a user message holds none of the user's own words."""
+    marked = message.get("ctxdInjected")
+    return split_user_text(content_text(message.get("content")), marked if isinstance(marked, str) else None).kind
 
 
 @attrs.define(slots=True)
@@ -100,23 +73,72 @@ class Call:
     ops: list[tuple[FileOp, str]]
     ok: bool | None = None
 
+    _key: str | None = None
+
     @property
     def key(self) -> str:
         """What a later success must match to resolve this call's failure."""
-        if self.command:
-            return f"cmd:{self.command}"
-        return f"{self.name}:{self.ops[0][1]}" if self.ops else f"tool:{self.name}"
+        if self._key is None:
+            if self.command:
+                self._key = f"cmd:{command_key(self.command)}"
+            elif self.ops:
+                self._key = f"file:{self.ops[0][1]}"
+            else:
+                self._key = f"tool:{self.name}"
+        return self._key
 
     @property
     def label(self) -> str:
         return _describe(self.name, self.arguments, self.command, self.ops)
 
 
+def command_key(command: str) -> str:
+    parsed = parse_shell(command)
+    core = parsed.core or " ".join(command.split())
+    return f"{core} [in {parsed.cwd}]" if parsed.cwd else core
+
+
 @attrs.define
 class ErrorFact:
     index: int
     key: str | None
-    text: str
+    label: str
+    """What failed: a command in backticks, a tool and path, "Model error", "User reported"."""
+    line: str
+    """The line saying what went wrong."""
+    exchange: int = 0
+    resolved: bool = False
+    reported: bool = False
+    """Pasted by the user: context to keep, not a failure that something must resolve."""
+
+    @property
+    def text(self) -> str:
+        return f"{self.label}: {self.line}"
+
+
+@attrs.define(slots=True)
+class CommandStat:
+    command: str
+    """The core as first seen (see :func:`command_key`); ``cwd`` is kept apart."""
+    cwd: str | None
+    runs: int = 0
+    failed: int = 0
+    last_ok: bool | None = None
+    last_index: int = 0
+
+    @property
+    def text(self) -> str:
+        text = f"`{head(self.command, 140)}`"
+        if self.cwd:
+            text += f" in {short(self.cwd, 80)}"
+        if self.runs > 1:
+            text += f" x{self.runs}"
+        if self.last_ok is None:
+            text += " (no result)"
+        elif self.failed:
+            last = "ok" if self.last_ok else "failed"
+            text += f" ({self.failed} failed, last {last})" if self.runs > 1 else " (failed)"
+        return text
 
 
 def _describe(name: str, arguments: Any, command: str | None, ops: list[tuple[FileOp, str]]) -> str:
@@ -131,44 +153,53 @@ def _describe(name: str, arguments: Any, command: str | None, ops: list[tuple[Fi
     return name
 
 
-def _failed(result: Message, call: Call) -> bool:
+def _failed(result: Message, call: Call, text: str | None = None) -> bool:
     if not call.command:
         return bool(result.get("isError"))
-    text = content_text(result.get("content"), images=False)
-    start = max(0, len(text) - 300)
-    exit_code = _EXIT_RE.search(text, start) if "xit" in text[start:] else None
-    if exit_code is not None and exit_code.group(1) == "1":
-        rest = (text[: exit_code.start()] + text[exit_code.end() :]).strip(" \n.:")
-        if not rest or rest == "(no output)":
-            return False  # exit 1 with no output: a search that found nothing (grep, rg, test), not a failure
-    return bool(result.get("isError")) or exit_code is not None
+    if text is None:
+        text = content_text(result.get("content"), images=False)
+    codes = exit_codes(text)
+    if codes and codes[-1] == 1 and error_line(text) is None:
+        return False  # exit 1 with no output: a search that found nothing (grep, rg, test), not a failure
+    if codes:
+        return codes[-1] != 0 or bool(result.get("isError"))
+    return bool(result.get("isError"))
 
 
 @attrs.define
 class Facts:
     messages: int = 0
     user_indices: list[int] = attrs.field(factory=list)
+    """Every user message (injected ones too: they bound exchanges)."""
+    requests: list[tuple[int, str]] = attrs.field(factory=list)
+    """``(index, own words)`` of the user messages that ask for something (see :func:`is_request`)."""
     first_user: str | None = None
-    first_request: str | None = None
-    """The first user message that asks for something (see :func:`substantive`)."""
     latest_user: str | None = None
-    latest_request: str | None = None
-    """The latest user message that asks for something (see :func:`substantive`)."""
     calls: dict[str, Call] = attrs.field(factory=dict)
     call_count: int = 0
     done_files: dict[str, FileOp] = attrs.field(factory=dict)
-    """Paths successfully written, edited, created or deleted; most recent last."""
+    """Paths successfully written, edited, created or deleted (by tools or the shell); most recent last."""
     reads: dict[str, None] = attrs.field(factory=dict)
-    ok_commands: dict[str, None] = attrs.field(factory=dict)
-    commands: dict[str, bool] = attrs.field(factory=dict)
-    """Every command seen with whether its latest run succeeded; most recent last."""
+    """Paths read (by tools or the shell); most recent last."""
+    commands: dict[str, CommandStat] = attrs.field(factory=dict)
+    """Every distinct command (by :func:`command_key`), most recently run last."""
     errors: list[ErrorFact] = attrs.field(factory=list)
-    last_success: dict[str, int] = attrs.field(factory=dict)
-    constraint_texts: list[str] = attrs.field(factory=list)
-    """User texts that may state constraints: the first :data:`MINED` and the last :data:`MINED`."""
-    assistant_texts: list[str] = attrs.field(factory=list)
-    """Assistant texts to mine for decisions: the first :data:`MINED` and the last ``3 * MINED``."""
+    constraints: list[tuple[int, str]] = attrs.field(factory=list)
+    """``(index, sentence)``: constraint sentences of the user's own prose."""
+    decisions: list[str] = attrs.field(factory=list)
+    plan: list[str] = attrs.field(factory=list)
+    """The agent's last stated plan: the next-step sentences of its most recent text that has any."""
     last_assistant_text: str | None = None
+    reported: list[str] = attrs.field(factory=list)
+    """Error lines the user pasted (long messages only)."""
+
+    @property
+    def first_request(self) -> str | None:
+        return self.requests[0][1] if self.requests else None
+
+    @property
+    def latest_request(self) -> str | None:
+        return self.requests[-1][1] if self.requests else None
 
     @property
     def open_calls(self) -> list[Call]:
@@ -178,11 +209,18 @@ class Facts:
 
     @property
     def unresolved(self) -> list[ErrorFact]:
-        """Errors not followed by a success of the same command, file operation or tool."""
-        return [e for e in self.errors if e.key is None or self.last_success.get(e.key, -1) < e.index]
+        return [e for e in self.errors if not e.resolved and not e.reported]
+
+    # Older names, kept for callers of the first version.
+    @property
+    def runs(self) -> dict[str, list[int]]:
+        return {key: [c.runs, c.failed] for key, c in self.commands.items()}
 
 
-MINED = 16
+def _may_say_fixed(text: str) -> bool:
+    """A cheap test before :data:`FIXED_RE`: the words it looks for, in any case."""
+    head = text[:MINE_CHARS]
+    return any(w in head for w in ("ix", "esolv", "ass", "ork", "rror", "uild", "ompil", "ucceed", "IX", "ASS"))
 
 
 def _touch(order: dict[str, Any], key: str, value: Any = None) -> None:
@@ -191,209 +229,246 @@ def _touch(order: dict[str, Any], key: str, value: Any = None) -> None:
     order[key] = value
 
 
+class _Scanner:
+    def __init__(self, n: int) -> None:
+        self.facts = Facts(messages=n)
+        self.exchange = 0
+        self.pending: dict[str, list[ErrorFact]] = {}
+        """Unresolved errors by key."""
+        self.exchange_texts: list[str] = []
+        """The agent's texts since the last user message (its last stated plan is among them)."""
+        self.open_errors = 0
+        """Errors of this exchange so far (a statement that something was fixed resolves them)."""
+        self.sessions: dict[str, Call] = {}
+        """Codex exec sessions still running, by session id."""
+        self.early_user: list[tuple[int, str]] = []
+        self.late_user: deque[tuple[int, str]] = deque(maxlen=LATE_TEXTS)
+        self.early: list[str] = []
+        self.late: deque[str] = deque(maxlen=LATE_TEXTS)
+
+    def error(self, index: int, key: str | None, label: str, line: str) -> None:
+        fact = ErrorFact(index, key, short(label, 200), head(line, 240), self.exchange)
+        self.facts.errors.append(fact)
+        self.open_errors += 1
+        if key is not None:
+            self.pending.setdefault(key, []).append(fact)
+
+    def success(self, key: str) -> None:
+        if not self.pending:
+            return
+        for fact in self.pending.pop(key, ()):
+            fact.resolved = True
+
+    def command(self, index: int, command: str, ok: bool | None) -> None:
+        parsed = parse_shell(command)
+        for op, path in parsed.ops:
+            if ok is False:
+                continue
+            if op == "read":
+                _touch(self.facts.reads, path)
+            else:
+                _touch(self.facts.done_files, path, op)
+                if self.pending:
+                    self.success(f"file:{path}")
+        if parsed.file_only:
+            return
+        core = parsed.core or " ".join(command.split())
+        key = f"{core} [in {parsed.cwd}]" if parsed.cwd else core
+        stat = self.facts.commands.pop(key, None)
+        if stat is None:
+            stat = CommandStat(core, parsed.cwd)
+        self.facts.commands[key] = stat
+        if ok is None:
+            return
+        stat.runs += 1
+        stat.failed += not ok
+        stat.last_ok = ok
+        stat.last_index = index
+
+    def tool_result(self, index: int, message: Message) -> None:
+        call_id = message.get("toolCallId")
+        found = self.facts.calls.get(call_id) if isinstance(call_id, str) else None
+        if found is None:
+            return
+        text: str | None = None
+        if found.command or found.name in ("write_stdin", "writeStdin"):
+            text = content_text(message.get("content"), images=False)
+            running = _RUNNING_RE.search(text, 0, 400) if "running" in text[:200] else None
+            if running is not None and found.command:
+                # Codex's unified exec: the command goes on in a session; a later write_stdin reports its end.
+                self.sessions[running.group(1)] = found
+                return
+            if found.command is None:
+                arguments = found.arguments if isinstance(found.arguments, Mapping) else {}
+                original = self.sessions.get(str(arguments.get("session_id")))
+                if original is None or not exit_codes(text):
+                    found.ok = True
+                    return
+                found.ok = True
+                found = original
+        if _failed(message, found, text):
+            found.ok = False
+            output = text if text is not None else content_text(message.get("content"), images=False)
+            self.error(index, found.key, found.label + " failed", error_line(output) or "(no output)")
+            if found.command:
+                self.command(index, found.command, False)
+            return
+        found.ok = True
+        if self.pending:
+            self.success(found.key)
+        if found.command:
+            self.command(index, found.command, True)
+        for op, path in found.ops:
+            if op == "read":
+                _touch(self.facts.reads, path)
+            else:
+                _touch(self.facts.done_files, path, op)
+                if self.pending:
+                    self.success(f"file:{path}")
+
+    def assistant(self, index: int, message: Message) -> None:
+        facts = self.facts
+        content = message.get("content")
+        texts: list[str] = []
+        for block in content if isinstance(content, list) else ():
+            kind = block.get("type") if type(block) is dict or isinstance(block, Mapping) else None
+            if kind == "toolCall":
+                name = str(block.get("name") or "?")
+                arguments = block.get("arguments")
+                command, ops = classify_call(name, arguments)
+                facts.call_count += 1
+                call_id = block.get("id")
+                key = call_id if isinstance(call_id, str) else f"#{facts.call_count}"
+                facts.calls[key] = Call(index, name, arguments, command, ops)
+            elif kind == "text":
+                value = block.get("text")
+                if isinstance(value, str) and value.strip():
+                    texts.append(value)
+        if isinstance(content, str) and content.strip():
+            texts.append(content)
+        if texts:
+            text = "\n".join(texts)
+            facts.last_assistant_text = text
+            # Mined at the end, and only a bounded number: the plan of the last exchange, the decisions of the
+            # first and the latest texts (mining every text of a long session costs seconds).
+            self.exchange_texts.append(text)
+            if len(self.early) < EARLY_TEXTS:
+                self.early.append(text)
+            else:
+                self.late.append(text)
+            if self.open_errors and _may_say_fixed(text) and FIXED_RE.search(text[:MINE_CHARS].lower()):
+                # The agent says it fixed something: this exchange's open failures are behind it.
+                for fact in facts.errors[-self.open_errors :]:
+                    if not fact.resolved and fact.exchange == self.exchange and fact.key != "model":
+                        fact.resolved = True
+                self.open_errors = 0
+        stop = message.get("stopReason")
+        if stop == "error":
+            detail = str(message.get("errorMessage") or "unknown error")
+            self.error(index, "model", "Model error", detail)
+        elif stop in ("stop", "toolUse", "length"):
+            self.success("model")
+
+    def user(self, index: int, message: Message) -> None:
+        facts = self.facts
+        facts.user_indices.append(index)
+        text = user_words(message)
+        if not text.strip():
+            return
+        self.exchange += 1
+        self.exchange_texts = []  # a plan stated before this message was for an earlier request
+        self.open_errors = 0
+        if facts.first_user is None:
+            facts.first_user = text
+        facts.latest_user = text
+        if is_request(text):
+            facts.requests.append((index, text))
+        if CONSTRAINT_RE.search(text, 0, MINE_CHARS) or CORRECTION_RE.match(text):
+            # Mined at the end: the user's first and latest texts that state constraints.
+            if len(self.early_user) < EARLY_TEXTS:
+                self.early_user.append((index, text))
+            else:
+                self.late_user.append((index, text))
+        if len(text) > 200 and "\n" in text:
+            for line in key_lines(text):
+                facts.reported.append(line)
+                self.error(index, None, "User reported", line)
+                facts.errors[-1].reported = True  # what the user reported is context, not an open failure
+
+    def bash(self, index: int, message: Message) -> None:
+        command = str(message.get("command") or "").strip()
+        if not command or message.get("cancelled"):
+            return
+        code = message.get("exitCode")
+        key = f"cmd:{command_key(command)}"
+        if isinstance(code, int) and code != 0:
+            output = str(message.get("output") or "")
+            self.error(
+                index,
+                key,
+                f"`{short(command, 160)}` (run by the user) exited with {code}",
+                error_line(output) or "(no output)",
+            )
+            self.command(index, command, False)
+        else:
+            self.success(key)
+            self.command(index, command, True)
+
+
 def scan(messages: Sequence[Message]) -> Facts:
-    """One pass over ``messages`` collecting everything the offline summary reports."""
+    """One pass over ``messages`` collecting everything the offline summary and the fact sheet report."""
     # The pass allocates many small objects that all stay alive; cyclic GC runs would only cost time.
     collecting = gc.isenabled()
     gc.disable()
     try:
-        return _scan(messages)
+        scanner = _Scanner(len(messages))
+        for index, message in enumerate(messages):
+            role = message.get("role")
+            if role == "toolResult":
+                scanner.tool_result(index, message)
+            elif role == "assistant":
+                scanner.assistant(index, message)
+            elif role == "user":
+                scanner.user(index, message)
+            elif role == "bashExecution":
+                scanner.bash(index, message)
+        facts = scanner.facts
+        for call in facts.calls.values():
+            if call.ok is None and call.command:
+                scanner.command(call.index, call.command, None)  # run, but no result seen
+        for index, text in (*scanner.early_user, *scanner.late_user):
+            facts.constraints.extend((index, s) for s in sentences(text, CONSTRAINT_RE, 8, also=CORRECTION_RE))
+        for text in (*scanner.early, *scanner.late):
+            if DECISION_RE.search(text, 0, MINE_CHARS):
+                facts.decisions.extend(sentences(text, DECISION_RE, 2, max_len=240))
+        for text in reversed(scanner.exchange_texts):
+            if NEXT_RE.search(text, 0, MINE_CHARS):
+                facts.plan = sentences(text, NEXT_RE, 3, max_len=240)
+                break
+        return facts
     finally:
         if collecting:
             gc.enable()
 
 
-def _scan(messages: Sequence[Message]) -> Facts:
-    facts = Facts(messages=len(messages))
-    calls = facts.calls
-    errors = facts.errors
-    last_success = facts.last_success
-    commands = facts.commands
-    ok_commands = facts.ok_commands
-    user_indices = facts.user_indices
-    early_user: list[str] = []
-    late_user: deque[str] = deque(maxlen=MINED)
-    early_assistant: list[str] = []
-    late_assistant: deque[str] = deque(maxlen=3 * MINED)
-    for index, message in enumerate(messages):
-        role = message.get("role")
-        if role == "toolResult":
-            call_id = message.get("toolCallId")
-            found = calls.get(call_id) if isinstance(call_id, str) else None
-            if found is None:
-                continue
-            if _failed(message, found):
-                found.ok = False
-                detail = short(content_text(message.get("content"), images=False) or "(no output)", 300)
-                errors.append(ErrorFact(index, found.key, f"{found.label} failed: {detail}"))
-                if found.command:
-                    _touch(commands, found.command, False)
-                continue
-            found.ok = True
-            last_success[found.key] = index
-            if found.command:
-                _touch(commands, found.command, True)
-                _touch(ok_commands, found.command)
-            for op, path in found.ops:
-                if op == "read":
-                    _touch(facts.reads, path)
-                else:
-                    _touch(facts.done_files, path, op)
-        elif role == "assistant":
-            content = message.get("content")
-            texts: list[str] = []
-            for block in content if isinstance(content, list) else ():
-                kind = block.get("type") if type(block) is dict or isinstance(block, Mapping) else None
-                if kind == "toolCall":
-                    name = str(block.get("name") or "?")
-                    arguments = block.get("arguments")
-                    command, ops = classify_call(name, arguments)
-                    facts.call_count += 1
-                    call_id = block.get("id")
-                    key = call_id if isinstance(call_id, str) else f"#{facts.call_count}"
-                    calls[key] = Call(index, name, arguments, command, ops)
-                elif kind == "text":
-                    value = block.get("text")
-                    if isinstance(value, str) and value.strip():
-                        texts.append(value)
-            if texts:
-                text = "\n".join(texts)
-                facts.last_assistant_text = text
-                if len(early_assistant) < MINED:
-                    early_assistant.append(text)
-                else:
-                    late_assistant.append(text)
-            if message.get("stopReason") == "error":
-                detail = str(message.get("errorMessage") or "unknown error")
-                errors.append(ErrorFact(index, "model", "Model error: " + short(detail, 300)))
-            elif message.get("stopReason") in ("stop", "toolUse", "length"):
-                last_success["model"] = index
-        elif role == "user":
-            user_indices.append(index)
-            text = content_text(message.get("content"))
-            if text.strip():
-                if facts.first_user is None:
-                    facts.first_user = text
-                if facts.first_request is None and substantive(text):
-                    facts.first_request = text
-                facts.latest_user = text
-                if substantive(text):
-                    facts.latest_request = text
-                if CONSTRAINT_RE.search(text, 0, MINE_CHARS):
-                    if len(early_user) < MINED:
-                        early_user.append(text)
-                    else:
-                        late_user.append(text)
-        elif role == "bashExecution":
-            command = str(message.get("command") or "").strip()
-            if not command or message.get("cancelled"):
-                continue
-            code = message.get("exitCode")
-            key = f"cmd:{command}"
-            if isinstance(code, int) and code != 0:
-                output = short(str(message.get("output") or ""), 300)
-                errors.append(ErrorFact(index, key, f"`{short(command, 160)}` exited with {code}: {output}"))
-                _touch(commands, command, False)
-            else:
-                last_success[key] = index
-                _touch(commands, command, True)
-                _touch(ok_commands, command)
-    facts.constraint_texts = early_user + list(late_user)
-    facts.assistant_texts = early_assistant + list(late_assistant)
-    return facts
-
-
-# --- exchanges ---------------------------------------------------------------------------------------------------
-
-
-@attrs.define
-class Exchange:
-    """One user message and the agent's work until the next user message."""
-
-    user: str | None
-    modified: dict[str, None] = attrs.field(factory=dict)
-    created: dict[str, None] = attrs.field(factory=dict)
-    deleted: dict[str, None] = attrs.field(factory=dict)
-    viewed: dict[str, None] = attrs.field(factory=dict)
-    commands: list[tuple[str, str]] = attrs.field(factory=list)
-    """``(command, note)``; the note says who ran it and whether it failed ("" for an agent's success)."""
-    response: str | None = None
-    status: str | None = None
-    """Why there is no final response: "interrupted", "error: ...", or "continues" (the agent was mid-work)."""
-
-    @property
-    def has_actions(self) -> bool:
-        return bool(self.modified or self.created or self.deleted or self.viewed or self.commands)
-
-
-def exchange_bounds(messages: Sequence[Message], user_indices: Sequence[int]) -> list[tuple[int, int]]:
-    """``[start, end)`` of each exchange; messages before the first user message form their own exchange."""
-    bounds: list[tuple[int, int]] = []
-    starts = list(user_indices)
-    if not starts or starts[0] != 0:
-        starts.insert(0, 0)
-    for i, start in enumerate(starts):
-        end = starts[i + 1] if i + 1 < len(starts) else len(messages)
-        if end > start:
-            bounds.append((start, end))
-    return bounds
-
-
-_FILE_KIND = {"written": "modified", "edited": "modified", "created": "created", "deleted": "deleted"}
-
-
-def build_exchange(messages: Sequence[Message], start: int, end: int, calls: Mapping[str, Call]) -> Exchange:
-    """The :class:`Exchange` of ``messages[start:end]``; ``calls`` supplies tool-call outcomes."""
-    first = messages[start] if start < end else {}
-    user = content_text(first.get("content")) if first.get("role") == "user" else None
-    exchange = Exchange(user=user)
-    last_stop: str | None = None
-    last_error: str | None = None
-    pending_calls = False
-    for index in range(start, end):
-        message = messages[index]
-        role = message.get("role")
-        if role == "assistant":
-            content = message.get("content")
-            texts: list[str] = []
-            pending_calls = False
-            if isinstance(content, list):
-                for block in content:
-                    if not isinstance(block, Mapping):
-                        continue
-                    if block.get("type") == "text" and isinstance(block.get("text"), str) and block["text"].strip():
-                        texts.append(block["text"])
-                    elif block.get("type") == "toolCall":
-                        pending_calls = True
-                        call = calls.get(str(block.get("id")))
-                        _add_call(exchange, call, str(block.get("name") or "?"), block.get("arguments"))
-            if texts:
-                exchange.response = "\n".join(texts)
-            last_stop = message.get("stopReason") if isinstance(message.get("stopReason"), str) else None
-            last_error = str(message.get("errorMessage") or "") if last_stop == "error" else None
-        elif role == "bashExecution":
-            command = str(message.get("command") or "").strip()
-            if command:
-                code = message.get("exitCode")
-                failed = isinstance(code, int) and code != 0
-                exchange.commands.append((command, f"by the user, exit {code}" if failed else "by the user"))
-    if pending_calls:
-        exchange.response = None
-        exchange.status = "continues"
-    if last_stop == "aborted":
-        exchange.status = "interrupted"
-    elif last_stop == "error":
-        exchange.status = "error: " + (last_error or "unknown error")
-    return exchange
-
-
-def _add_call(exchange: Exchange, call: Call | None, name: str, arguments: Any) -> None:
-    ops = call.ops if call is not None else call_file_ops(name, arguments)
-    command = call.command if call is not None else call_command(name, arguments)
-    for op, path in ops:
-        if op == "read":
-            exchange.viewed[path] = None
-        else:
-            getattr(exchange, _FILE_KIND[op])[path] = None
-    if command:
-        exchange.commands.append((command, "failed" if call is not None and call.ok is False else ""))
+def combined(facts: Facts, more: Facts | None) -> Facts:
+    """``facts`` with the files, commands and errors of ``more`` (a split turn's prefix) added, for the lists
+    that cover the whole summarised range."""
+    if more is None:
+        return facts
+    out = attrs.evolve(
+        facts,
+        done_files={**facts.done_files, **more.done_files},
+        reads={**facts.reads, **more.reads},
+        errors=[*facts.errors, *more.errors],
+        reported=[*facts.reported, *more.reported],
+        requests=[*facts.requests, *more.requests],
+    )
+    commands = dict(facts.commands)
+    for key, stat in more.commands.items():
+        mine = commands.pop(key, None)
+        if mine is not None:
+            stat = attrs.evolve(stat, runs=stat.runs + mine.runs, failed=stat.failed + mine.failed)
+        commands[key] = stat
+    out.commands = commands
+    return out

@@ -31,6 +31,7 @@ from ctxd.compaction.summarizers.base import (
 )
 from ctxd.compaction.summarizers.prompts import PromptKind, build_messages, overhead_chars
 from ctxd.compaction.summarizers.serialize import SEPARATOR, chunk_text, plan_chunks, serialize_messages
+from ctxd.redact import add_secret
 
 log = logging.getLogger(__name__)
 
@@ -59,6 +60,7 @@ class _Run:
         self.calls = 0
         self.chunked = False
         self.file_context: str | None = None
+        self.must_keep: str | None = None
 
 
 def clean_output(text: str) -> str:
@@ -107,6 +109,7 @@ class LiteLLMSummarizer:
         self.model = model
         self.api_base = api_base
         self._api_key = api_key
+        add_secret(api_key)  # never shown, whatever the provider echoes
         self.max_output_tokens = max(64, int(max_output_tokens))
         self.timeout = timeout
         self.retries = max(0, int(retries))
@@ -124,7 +127,9 @@ class LiteLLMSummarizer:
     async def summarize(self, request: SummaryRequest, progress: Progress | None = None) -> SummaryResult:
         run = _Run()
         run.file_context = request.file_context
+        run.must_keep = request.must_keep
         self._file_chars = len(request.file_context or "") + 200 if request.file_context else 0
+        self._file_chars += len(request.must_keep) + 400 if request.must_keep else 0
         window = self.context_window or await asyncio.to_thread(llm.model_context_window, self.model)
         window = window or DEFAULT_CONTEXT_WINDOW
         out_tokens = min(self.max_output_tokens, max(256, window // 4))
@@ -273,8 +278,14 @@ class LiteLLMSummarizer:
         run: _Run,
     ) -> str:
         files = run.file_context if kind != "turn_prefix" else None
+        facts = run.must_keep if kind != "turn_prefix" else None
         messages = build_messages(
-            kind, conversation, previous_summary=previous, custom_instructions=custom, file_context=files
+            kind,
+            conversation,
+            previous_summary=previous,
+            custom_instructions=custom,
+            file_context=files,
+            must_keep=facts,
         )
         failure = "no attempt made"
         attempts = self.retries + 1

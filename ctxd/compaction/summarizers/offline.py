@@ -1,9 +1,10 @@
 """The offline summariser: a deterministic, model-free structured summary with an abridged history.
 
-Owns what goes into each section when no model is configured (or the model failed): the goal from the
-first and latest requests, constraints from the user's own sentences, progress from tool outcomes, decisions
-from the agent's sentences, next steps from what is unfinished, critical context from recent files, commands
-and errors. It appends an abridged history, newest exchange first within a character budget: for each
+Owns the summary's assembly when no model is configured (or the model failed): the sections
+(:mod:`.sections`) filled from one scan of the messages (:mod:`.facts`), an earlier summary merged in, the
+session's first request kept as the goal, the size scaled to what the summary replaces (a small range gets
+no empty sections, an almost empty one a single line; never more than half the input). It appends an
+abridged history, newest exchange first within a character budget: for each
 exchange the user's message, the files changed, created, deleted and viewed, the commands run and the agent's
 final answer, each field cut in the middle to its own limit. An earlier summary is merged, not replaced.
 Same input, same bytes.
@@ -19,32 +20,12 @@ from typing import Any
 import attrs
 
 from ctxd.compaction.fileops import strip_file_blocks
+from ctxd.compaction.summarizers import sections
 from ctxd.compaction.summarizers.base import Progress, SummaryRequest, SummaryResult, report
-from ctxd.compaction.summarizers.document import (
-    ANSWERED,
-    LATEST,
-    STATS,
-    SummaryDoc,
-    cap,
-    dedupe,
-    merge,
-    parse_summary,
-    render,
-)
-from ctxd.compaction.summarizers.facts import (
-    CONSTRAINT_RE,
-    DECISION_RE,
-    MINE_CHARS,
-    NEXT_RE,
-    Exchange,
-    Facts,
-    build_exchange,
-    exchange_bounds,
-    first_line,
-    scan,
-    sentences,
-    short,
-)
+from ctxd.compaction.summarizers.document import SummaryDoc, dedupe, merge, parse_summary, render
+from ctxd.compaction.summarizers.exchanges import Exchange, build_exchange, exchange_bounds
+from ctxd.compaction.summarizers.facts import Facts, combined, scan
+from ctxd.compaction.summarizers.mining import sentences, short
 from ctxd.compaction.summarizers.serialize import content_text, middle_truncate
 from ctxd.context.tokens import estimate_tokens
 
@@ -75,6 +56,19 @@ _STOPWORDS = frozenset(
 )
 MIN_HISTORY_CHARS = 1_500
 """The abridged history's smallest budget, however little there is to summarise."""
+COMPACT_BELOW = 6_000
+"""Ranges smaller than this (characters) get a summary without empty sections or a single line."""
+MIN_ONE_LINE = 60
+LIST_BUDGET_AT = 800_000
+"""Inputs this large (characters) get the largest budget for the lists of files, commands and errors."""
+
+
+def list_budget(input_chars: int) -> int:
+    """Characters for Critical Context's lists: they grow with the input (a long session ran many distinct
+    commands), from 3,000 to 40,000 (one twentieth of the input)."""
+    return max(3_000, min(30_000, input_chars // 20))
+
+
 _THREAD_THRESHOLD = 5_000
 """Requests with more messages than this are summarised in a worker thread, off the event loop."""
 
@@ -85,42 +79,43 @@ def _join(items: Sequence[str], limit: int, each: int) -> str:
     return ", ".join(shown) + (f" (+{more} more)" if more > 0 else "")
 
 
-def _recent(order: Mapping[str, Any], limit: int) -> list[str]:
-    """The ``limit`` most recently touched keys of an insertion-ordered mapping, newest first."""
-    keys = list(order)
-    return keys[: -limit - 1 : -1] if limit else []
-
-
 class OfflineSummarizer:
     """Builds the summary from the messages alone (see the module docstring)."""
 
     name = "offline"
 
-    def __init__(self, limits: AbridgedLimits | None = None, *, total_chars: int | None = None) -> None:
+    def __init__(
+        self, limits: AbridgedLimits | None = None, *, total_chars: int | None = None, scale: bool = True
+    ) -> None:
         limits = limits or AbridgedLimits()
         if total_chars is not None:
             limits = attrs.evolve(limits, total_chars=total_chars)
         self.limits = limits
+        self.scale = scale
+        """False: the full layout whatever the input's size (for tests of the layout)."""
 
     async def summarize(self, request: SummaryRequest, progress: Progress | None = None) -> SummaryResult:
         report(progress, "offline summary", 0.0)
         size = len(request.messages) + len(request.turn_prefix)
-        builder = self._scaled(request)
-        text = await asyncio.to_thread(builder.build, request) if size > _THREAD_THRESHOLD else builder.build(request)
+        text = await asyncio.to_thread(self.build, request) if size > _THREAD_THRESHOLD else self.build(request)
         report(progress, "done", 1.0)
         return SummaryResult(text=text, summarizer=self.name, model=None, path="offline", calls=0)
 
-    def _scaled(self, request: SummaryRequest) -> OfflineSummarizer:
-        """A summariser whose history budget is at most half of what it summarises: a summary must
-        make the context smaller, never larger."""
-        # Measure only until the input is clearly big enough for the full budget.
-        enough = 2 * self.limits.total_chars
-        chars = 0
+    @staticmethod
+    def input_chars(request: SummaryRequest, enough: int | None = None) -> int:
+        """Characters of what the summary replaces (messages, turn prefix, previous summary), measured from the
+        newest back and only until ``enough``."""
+        chars = len(request.previous_summary or "")
         for m in (*request.turn_prefix, *reversed(request.messages)):
             chars += 4 * estimate_tokens(m)
-            if chars >= enough:
-                return self
-        budget = max(MIN_HISTORY_CHARS, chars // 2)
+            if enough is not None and chars >= enough:
+                break
+        return chars
+
+    def _scaled(self, input_chars: int) -> OfflineSummarizer:
+        """A summariser whose history budget is at most half of what it summarises: a summary must
+        make the context smaller, never larger."""
+        budget = max(MIN_HISTORY_CHARS, input_chars // 2)
         if budget >= self.limits.total_chars:
             return self
         return OfflineSummarizer(attrs.evolve(self.limits, total_chars=budget))
@@ -128,22 +123,58 @@ class OfflineSummarizer:
     # -- the whole summary -------------------------------------------------------------------------------------
 
     def build(self, request: SummaryRequest) -> str:
-        """The summary text for ``request`` (synchronous, deterministic)."""
+        """The summary text for ``request`` (synchronous, deterministic). A small range (under
+        :data:`COMPACT_BELOW` characters) gets a summary of at most three quarters of its size: without empty
+        sections, else only its facts, else a single line."""
+        input_chars = self.input_chars(request, COMPACT_BELOW)
+        if not self.scale:
+            return self._build(request, input_chars=self.input_chars(request, LIST_BUDGET_AT))
+        if input_chars >= COMPACT_BELOW:
+            total = self.input_chars(request, LIST_BUDGET_AT)
+            return self._scaled(total)._build(request, input_chars=total)
+        limit = max(MIN_ONE_LINE, input_chars * 3 // 4)
+        small = OfflineSummarizer(attrs.evolve(self.limits, total_chars=input_chars // 4), scale=False)
+        for mode in ("compact", "facts"):
+            text = small._build(request, mode=mode, input_chars=input_chars)
+            if text.strip() and len(text) <= limit:
+                return text
+        facts = scan([*request.messages, *request.turn_prefix])
+        return sections.one_line(facts, limit) + "\n"
+
+    def _build(self, request: SummaryRequest, *, mode: str = "full", input_chars: int = 0) -> str:
+        """The summary; ``mode`` "compact" leaves out empty sections, "facts" also the narrative (answered
+        requests, decisions, history): only what must be kept."""
         messages = request.messages
         facts = scan(messages)
         bounds = exchange_bounds(messages, facts.user_indices)
         newest, cut_short = self._exchanges_newest_first(messages, bounds, facts)
         prefix_facts = scan(request.turn_prefix) if request.turn_prefix else None
         latest_request = (
-            (prefix_facts.latest_user if prefix_facts else None) or facts.latest_request or facts.latest_user
+            (prefix_facts.latest_request or prefix_facts.latest_user if prefix_facts else None)
+            or facts.latest_request
+            or facts.latest_user
         )
 
+        goal_text = (
+            request.first_request
+            or facts.first_request
+            or (prefix_facts.first_request if prefix_facts else None)
+            or facts.first_user
+        )
         doc = SummaryDoc()
-        self._goal(doc, facts, latest_request)
-        self._progress(doc, facts, newest, latest_request, prefix_facts)
-        self._critical(doc, facts, messages, request.custom_instructions)
+        sections.goal(doc, facts, latest_request, goal_text)
+        sections.constraints(doc, facts, max(3_000, list_budget(input_chars) // 2))
+        sections.decisions(doc, facts)
+        sections.progress(doc, facts, newest, latest_request, prefix_facts)
+        whole = combined(facts, prefix_facts)
+        sections.requests(doc, whole, list_budget(input_chars), (goal_text, latest_request))
+        sections.critical(doc, whole, list_budget(input_chars))
+        self._focus(doc, messages, request.custom_instructions)
         if prefix_facts is not None:
-            doc.turn_context = self._turn_context(request.turn_prefix, prefix_facts)
+            exchange = build_exchange(request.turn_prefix, 0, len(request.turn_prefix), prefix_facts.calls)
+            doc.turn_context = sections.turn_context(
+                request.turn_prefix, prefix_facts, exchange, self.limits.action_chars
+            )
 
         earlier: SummaryDoc | None = None
         previous_texts = [request.previous_summary or ""] + [
@@ -157,100 +188,21 @@ class OfflineSummarizer:
             earlier = merge(earlier, parsed) if earlier else parsed
         if earlier is not None:
             doc = merge(earlier, doc)
+        if request.first_request:
+            first = short(request.first_request, 400)
+            doc.goal = [first, *(g for g in doc.goal if " ".join(g.lower().split()) != " ".join(first.lower().split()))]
         history, note = self._abridged(newest, doc.history, cut_short)
-        return render(doc, history, note)
+        if mode == "facts":
+            doc = attrs.evolve(doc, done=[], decisions=[], in_progress=doc.in_progress[:1], history=[], extra=[])
+            history, note = [], None
+        return render(doc, history, note, skip_empty=mode != "full")
 
-    def _goal(self, doc: SummaryDoc, facts: Facts, latest: str | None) -> None:
-        first = facts.first_request or facts.first_user
-        if first:
-            doc.goal.append(short(first, 400))
-        if latest and (first is None or latest.strip() != first.strip()):
-            doc.goal.append(LATEST + short(latest, 400))
-        found: list[str] = []
-        for text in facts.constraint_texts:
-            found.extend(sentences(text, CONSTRAINT_RE, 4))
-        doc.constraints = cap(dedupe(found), 15, head=6)
-        decisions: list[str] = []
-        for text in facts.assistant_texts:
-            if DECISION_RE.search(text, 0, MINE_CHARS):
-                decisions.extend(sentences(text, DECISION_RE, 2, max_len=240))
-        doc.decisions = cap(dedupe(decisions), 12)
-
-    def _progress(
-        self,
-        doc: SummaryDoc,
-        facts: Facts,
-        newest: list[Exchange],
-        latest: str | None,
-        prefix_facts: Facts | None,
-    ) -> None:
-        completed = [e for e in newest if e.user and e.response and e.status is None][:6]
-        for exchange in reversed(completed):
-            answer = first_line(exchange.response or "", 200)
-            doc.done.append(f"{short(exchange.user or '', 160)} -> {answer}")
-        changed: dict[str, list[str]] = {"created": [], "deleted": [], "changed": []}
-        for path in reversed(facts.done_files):
-            op = facts.done_files[path]
-            changed["created" if op == "created" else "deleted" if op == "deleted" else "changed"].append(path)
-        for label, paths in (("Changed", changed["changed"]), ("Created", changed["created"])):
-            if paths:
-                doc.done.append(f"{label}: {_join(paths, 12, 160)}")
-        if changed["deleted"]:
-            doc.done.append(f"Deleted: {_join(changed['deleted'], 12, 160)}")
-        ok_commands = _recent(facts.ok_commands, 6)
-        if ok_commands:
-            doc.done.append("Ran successfully: " + "; ".join(f"`{short(c, 160)}`" for c in ok_commands))
-
-        last = newest[0] if newest else None
-        if latest:
-            state = ""
-            if prefix_facts is not None:
-                state = " (under way; see Turn Context)"
-            elif last is not None and last.status:
-                state = f" ({_status_text(last.status)})"
-            elif last is not None and last.response:
-                state = " " + ANSWERED
-            doc.in_progress.append(short(latest, 300) + state)
-        open_calls = facts.open_calls[-5:]
-        doc.in_progress.extend(f"No result recorded for {c.label}" for c in open_calls)
-        unresolved = facts.unresolved[-5:]
-        doc.blocked = [e.text for e in unresolved]
-
-        steps: list[str] = [f"Check the outcome of {c.label} (no result was recorded)" for c in open_calls[-3:]]
-        steps.extend(f"Resolve: {short(e.text, 200)}" for e in unresolved[-3:])
-        if facts.last_assistant_text:
-            steps.extend(sentences(facts.last_assistant_text, NEXT_RE, 3, max_len=240))
-        if latest and last is not None and (last.status or not last.response or prefix_facts is not None):
-            steps.append("Continue with the latest request: " + short(latest, 200))
-        doc.next_steps = dedupe(steps)[:8] or ["Wait for the user's next request."]
-
-    def _critical(
-        self, doc: SummaryDoc, facts: Facts, messages: Sequence[Mapping[str, Any]], focus: str | None
-    ) -> None:
-        changed = _recent(facts.done_files, 10)
-        if changed:
-            doc.critical.append("Recently changed files: " + ", ".join(short(p, 160) for p in changed))
-        reads = [p for p in _recent(facts.reads, 14) if p not in facts.done_files][:10]
-        if reads:
-            doc.critical.append("Recently read files: " + ", ".join(short(p, 160) for p in reads))
-        commands = _recent(facts.commands, 8)
-        if commands:
-            doc.critical.append(
-                "Recent commands: "
-                + "; ".join(f"`{short(c, 160)}`{'' if facts.commands[c] else ' (failed)'}" for c in commands)
-            )
-        open_errors = {id(e) for e in facts.unresolved}
-        for error in facts.errors[-3:]:
-            resolved = "" if id(error) in open_errors else " (resolved later)"
-            doc.critical.append(f"Error seen: {error.text}{resolved}")
+    def _focus(self, doc: SummaryDoc, messages: Sequence[Mapping[str, Any]], focus: str | None) -> None:
         if focus and focus.strip():
-            doc.critical.append("Requested focus: " + short(focus, 300))
-            doc.critical.extend(f"On that focus: {s}" for s in self._focus_sentences(messages, focus))
-        errors = len(facts.errors)
-        doc.critical.append(
-            f"{STATS}{facts.messages} ({len(facts.user_indices)} from the user, {facts.call_count} tool calls, "
-            f"{errors} error{'s' if errors != 1 else ''})"
-        )
+            at = len(doc.critical) - 1  # before the statistics line
+            items = ["Requested focus: " + short(focus, 300)]
+            items.extend(f"On that focus: {s}" for s in self._focus_sentences(messages, focus))
+            doc.critical[at:at] = items
 
     @staticmethod
     def _focus_sentences(messages: Sequence[Mapping[str, Any]], focus: str) -> list[str]:
@@ -268,24 +220,6 @@ class OfflineSummarizer:
             if len(found) >= 6:
                 break
         return list(reversed(dedupe(found)[:6]))
-
-    def _turn_context(self, prefix: Sequence[Mapping[str, Any]], facts: Facts) -> list[str]:
-        exchange = build_exchange(prefix, 0, len(prefix), facts.calls)
-        items: list[str] = []
-        if exchange.user:
-            items.append("Request: " + short(exchange.user, 600))
-        each = self.limits.action_chars
-        if exchange.modified or exchange.created or exchange.deleted:
-            paths = [*exchange.modified, *exchange.created, *exchange.deleted]
-            items.append("Changed so far: " + _join(paths, 12, each))
-        if exchange.viewed:
-            items.append("Read so far: " + _join(list(exchange.viewed), 12, each))
-        if exchange.commands:
-            items.append("Commands so far: " + "; ".join(_command(c, n, each) for c, n in exchange.commands[-8:]))
-        items.extend("Error: " + e.text for e in facts.errors[-2:])
-        if facts.last_assistant_text:
-            items.append("Agent's latest note: " + short(facts.last_assistant_text, 600))
-        return items
 
     # -- abridged history --------------------------------------------------------------------------------------
 
@@ -351,8 +285,4 @@ def _command(command: str, note: str, limit: int) -> str:
 
 
 def _status_text(status: str, limit: int = 200) -> str:
-    if status == "continues":
-        return "still working when this part of the history ends"
-    if status == "interrupted":
-        return "interrupted before finishing"
-    return middle_truncate("stopped by an " + status, limit)
+    return sections.status_text(status, limit)

@@ -2,7 +2,9 @@
 
 Owns four tasks: a first summary of a conversation, an update that folds new conversation into an earlier
 summary, a summary of an abandoned branch, and a summary of the early part of a split turn. All share the
-section layout of :data:`SUMMARY_FORMAT` (the turn-prefix summary has its own, shorter layout).
+section layout of :data:`SUMMARY_FORMAT` (the turn-prefix summary has its own, shorter layout). The fact
+sheet of the range (what the note must keep, see :mod:`ctxd.compaction.mustkeep`) is given up front, in a
+``<must-keep>`` block.
 """
 
 from __future__ import annotations
@@ -116,9 +118,10 @@ def build_user_prompt(
     previous_summary: str | None = None,
     custom_instructions: str | None = None,
     file_context: str | None = None,
+    must_keep: str | None = None,
 ) -> str:
-    """The user message: earlier summary (if any), the files touched, the transcript, the task, and the
-    user's own focus."""
+    """The user message: earlier summary (if any), the files touched, what the note must keep, the transcript,
+    the task, and the user's own focus."""
     parts: list[str] = []
     previous = previous_summary.strip() if previous_summary else ""
     if previous:
@@ -127,6 +130,15 @@ def build_user_prompt(
         parts.append(
             "Files touched in this session so far (for context; the lists are attached to the note "
             f"separately, do not repeat them):\n{file_context.strip()}"
+        )
+    if must_keep and must_keep.strip():
+        parts.append(
+            "<must-keep>\n"
+            f"{must_keep.strip()}\n"
+            "</must-keep>\n"
+            "The note must keep every fact above (they were extracted from the whole session being summarised): "
+            "quote the first request as the goal, and the paths, commands and error lines exactly as written. "
+            'A note that leaves one out gets it appended under a "## Must keep" heading.'
         )
     parts.append(f"<conversation>\n{conversation}\n</conversation>")
     parts.append(instructions(kind, has_previous=bool(previous)))
@@ -145,6 +157,7 @@ def build_messages(
     previous_summary: str | None = None,
     custom_instructions: str | None = None,
     file_context: str | None = None,
+    must_keep: str | None = None,
 ) -> list[dict[str, Any]]:
     """OpenAI-format chat messages for one summarisation call."""
     return [
@@ -157,12 +170,16 @@ def build_messages(
                 previous_summary=previous_summary,
                 custom_instructions=custom_instructions,
                 file_context=file_context,
+                must_keep=must_keep,
             ),
         },
     ]
 
 
-def overhead_chars(kind: PromptKind, *, has_previous: bool, custom_instructions: str | None = None) -> int:
+def overhead_chars(
+    kind: PromptKind, *, has_previous: bool, custom_instructions: str | None = None, must_keep: str | None = None
+) -> int:
     """Characters of a prompt apart from the transcript and the previous summary themselves."""
     extra = len(custom_instructions) + 200 if custom_instructions else 0
+    extra += len(must_keep) + 400 if must_keep else 0
     return len(SYSTEM_PROMPT) + len(instructions(kind, has_previous=has_previous)) + 100 + extra

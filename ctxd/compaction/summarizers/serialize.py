@@ -1,6 +1,7 @@
 """Turning pi AgentMessages into plain text for a summariser, and cutting text and conversations to size.
 
-Owns the transcript format the model summariser reads (``[User]: ...``, ``[Assistant]: ...``,
+Owns the transcript format the model summariser reads (``[User]: ...``, ``[Injected by the agent (kind), not
+the user]: ...`` for what an agent put into a user turn, ``[Assistant]: ...``,
 ``[Assistant tool calls]: name(key=value, ...)``, ``[Tool result]: ...``), middle truncation, and the
 chunk planner that packs serialised messages into pieces that fit a character budget.
 """
@@ -11,8 +12,12 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from ctxd.formats.injected import split_user_text
+
 TOOL_RESULT_CHARS = 2000
 """Tool results and shell output are cut to this many characters (head and tail kept)."""
+INJECTED_CHARS = 1000
+"""Text an agent injected into a user turn is cut to this many characters for a model summariser."""
 TOOL_ARG_CHARS = 1000
 """Each tool-call argument value is cut to this many characters (file bodies add little to a summary)."""
 
@@ -133,7 +138,20 @@ def serialize_message(message: Mapping[str, Any]) -> str:
     role = message.get("role")
     if role == "user":
         text = content_text(message.get("content"))
-        return f"[User]: {text}" if text.strip() else ""
+        if not text.strip():
+            return ""
+        marked = message.get("ctxdInjected")
+        split = split_user_text(text, marked if isinstance(marked, str) else None)
+        if not split.injected:
+            return f"[User]: {text}"
+        # What an agent injected is context for the summary, never the user's request or constraint.
+        parts = [
+            f"[Injected by the agent ({kind}), not the user]: {middle_truncate(t, INJECTED_CHARS)}"
+            for kind, t in split.injected
+        ]
+        if split.own.strip():
+            parts.append(f"[User]: {split.own}")
+        return "\n\n".join(parts)
     if role == "assistant":
         return "\n\n".join(_assistant_parts(message))
     if role == "toolResult":

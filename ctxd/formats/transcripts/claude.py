@@ -13,6 +13,10 @@ Claude line                                     pi entry
                                                 line follow as a user message
 ``user`` (text / images)                        ``message`` (user); string content kept as a string
 ``user`` with ``isMeta``                        ``custom`` ``claude.user.meta``
+``user`` whose text Claude Code injected         ``message`` (user) with ``ctxdInjected`` = the kind (slash-command
+(command records, local command output,         records ``claude.command``, ``claude.command-output``,
+system reminders, caveats, interruptions)       ``claude.system-reminder``, ``claude.caveat``, ``interruption``,
+                                                ``hook``; see :mod:`ctxd.formats.injected`)
 ``system`` ``compact_boundary`` + the next      ONE ``compaction`` (id = the boundary's uuid, parent = the entry of
 ``user`` with ``isCompactSummary``              ``logicalParentUuid``, summary = the summary line's text)
 ``summary`` (session titles)                    ``session_info`` ``{name}``
@@ -75,6 +79,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from ctxd.formats.injected import mark_injected
 from ctxd.formats.transcripts._base import (
     EPOCH_ISO,
     IdAllocator,
@@ -330,7 +335,9 @@ class _ClaudeMapper:
                 user_content: Any = rest
             else:
                 user_content = [_content_block(b) for b in rest] if isinstance(rest, list) else []
-            bodies.append({"role": "user", "content": user_content, "timestamp": ms})
+            body: dict[str, Any] = {"role": "user", "content": user_content, "timestamp": ms}
+            mark_injected(body)
+            bodies.append(body)
 
         # The first entry's parent.
         target: str | None = None

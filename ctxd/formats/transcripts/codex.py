@@ -9,7 +9,10 @@ Codex line                                             pi entry
 ``session_meta``                                       the header (id, cwd, timestamp, cliVersion, provider, ...)
                                                        AND a ``custom`` entry ``codex.session_meta`` (it holds
                                                        the base instructions, worth showing)
-``response_item`` ``message`` role user                ``message`` (user), text / image blocks
+``response_item`` ``message`` role user                ``message`` (user), text / image blocks; text Codex
+                                                       injected (``# AGENTS.md instructions``, ``<environment_
+                                                       context>``, ``<user_instructions>``, policies) gets
+                                                       ``ctxdInjected`` = the kind (see ctxd.formats.injected)
 ``response_item`` ``message`` role developer/system    ``message`` with role ``system`` (pi 1.5.2), text blocks,
                                                        ``codexRole`` = the original role
 ``response_item`` ``message`` role assistant,          merged into ONE ``message`` (assistant) per model
@@ -61,6 +64,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from ctxd.formats.injected import mark_injected
 from ctxd.formats.transcripts._base import (
     EPOCH_ISO,
     IdAllocator,
@@ -302,7 +306,9 @@ class _CodexMapper:
             if role == "assistant":
                 self._assistant(number, blocks, stamp, source_kind)
             elif role == "user":
-                self._message(number, {"role": "user", "content": blocks, "timestamp": ms}, stamp, source_kind)
+                message = {"role": "user", "content": blocks, "timestamp": ms}
+                mark_injected(message)
+                self._message(number, message, stamp, source_kind)
             elif role in ("developer", "system"):
                 message = {"role": "system", "content": blocks, "timestamp": ms, "codexRole": role}
                 self._message(number, message, stamp, source_kind)

@@ -45,6 +45,12 @@ T.test(':Ctxd preview shows the plan of a compaction (dry run)', function()
   T.match(lines[4], '^%- summarize: %d+ messages %(a0000002 … a[0-9a-f]+%)$')
   T.match(lines[5], '^%- keep: %d+ messages from a[0-9a-f]+ %(line %d+%)$')
   T.truthy(vim.tbl_contains(lines, '- read files: file1.txt, file2.txt') or vim.tbl_contains(lines, '- read files: file1.txt, file2.txt, file3.txt'), 'the files read')
+  -- What the compaction must keep: the fact sheet every summary is checked against.
+  local keep = T.line_of(pb, '## What this compaction must keep')
+  T.truthy(keep, 'the fact sheet heading')
+  T.match(lines[keep + 1], '^%- Goal: ')
+  local facts = vim.tbl_filter(function(l) return l:find('^%- Files read: ') end, lines)[1]
+  T.truthy(facts and facts:find('file1.txt', 1, true), 'the files read, as facts')
   T.eq(vim.bo[pb].filetype, 'markdown')
   T.eq(vim.bo[pb].buftype, 'nofile')
   T.truthy(T.line_of(buf, 'Answer 3'), 'the tree is unchanged')

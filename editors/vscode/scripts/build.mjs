@@ -9,7 +9,9 @@ import { fileURLToPath } from 'node:url';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const args = new Set(process.argv.slice(2));
-const common = { bundle: true, platform: 'node', target: 'node20', format: 'cjs', sourcemap: true, logLevel: 'warning' };
+// The daemon client is shared with pi's extension (clients/typescript), bundled in from its source.
+const shared = { '@ctxd/client': join(root, '../../clients/typescript/src/index.ts') };
+const common = { bundle: true, platform: 'node', target: 'node20', format: 'cjs', sourcemap: true, logLevel: 'warning', alias: shared };
 
 if (args.has('--tests')) {
   rmSync(join(root, 'out/test'), { recursive: true, force: true });
@@ -18,7 +20,7 @@ if (args.has('--tests')) {
     ...common,
     entryPoints: tests.map((f) => join(root, 'test', f)),
     outdir: join(root, 'out/test'),
-    alias: { vscode: join(root, 'test/vscode-mock.ts') },
+    alias: { ...shared, vscode: join(root, 'test/vscode-mock.ts') },
   });
 } else if (args.has('--e2e')) {
   await build({ ...common, entryPoints: [join(root, 'e2e/run.ts')], outfile: join(root, 'out/e2e/run.js'), external: ['playwright-core'] });

@@ -4,7 +4,7 @@
  */
 
 import * as vscode from 'vscode';
-import { CancellationTokenSource, type CtxdClient } from './client';
+import { CancellationTokenSource, type CtxdClient } from '@ctxd/client';
 import { Command, ContextKey, View } from './constants';
 import { Documents } from './documents';
 import type { ConversationNode } from './projection/conversation';
@@ -12,7 +12,7 @@ import { roleName } from './projection/conversation';
 import { formatAge, formatDuration, formatInt, formatTokens, tildify } from './projection/format';
 import type { LedgerNode } from './projection/ledger';
 import { sessionName, type SessionsNode } from './projection/sessions';
-import type { TreeNodeRow } from './protocol';
+import type { TreeNodeRow } from '@ctxd/client';
 import type { ConversationProvider } from './sessionTree';
 import type { Store } from './state';
 import * as os from 'node:os';
@@ -45,6 +45,8 @@ export class Commands implements vscode.Disposable {
     register(Command.branchHereWithSummary, (arg?: EntryArg) => this.branchHere(arg, true));
     register(Command.forkSession, this.forkSession);
     register(Command.labelEntry, this.labelEntry);
+    register(Command.pinEntry, (arg?: EntryArg) => this.pinEntry(arg, true));
+    register(Command.unpinEntry, (arg?: EntryArg) => this.pinEntry(arg, false));
     register(Command.copyEntryId, this.copyEntryId);
     register(Command.showEntry, this.showEntry);
     register(Command.showContext, this.showContext);
@@ -354,6 +356,19 @@ export class Commands implements vscode.Disposable {
     }
     await client.label(session, entryId, label.trim() || null);
     await this.deps.store.settled();
+  }
+
+  /** Pin or unpin a message: compactions carry a pinned one verbatim after their summary. */
+  async pinEntry(arg: EntryArg | undefined, pinned: boolean): Promise<void> {
+    const session = await this.session();
+    const client = await this.client();
+    const entryId = await this.entryId(arg, pinned ? 'Pin which message?' : 'Unpin which message?');
+    if (!entryId) {
+      return;
+    }
+    await client.pin(session, entryId, pinned);
+    await this.deps.store.settled();
+    vscode.window.setStatusBarMessage(`ctxd: ${pinned ? 'pinned' : 'unpinned'} ${entryId}`, 3000);
   }
 
   async copyEntryId(arg?: EntryArg): Promise<void> {

@@ -21,6 +21,8 @@ export const Command = {
   branchHereWithSummary: 'ctxd.branchHereWithSummary',
   forkSession: 'ctxd.forkSession',
   labelEntry: 'ctxd.labelEntry',
+  pinEntry: 'ctxd.pinEntry',
+  unpinEntry: 'ctxd.unpinEntry',
   copyEntryId: 'ctxd.copyEntryId',
   showEntry: 'ctxd.showEntry',
   showContext: 'ctxd.showContext',

@@ -15,7 +15,7 @@ import {
   renderPreviewDocument,
   renderSummaryDocument,
 } from './projection/render';
-import type { CtxdClient } from './client';
+import type { CtxdClient } from '@ctxd/client';
 import type { Store } from './state';
 
 export type DocumentKind = 'entry' | 'context' | 'preview' | 'summary';

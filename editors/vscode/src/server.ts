@@ -6,9 +6,9 @@
 
 import * as os from 'node:os';
 import * as vscode from 'vscode';
-import { CtxdClient, splitCommand } from './client';
+import { CtxdClient, splitCommand } from '@ctxd/client';
 import { Command, Config, ContextKey } from './constants';
-import type { InitializationOptions } from './protocol';
+import type { InitializationOptions } from '@ctxd/client';
 import type { Store } from './state';
 
 export interface ServerSettings {
@@ -110,6 +110,7 @@ export class ServerManager implements vscode.Disposable {
       initializationOptions: settings.initializationOptions,
       log: (line) => this.output.appendLine(line),
       clientName: 'vscode-ctxd',
+      commandHint: 'set ctxd.server.command',
       clientVersion: this.version,
     });
     this.current = client;

@@ -67,7 +67,8 @@ export class ConversationProvider implements vscode.TreeDataProvider<Conversatio
     item.description = p.description;
     item.tooltip = p.tooltip;
     item.iconPath = new vscode.ThemeIcon(p.icon, p.iconColor ? new vscode.ThemeColor(p.iconColor) : undefined);
-    item.contextValue = node.kind;
+    // "entry.pinned" lets the context menu offer Unpin instead of Pin.
+    item.contextValue = node.kind === 'entry' && node.row.pinned ? 'entry.pinned' : node.kind;
     const session = this.store.current?.path ?? '';
     item.resourceUri = nodeUri(session, node.key, p.active, p.badge);
     if (node.kind === 'entry') {

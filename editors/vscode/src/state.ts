@@ -5,8 +5,8 @@
  */
 
 import { realpath } from 'node:fs/promises';
-import { Emitter, type Event } from 'vscode-jsonrpc/node';
-import type { CtxdClient } from './client';
+import { Emitter, type Event } from '@ctxd/client';
+import type { CtxdClient } from '@ctxd/client';
 import { LIVE_MS } from './projection/sessions';
 import { buildLedger, compactionIds, ledgerRowFromServer, type LedgerRow } from './projection/ledger';
 import { entryRows, sliceRun } from './projection/conversation';
@@ -22,7 +22,7 @@ import {
   type SessionTreeResult,
   type TreeNodeRow,
   type TreeRow,
-} from './protocol';
+} from '@ctxd/client';
 import type { ServerState } from './projection/status';
 
 /** The part of CtxdClient the store uses (so tests may record calls). */

@@ -2,9 +2,9 @@
 
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { ResponseError } from 'vscode-jsonrpc/node';
-import { CtxdClient, CtxdError, readableError, splitCommand } from '../src/client';
-import { ErrorCode, Notification, isCollapsed, type CompactionStatus, type WorkDoneProgress } from '../src/protocol';
+import { ResponseError } from '@ctxd/client';
+import { CtxdClient, CtxdError, readableError, splitCommand } from '@ctxd/client';
+import { ErrorCode, Notification, isCollapsed, type CompactionStatus, type WorkDoneProgress } from '@ctxd/client';
 import { next, serverCommand, serverEnv, startDaemon, tempRoot } from './daemon';
 import { writeSampleSession, type SessionWriter } from './fixtures';
 

@@ -3,7 +3,7 @@
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { CtxdClient, splitCommand, type ClientOptions } from '../src/client';
+import { CtxdClient, splitCommand, type ClientOptions } from '@ctxd/client';
 
 /** The repository's root (tests are bundled into editors/vscode/out/test). */
 export const REPO = process.env.CTXD_REPO ?? resolve(__dirname, '../../../..');

@@ -18,7 +18,7 @@ import { buildLedger, compactionIds, ledgerRow, ledgerRowFromServer, modelOf, pr
 import { renderEntryDocument, renderPreviewDocument } from '../src/projection/render';
 import { LIVE_MS, presentSession, projectSessions, sessionName } from '../src/projection/sessions';
 import { presentStatus } from '../src/projection/status';
-import type { CollapsedRow, Entry, SessionSummary, TreeNodeRow, TreeRow } from '../src/protocol';
+import type { CollapsedRow, Entry, SessionSummary, TreeNodeRow, TreeRow } from '@ctxd/client';
 
 function row(id: string, parentId: string | null, extra: Partial<TreeNodeRow> = {}): TreeNodeRow {
   return {
@@ -373,5 +373,22 @@ describe('documents', () => {
     assert.match(doc, /tokens after \(estimated\) \| \*\*20,056\*\* \(11,444 fewer\)/);
     assert.match(doc, /\| 1 \| `a` \| user \| 10 \| first \\\| piped \|/);
     assert.match(doc, /2 \(2 messages, 2,010 tokens\)/);
+    assert.doesNotMatch(doc, /must keep/);
+  });
+
+  test('a preview shows what the compaction must keep, before the file lists', () => {
+    const plan = {
+      leafId: 'z', firstKeptEntryId: 'k', firstKeptLine: 9, isSplitTurn: false, turnStartLine: null,
+      messagesToSummarize: 2, turnPrefixMessages: 0, tokensBefore: 31_500, estimatedTokensAfter: 20_056,
+      keptMessages: 5, previousCompactionId: null, readFiles: [], modifiedFiles: ['src/a.ts'],
+      summarizeEntryIds: ['a'], turnPrefixEntryIds: [],
+      mustKeep: [{ kind: 'goal', text: 'Ship the parser', probes: ['ship the parser'] }],
+      mustKeepText: '## What this compaction must keep\n- Goal: Ship the parser\n- Files modified: src/a.ts',
+    };
+    const doc = renderPreviewDocument(plan, 'S', [row('a', null)]);
+    assert.match(doc, /## What this compaction must keep\n- Goal: Ship the parser\n- Files modified: src\/a\.ts/);
+    assert.ok(doc.indexOf('must keep') < doc.indexOf('## Files'));
+    const bare = renderPreviewDocument({ ...plan, mustKeepText: undefined }, 'S', [row('a', null)]);
+    assert.match(bare, /## What this compaction must keep\n\n- goal: Ship the parser/);
   });
 });

@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { realpathSync, rmSync, symlinkSync, utimesSync } from 'node:fs';
 import { after, before, describe, test } from 'node:test';
-import type { CtxdClient } from '../src/client';
+import type { CtxdClient } from '@ctxd/client';
 import { LedgerProvider } from '../src/ledgerView';
 import { entryRows, type ConversationNode } from '../src/projection/conversation';
 import type { LedgerNode } from '../src/projection/ledger';
@@ -145,6 +145,28 @@ describe('store and views against ctxd serve', { timeout: 120_000 }, () => {
     } finally {
       client.capabilities = caps;
     }
+  });
+
+  test('a pinned message shows a pin and offers Unpin; unpinning takes the pin away', async () => {
+    await store.open(session.path);
+    const entryOf = async (id?: string) =>
+      (await walk(conversation)).find((n) => n.kind === 'entry' && (id ? n.row.id === id : n.row.type === 'message'));
+    const target = await entryOf();
+    assert.ok(target && target.kind === 'entry' && !target.row.pinned);
+    assert.equal(conversation.getTreeItem(target).contextValue, 'entry');
+    await client.pin(session.path, target.row.id, true);
+    await store.settled();
+    const pinned = await entryOf(target.row.id);
+    assert.ok(pinned && pinned.kind === 'entry' && pinned.row.pinned === true);
+    const item = conversation.getTreeItem(pinned);
+    assert.equal(item.contextValue, 'entry.pinned'); // the context menu offers Unpin Message
+    assert.match(String(item.description), /📌 pinned/);
+    assert.match(String(item.tooltip), /pinned: compactions carry it verbatim after their summary/);
+    await client.pin(session.path, target.row.id, false);
+    await store.settled();
+    const unpinned = await entryOf(target.row.id);
+    assert.ok(unpinned && unpinned.kind === 'entry' && !unpinned.row.pinned);
+    assert.equal(conversation.getTreeItem(unpinned).contextValue, 'entry');
   });
 
   test('a branch shows as a branch point with the active branch open', async () => {

@@ -41,6 +41,7 @@ M.defaults = {
       branch = 'b',
       branch_summary = 'B',
       label = 'L',
+      pin = 'P',
       fork = 'f',
       compact = 'c',
       compact_instructions = 'C',

@@ -47,6 +47,7 @@ M.highlights = {
   CtxdCompaction = 'Special', -- compaction and branch summary entries
   CtxdTokens = 'Number', -- token counts
   CtxdLabel = 'Label', -- labels
+  CtxdPinned = 'Special', -- the pin of a pinned message
   CtxdFold = 'Folded', -- runs the daemon collapsed
   CtxdCompacting = 'WarningMsg', -- for statuslines: a compaction runs
 }

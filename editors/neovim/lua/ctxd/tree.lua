@@ -247,6 +247,12 @@ function M.format_row(row)
     table.insert(hls, { #text + 2, #text + 2 + #labels, 'CtxdLabel' })
     text = text .. '  ' .. labels
   end
+  if row.pinned then
+    -- Pinned: compactions carry it verbatim after their summary.
+    local pin = '📌'
+    table.insert(hls, { #text + 2, #text + 2 + #pin, 'CtxdPinned' })
+    text = text .. '  ' .. pin
+  end
   if row.isLeaf then
     table.insert(hls, 1, { 0, #text, 'CtxdLeaf' })
   elseif not row.onActivePath then
@@ -537,6 +543,17 @@ function M.actions.label()
   end)
 end
 
+--- Pin the message under the cursor, or unpin it if it is pinned (session/pin).
+function M.actions.pin()
+  local row, session = H.entry_or_warn()
+  if not row then return end
+  local pinned = not row.pinned
+  client().request('session/pin', { session = session, entryId = row.id, pinned = pinned }, function(err)
+    if H.fail('session/pin')(err) then return end
+    vim.notify(string.format('ctxd: %s %s', pinned and 'pinned' or 'unpinned', row.id))
+  end)
+end
+
 function M.actions.fork()
   local row, session = H.entry_or_warn()
   if not row then return end
@@ -596,6 +613,7 @@ M.descriptions = {
   branch = 'branch here: move the leaf to this entry',
   branch_summary = 'branch here, summarizing the branch left behind',
   label = 'label the entry (empty clears)',
+  pin = 'pin the message (or unpin it): compactions carry it verbatim',
   fork = 'fork: copy the path to this entry into a new session',
   compact = 'compact the session',
   compact_instructions = 'compact with instructions',

@@ -317,6 +317,11 @@ function M.preview_lines(session, plan)
     table.insert(lines, '- modified files: ' .. table.concat(plan.modifiedFiles, ', '))
   end
   table.insert(lines, '- leaf: ' .. H.text(plan.leafId))
+  -- What the compaction must keep: the fact sheet every summary is checked against (ctxd renders it).
+  if type(plan.mustKeepText) == 'string' and plan.mustKeepText ~= '' then
+    table.insert(lines, '')
+    vim.list_extend(lines, vim.split(plan.mustKeepText, '\n', { plain = true }))
+  end
   table.insert(lines, '')
   table.insert(lines, 'Run :Ctxd compact [instructions] (or `c` in the tree) to compact.')
   return lines

@@ -12,7 +12,7 @@
  *     into chunks of at most CHUNK rows, so 10k hidden entries do not become 10k tree items).
  */
 
-import { isCollapsed, type CollapsedRow, type TreeNodeRow, type TreeRow } from '../protocol';
+import { isCollapsed, type CollapsedRow, type TreeNodeRow, type TreeRow } from '@ctxd/client';
 import { formatInt, formatTokens } from './format';
 
 export const CHUNK = 200;
@@ -324,6 +324,9 @@ export function present(node: ConversationNode): Presentation {
       } else if (marked === 'branchSummary') {
         bits.push('BRANCH SUMMARY');
       }
+      if (row.pinned) {
+        bits.push('📌 pinned');
+      }
       bits.push(`${formatTokens(row.tokens)} tok`);
       for (const label of row.labels) {
         bits.push(`#${label}`);
@@ -337,6 +340,7 @@ export function present(node: ConversationNode): Presentation {
         `${formatInt(row.tokens)} tokens (estimated)`,
         row.timestamp ? `at ${row.timestamp}` : '',
         row.labels.length ? `labels: ${row.labels.join(', ')}` : '',
+        row.pinned ? 'pinned: compactions carry it verbatim after their summary' : '',
         row.onActivePath ? (row.isLeaf ? 'the leaf: the next message attaches here' : 'on the active path') : 'off the active path',
         '',
         row.preview,

@@ -4,7 +4,7 @@
  * fetched once). Compactions written by pi have no `details.ctxd`: their fields are unknown.
  */
 
-import { isCollapsed, type CompactionEntry, type Entry, type LedgerEntryRow, type TreeRow } from '../protocol';
+import { isCollapsed, type CompactionEntry, type Entry, type LedgerEntryRow, type TreeRow } from '@ctxd/client';
 import { formatCost, formatDuration, formatInt, formatTokens, formatWhen } from './format';
 
 export interface LedgerRow {

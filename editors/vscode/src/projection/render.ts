@@ -10,8 +10,8 @@ import type {
   SessionEntryResult,
   TreeNodeRow,
   TreeRow,
-} from '../protocol';
-import { isCollapsed } from '../protocol';
+} from '@ctxd/client';
+import { isCollapsed } from '@ctxd/client';
 import { formatCost, formatDuration, formatInt, formatTokens, formatWhen, oneLine } from './format';
 import { modelOf, type LedgerRow } from './ledger';
 import { roleName } from './conversation';
@@ -224,11 +224,23 @@ export function renderPreviewDocument(plan: CompactionPlan, sessionName: string,
     `## Entries that would be summarised (${plan.summarizeEntryIds.length})`,
     list(plan.summarizeEntryIds),
     ...(plan.turnPrefixEntryIds.length ? [`## Turn prefix summarised with them (${plan.turnPrefixEntryIds.length})`, list(plan.turnPrefixEntryIds)] : []),
+    ...mustKeepSection(plan),
     '## Files',
     `- read: ${plan.readFiles.length ? plan.readFiles.map((f) => `\`${f}\``).join(', ') : '—'}`,
     `- modified: ${plan.modifiedFiles.length ? plan.modifiedFiles.map((f) => `\`${f}\``).join(', ') : '—'}`,
     '',
   ].join('\n\n');
+}
+
+/** "What this compaction must keep": the fact sheet every summary is checked against (ctxd renders it). */
+function mustKeepSection(plan: CompactionPlan): string[] {
+  if (plan.mustKeepText) {
+    return [plan.mustKeepText];
+  }
+  if (plan.mustKeep?.length) {
+    return ['## What this compaction must keep', plan.mustKeep.map((f) => `- ${f.kind}: ${f.text}`).join('\n')];
+  }
+  return [];
 }
 
 export function renderSummaryDocument(row: LedgerRow, sessionName: string, now: number): string {

@@ -3,7 +3,7 @@
  * cwd), newest first, named from session_info, with a live marker on sessions that changed lately.
  */
 
-import type { SessionSummary } from '../protocol';
+import type { SessionSummary } from '@ctxd/client';
 import { basename, formatAge, formatInt, oneLine, tildify } from './format';
 
 /** A session counts as live this long after its last change. */

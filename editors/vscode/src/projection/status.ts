@@ -1,6 +1,6 @@
 /** The status bar item as pure data: `ctxd 112k/200k (56%)`, a spinner while compacting, colours. */
 
-import type { CompactionStatus, ContextUsage } from '../protocol';
+import type { CompactionStatus, ContextUsage } from '@ctxd/client';
 import { formatInt, formatTokens } from './format';
 
 /** Warn from this share of the compaction threshold. */

@@ -1,6 +1,7 @@
 /**
  * TypeScript mirrors of ctxd's JSON-RPC payloads (ctxd/service/protocol.py, ctxd/service/service.py,
- * ctxd/context/view.py). Field names are the wire names. Nothing here imports VS Code.
+ * ctxd/context/view.py, ctxd/compaction/external.py). Field names are the wire names. Nothing here
+ * imports a host's API.
  */
 
 // --- method and notification names ------------------------------------------------------------
@@ -13,12 +14,16 @@ export const Method = {
   sessionTree: 'session/tree',
   sessionEntry: 'session/entry',
   sessionLabel: 'session/label',
+  sessionPin: 'session/pin',
   sessionFork: 'session/fork',
   sessionStats: 'session/stats',
   sessionLedger: 'session/ledger',
   contextBuild: 'context/build',
   compact: 'compact',
   branch: 'branch',
+  compactSummarize: 'compact/summarize',
+  branchSummarize: 'branch/summarize',
+  contextTruncate: 'context/truncate',
 } as const;
 
 export const Notification = {
@@ -174,6 +179,8 @@ export interface TreeNodeRow {
   isLeaf: boolean;
   depth: number;
   timestamp?: string | null;
+  /** Pinned: compactions carry it verbatim after their summary (session/pin). */
+  pinned?: boolean;
 }
 
 export interface CollapsedRow {
@@ -251,6 +258,12 @@ export interface CompactionEntry extends Entry {
 export interface SessionEntryResult extends TreeNodeRow {
   entry: Entry;
   children: string[];
+}
+
+export interface PinResult {
+  pinEntryId: string;
+  entryId: string;
+  pinned: boolean;
 }
 
 export interface LabelResult {
@@ -354,6 +367,16 @@ export interface CompactionPlan {
   modifiedFiles: string[];
   summarizeEntryIds: string[];
   turnPrefixEntryIds: string[];
+  /** What the compaction must keep (the fact sheet every summary is checked against), dry runs only. */
+  mustKeep?: MustKeepFact[];
+  /** The same as Markdown, within a budget (most important facts first). */
+  mustKeepText?: string;
+}
+
+export interface MustKeepFact {
+  kind: string;
+  text: string;
+  probes: string[];
 }
 
 export interface CompactResult {
@@ -396,6 +419,97 @@ export interface BranchResult {
   readFiles: string[];
   modifiedFiles: string[];
   failures: string[];
+}
+
+// --- agents that write their own files (pi's extension) -------------------------------------------
+
+/** Compaction settings over the daemon's (ctxd/compaction/settings.py), camelCase. */
+export interface CompactionSettingsOverride {
+  model?: string | null;
+  apiBase?: string | null;
+  apiKey?: string | null;
+  contextWindow?: number | null;
+  reserveTokens?: number;
+  keepRecentTokens?: number;
+  maxOutputTokens?: number | null;
+  maxAttempts?: number;
+  timeoutSeconds?: number;
+  customInstructions?: string | null;
+  [key: string]: unknown;
+}
+
+export interface CompactSummarizeParams {
+  /** The messages the summary replaces (pi AgentMessages, oldest first). */
+  messages: unknown[];
+  turnPrefix?: unknown[];
+  previousSummary?: string | null;
+  /** The previous compaction's details: its file lists carry over. */
+  previousDetails?: Record<string, unknown> | null;
+  fileOps?: { read: string[]; written: string[]; edited: string[] } | null;
+  instructions?: string | null;
+  reason?: 'manual' | 'threshold' | 'overflow';
+  firstKeptEntryId?: string;
+  tokensBefore?: number;
+  settings?: CompactionSettingsOverride | null;
+  /** The summarising model's window, when known. */
+  modelWindow?: number | null;
+  workDoneToken?: string | number | null;
+}
+
+/** pi's Usage shape. */
+export interface PiUsage {
+  input: number;
+  output: number;
+  cacheRead: number;
+  cacheWrite: number;
+  totalTokens: number;
+  cost?: { input: number; output: number; cacheRead: number; cacheWrite: number; total: number };
+}
+
+export interface CompactSummarizeResult {
+  summary: string;
+  firstKeptEntryId: string;
+  tokensBefore: number;
+  tokensAfter: number;
+  details: { readFiles: string[]; modifiedFiles: string[]; ctxd: CompactionDetails } & Record<string, unknown>;
+  usage: PiUsage | null;
+  path: string;
+  summarizer: string;
+  model: string | null;
+  failures: string[];
+  durationMs: number;
+}
+
+export interface BranchSummarizeParams {
+  /** The branch's session entries, oldest first. */
+  entries: unknown[];
+  instructions?: string | null;
+  reserveTokens?: number | null;
+  settings?: CompactionSettingsOverride | null;
+  modelWindow?: number | null;
+}
+
+export interface BranchSummarizeResult {
+  summary: string;
+  details: { readFiles: string[]; modifiedFiles: string[]; ctxd: Record<string, unknown> } & Record<string, unknown>;
+  usage: PiUsage | null;
+  path: string;
+  summarizer: string;
+  model: string | null;
+  failures: string[];
+  summarizedMessages: number;
+}
+
+export interface ContextTruncateParams {
+  messages: unknown[];
+  contextWindow: number;
+}
+
+export interface ContextTruncateResult {
+  messages: unknown[];
+  /** Indices of the messages that were cut. */
+  truncated: number[];
+  limitChars: number;
 }
 
 // --- notifications ----------------------------------------------------------------------------

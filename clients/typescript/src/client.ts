@@ -1,21 +1,18 @@
 /**
- * The protocol client: spawns `ctxd serve`, speaks JSON-RPC 2.0 with LSP framing over its stdio
- * (vscode-jsonrpc), and exposes every ctxd method and notification with types. It does not import
- * VS Code, so the unit tests run it against a real daemon.
+ * The protocol client shared by ctxd's TypeScript hosts (the VS Code extension, pi's extension):
+ * spawns `ctxd serve`, speaks JSON-RPC 2.0 with LSP framing over its stdio (./jsonrpc), and exposes
+ * every ctxd method and notification with types. It imports no host API, so its tests run it
+ * against a real daemon.
  */
 
 import { spawn, type ChildProcess } from 'node:child_process';
 import {
-  CancellationTokenSource,
+  Connection,
   Emitter,
   ResponseError,
-  StreamMessageReader,
-  StreamMessageWriter,
-  createMessageConnection,
   type CancellationToken,
   type Event,
-  type MessageConnection,
-} from 'vscode-jsonrpc/node';
+} from './jsonrpc';
 import {
   Method,
   errorKind,
@@ -23,6 +20,12 @@ import {
   Notification,
   type BranchParams,
   type BranchResult,
+  type BranchSummarizeParams,
+  type BranchSummarizeResult,
+  type CompactSummarizeParams,
+  type CompactSummarizeResult,
+  type ContextTruncateParams,
+  type ContextTruncateResult,
   type CompactParams,
   type CompactResult,
   type CompactionPlan,
@@ -38,6 +41,7 @@ import {
   type InitializationOptions,
   type InitializeResult,
   type LabelResult,
+  type PinResult,
   type LedgerResult,
   type SessionEntryResult,
   type SessionInfo,
@@ -59,6 +63,8 @@ export interface ClientOptions {
   clientVersion?: string;
   /** Bound on initialize and on shutdown; requests themselves are not timed out. */
   startTimeoutMs?: number;
+  /** How the host's user changes the command, for start-up errors (e.g. "set ctxd.server.command"). */
+  commandHint?: string;
 }
 
 export interface ExitInfo {
@@ -169,7 +175,7 @@ type State = 'idle' | 'starting' | 'running' | 'stopping' | 'stopped';
 
 export class CtxdClient {
   private process: ChildProcess | undefined;
-  private connection: MessageConnection | undefined;
+  private connection: Connection | undefined;
   private state: State = 'idle';
   private stopping = false;
   private exitPromise: Promise<ExitInfo> | undefined;
@@ -216,7 +222,8 @@ export class CtxdClient {
     }
     const [program, ...args] = this.options.command;
     if (!program) {
-      throw new CtxdError('the ctxd server command is empty: set ctxd.server.command', 'start', undefined, undefined);
+      const hint = this.options.commandHint ? `: ${this.options.commandHint}` : '';
+      throw new CtxdError(`the ctxd server command is empty${hint}`, 'start', undefined, undefined);
     }
     this.state = 'starting';
     this.log(`[client] starting ${this.options.command.join(' ')}`);
@@ -258,10 +265,7 @@ export class CtxdClient {
       }
     });
 
-    const connection = createMessageConnection(
-      new StreamMessageReader(child.stdout!),
-      new StreamMessageWriter(child.stdin!),
-    );
+    const connection = new Connection(child.stdout!, child.stdin!);
     this.connection = connection;
     connection.onNotification(Notification.didChange, (p: DidChange) => this.didChangeEmitter.fire(p));
     connection.onNotification(Notification.didCreate, (p: DidCreate) => this.didCreateEmitter.fire(p));
@@ -276,13 +280,13 @@ export class CtxdClient {
       this.progress.get(p.token)?.(p.value);
     });
     connection.onRequest('window/workDoneProgress/create', () => null);
-    connection.onError(([error]) => this.log(`[client] connection error: ${error.message}`));
+    connection.onError((error) => this.log(`[client] connection error: ${error.message}`));
     connection.listen();
 
     const timeout = this.options.startTimeoutMs ?? 30_000;
     const init = connection.sendRequest<InitializeResult>('initialize', {
       processId: process.pid,
-      clientInfo: { name: this.options.clientName ?? 'ctxd-vscode', version: this.options.clientVersion ?? '0' },
+      clientInfo: { name: this.options.clientName ?? 'ctxd-client', version: this.options.clientVersion ?? '0' },
       rootUri: null,
       capabilities: { window: { workDoneProgress: true }, experimental: { ctxd: { notifications: true } } },
       initializationOptions: this.options.initializationOptions ?? {},
@@ -290,7 +294,8 @@ export class CtxdClient {
     let timer: NodeJS.Timeout | undefined;
     const exitError = (info: ExitInfo): CtxdError => {
       const why = spawnError
-        ? `could not start "${this.options.command.join(' ')}": ${spawnError.message} (set ctxd.server.command)`
+        ? `could not start "${this.options.command.join(' ')}": ${spawnError.message}` +
+          (this.options.commandHint ? ` (${this.options.commandHint})` : '')
         : `the ctxd server exited during startup (code ${info.code}${info.signal ? `, ${info.signal}` : ''})` +
           (stderrTail.trim() ? `: ${lastLine(stderrTail)}` : '');
       return new CtxdError(why, 'initialize', undefined, undefined);
@@ -440,6 +445,11 @@ export class CtxdClient {
     return this.request(Method.sessionLabel, { session, entryId, label });
   }
 
+  /** Pin (or, with ``pinned`` false, unpin) a message: compactions carry it verbatim after the summary. */
+  pin(session: string, entryId: string, pinned: boolean): Promise<PinResult> {
+    return this.request(Method.sessionPin, { session, entryId, pinned });
+  }
+
   fork(session: string, entryId: string): Promise<ForkResult> {
     return this.request(Method.sessionFork, { session, entryId });
   }
@@ -496,6 +506,24 @@ export class CtxdClient {
   branch(params: BranchParams): Promise<BranchResult> {
     return this.request(Method.branch, params);
   }
+
+  /**
+   * compact/summarize: the summary of a compaction the agent prepared; nothing is written.
+   * Cancelling ``token`` sends $/cancelRequest (the daemon stops the model call).
+   */
+  summarizeCompaction(params: CompactSummarizeParams, token?: CancellationToken): Promise<CompactSummarizeResult> {
+    return this.request(Method.compactSummarize, params, token);
+  }
+
+  /** branch/summarize: the summary of a branch the agent is leaving; nothing is written. */
+  summarizeBranch(params: BranchSummarizeParams, token?: CancellationToken): Promise<BranchSummarizeResult> {
+    return this.request(Method.branchSummarize, params, token);
+  }
+
+  /** context/truncate: the messages with oversized tool results cut for a window. */
+  truncate(params: ContextTruncateParams): Promise<ContextTruncateResult> {
+    return this.request(Method.contextTruncate, params);
+  }
 }
 
 function delay(ms: number): Promise<void> {
@@ -507,4 +535,3 @@ function lastLine(text: string): string {
   return lines[lines.length - 1]!.trim();
 }
 
-export { CancellationTokenSource };

@@ -1,0 +1,196 @@
+"""Reading sentences and lines out of conversation text, for the offline summariser and the fact sheet.
+
+Owns the patterns that say what a sentence is (a user's constraint, an agent's decision or plan, a claim
+that something was fixed), which lines of a message are prose someone wrote (not code, tables, headings,
+logs, terminal output), which line of a command's output names its error, and whether a user message asks
+for something. All functions are pure and bounded: long messages are mined from their head and prose lines.
+"""
+
+from __future__ import annotations
+
+import re
+
+from ctxd.compaction.summarizers.serialize import middle_truncate
+from ctxd.formats.injected import ANSI_RE
+
+CONSTRAINT_RE = re.compile(
+    r"\b(?:must(?:n't| not)?|should(?:n't| not)?|don'?t|do not|never|always|prefer(?:s|red|ably)?|"
+    r"please use|avoid|make sure|ensure|required?|only use|use only|instead of|instead|rather than|no need to|"
+    r"keep (?:it|the|them|this|that|all|every|using)|has to|have to|can'?t|cannot|not allowed|stick to|"
+    r"(?:use|keep|leave) \S+(?: \S+)?,? not)\b",
+    re.IGNORECASE,
+)
+CORRECTION_RE = re.compile(
+    r"^\s*(?:no\b|nope\b|not\b|wrong\b|actually\b|that'?s (?:not|wrong)|that is (?:not|wrong)|i (?:said|meant)|"
+    r"stop\b|revert\b|undo\b|don'?t\b)",
+    re.IGNORECASE,
+)
+"""A user sentence that corrects the agent (a constraint too: it says what not to do)."""
+DECISION_RE = re.compile(
+    r"\b(?:(?:I'll|I will|I'm going to|we'll|let's) (?:use|go with|keep|switch|stick|avoid|replace|try|take)|"
+    r"decided|decide to|decision|instead|because|chose|opted|going with|rather than|switch(?:ed|ing)? to|"
+    r"root cause|trade-?off|the (?:fix|cause|problem|issue|approach) (?:is|was))\b",
+    re.IGNORECASE,
+)
+NEXT_RE = re.compile(
+    r"\b(?:next|then I|remaining|todo|to do|still need|needs? to|will need|follow[- ]up|after that|"
+    r"I(?:'ll| will) (?:now |then |also )?(?:add|fix|update|run|wire|write|implement|check|move|create|remove|"
+    r"change|test|look|start|continue|finish|refactor|port|rename|verify))\b",
+    re.IGNORECASE,
+)
+FIXED_RE = re.compile(
+    r"\b(?:fixed|resolved|now (?:passes|pass|works|builds|compiles|succeeds)|(?:all )?(?:tests|checks) pass(?:es|ed)?"
+    r"|works now|passing now|builds now|no (?:more )?errors)\b"
+)
+"""The agent saying it fixed something (matched in lower-cased text)."""
+ERROR_LINE_RE = re.compile(
+    r"error|exception|fatal|failed|failure|cannot|can't|not found|no such|denied|panic|traceback|invalid|"
+    r"unexpected|undefined|refused|timed out|err!"
+)
+"""Words that say a line reports an error (matched in lower-cased text)."""
+PASTED_ERROR_RE = re.compile(r"(?:Error|Exception)\b|ERR!|FATAL\b|panic:|not found:")
+"""A line a user pasted that reports an error (stricter than :data:`ERROR_LINE_RE`: users write "error" in prose)."""
+ACK_RE = re.compile(
+    r"^\s*(?:ok(?:ay)?|k|yes|yep|yeah|ya|sure|thanks?(?: you)?|thx|ty|continue|go(?: on| ahead)?|proceed|"
+    r"please(?: do)?|do it|sounds good|great|nice|cool|perfect|lgtm|wow|hi|hello|hey|good|alright|right|"
+    r"yes please|ok continue|ok go|y|n|no)\b[\s,.!]*(?:please|then|thanks|thank you|go|continue)?[\s.!]*$",
+    re.IGNORECASE,
+)
+_FENCE_RE = re.compile(r"```.*?(?:```|\Z)", re.S)
+_NOT_LETTERS_RE = re.compile(r"[^A-Za-z\u00c0-\uffff]+")
+_SPLIT_RE = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'`(\[])|\n+")
+_BULLET_RE = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+(?:\[[ xX]\]\s+)?")
+_LOG_RE = re.compile(
+    r"^\s*(?:at |\d{4}-\d\d-\d\d[T ]|\[\d|\d+\s*[│|]|[\w./-]+:\d+(?::\d+)?[:\s]|[$>] |npm (?:ERR|WARN)|"
+    r"File \"|Traceback|\w+@[\w.-]+[:~])"
+)
+_EXIT_RE = re.compile(r"(?:exit(?:ed)?(?: with)? (?:code|status)|exit code)[:\s]+(-?\d+)", re.IGNORECASE)
+_CODEX_HEADER_RE = re.compile(r"^(?:Chunk ID|Wall time|Process exited with code|Original token count)\b|^Output:$")
+
+MINE_CHARS = 4000
+"""Only this many characters of prose per message are mined for sentences (long pastes are data)."""
+
+
+def short(text: str, limit: int) -> str:
+    """``text`` with whitespace collapsed, cut in the middle to ``limit``."""
+    return middle_truncate(" ".join(text.split()), limit)
+
+
+def head(text: str, limit: int) -> str:
+    """``text`` with whitespace collapsed, cut at the end to ``limit`` (the head survives whole)."""
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: max(0, limit - 1)].rstrip() + "…"
+
+
+def prose(text: str, limit: int | None = None) -> str:
+    """The lines of ``text`` a person wrote as prose: without code blocks, tables, headings, quotes, log and
+    stack-trace lines, indented blocks and terminal output; only the first ``limit`` characters are read."""
+    if limit is not None and len(text) > limit:
+        text = text[:limit]
+    if "```" in text:
+        text = _FENCE_RE.sub("\n", text)
+    ansi = "\x1b" in text
+    lines: list[str] = []
+    for line in text.splitlines():
+        stripped = line.strip()
+        if not stripped or stripped[0] in "|#>{}[]<" or line.startswith(("    ", "\t")):
+            continue
+        if (ansi and ANSI_RE.search(line)) or _LOG_RE.match(line):
+            continue
+        if len(_NOT_LETTERS_RE.sub("", stripped)) < len(stripped) // 2:
+            continue  # mostly symbols or digits: data, not a sentence
+        lines.append(stripped)
+    return "\n".join(lines)
+
+
+def sentences(
+    text: str, pattern: re.Pattern[str], limit: int, *, max_len: int = 300, also: re.Pattern[str] | None = None
+) -> list[str]:
+    """Up to ``limit`` prose sentences of ``text`` that match ``pattern`` (or ``also``, matched at the
+    sentence's start) and are not questions."""
+    out: list[str] = []
+    for raw in _SPLIT_RE.split(prose(text, 2 * MINE_CHARS)[:MINE_CHARS]):
+        sentence = _BULLET_RE.sub("", raw).strip()
+        if len(sentence) < 12 or sentence.endswith(("?", ":")) or sentence.startswith("#"):
+            continue
+        if not pattern.search(sentence) and (also is None or not also.match(sentence)):
+            continue
+        out.append(middle_truncate(" ".join(sentence.split()), max_len))
+        if len(out) >= limit:
+            break
+    return out
+
+
+def first_line(text: str, limit: int) -> str:
+    """The first line of ``text`` with words in it, preferring one that is not a heading; whitespace collapsed,
+    cut to ``limit``."""
+    heading = ""
+    for raw in text.splitlines():
+        line = raw.strip().lstrip("#>*- ").strip()
+        if not any(c.isalnum() for c in line):
+            continue
+        if not raw.lstrip().startswith(("#", "|")):
+            return middle_truncate(" ".join(line.split()), limit)
+        heading = heading or line
+    return middle_truncate(" ".join(heading.split()), limit)
+
+
+def is_request(text: str) -> bool:
+    """Whether a user's own words ask for something: not empty, not an acknowledgement or greeting ("ok",
+    "continue", "yes please", "hi"), not a lone word or slash command."""
+    stripped = text.strip()
+    if not stripped or ACK_RE.match(stripped):
+        return False
+    return len(stripped.split()) >= 2
+
+
+ERROR_SCAN_CHARS = 20_000
+"""Only the head of a long output is searched for its error line."""
+
+
+def error_line(output: str) -> str | None:
+    """The line of a failed command's or tool's output that says what went wrong: the first line naming an
+    error, else the first line; None for empty output. Codex's output header and exit-code lines are skipped."""
+    text = output[:ERROR_SCAN_CHARS]
+    if "\x1b" in text:
+        text = ANSI_RE.sub("", text)
+    low = text.lower()
+    match = ERROR_LINE_RE.search(low)
+    while match is not None:
+        start = low.rfind("\n", 0, match.start()) + 1
+        end = low.find("\n", match.end())
+        end = len(low) if end < 0 else end
+        line = text[start:end].strip()
+        if not _CODEX_HEADER_RE.match(line) and not (_EXIT_RE.search(line) and len(line) < 60):
+            return line
+        match = ERROR_LINE_RE.search(low, end)
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line or _CODEX_HEADER_RE.match(line) or line == "(no output)":
+            continue
+        if _EXIT_RE.search(line) and len(line) < 60:
+            continue
+        return line
+    return None
+
+
+def exit_codes(text: str) -> list[int]:
+    """Exit codes a tool's output reports, at its head (Codex) or its tail (pi, Claude Code)."""
+    if "xit" not in text:
+        return []
+    window = text if len(text) <= 800 else text[:400] + "\n" + text[-400:]
+    return [int(m.group(1)) for m in _EXIT_RE.finditer(window)]
+
+
+def key_lines(text: str, limit: int = 4) -> list[str]:
+    """Lines of a long user message that report an error (a pasted log's payload), up to ``limit``."""
+    out: list[str] = []
+    for match in PASTED_ERROR_RE.finditer(text):
+        start = text.rfind("\n", 0, match.start()) + 1
+        end = text.find("\n", match.end())
+        line = text[start : len(text) if end < 0 else end].strip()
+        if 12 <= len(line) <= 400 and line not in out:
+            out.append(line)
+            if len(out) >= limit:
+                break
+    return out

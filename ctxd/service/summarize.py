@@ -1,0 +1,83 @@
+"""The daemon's methods for agents that keep their own session files (pi through its extension):
+summarise a compaction they prepared (``compact/summarize``), a branch they leave
+(``branch/summarize``), and cut oversized tool results (``context/truncate``).  None of them opens
+or writes a session: the agent writes what it is given."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ctxd.compaction.settings import CompactionSettings
+from ctxd.context.truncate import is_oversized, limit_chars, truncate_tool_result
+from ctxd.service import protocol as p
+from ctxd.service.base import ServiceBase
+
+if TYPE_CHECKING:  # the compaction engine loads on first use
+    from ctxd.compaction.summarizers import Progress
+
+
+def _messages(name: str, messages: list[Any]) -> None:
+    """AgentMessages must be objects with a string ``role`` (as session/append requires)."""
+    for i, message in enumerate(messages):
+        if not isinstance(message, dict) or not isinstance(message.get("role"), str):
+            raise p.InvalidParams(f"{name}[{i}] must be an object with a string 'role'", f"{name}[{i}]")
+
+
+class Summarizing(ServiceBase):
+    def _merged(self, settings: dict[str, Any] | None) -> CompactionSettings:
+        """The daemon's compaction settings with the caller's over them; a bad value is refused."""
+        problems: list[str] = []
+        merged = CompactionSettings.from_json(settings, problems, base=self.config.compaction)
+        if problems:
+            field = problems[0].split(":", 1)[0].replace("compaction.", "settings.")
+            raise p.InvalidParams(problems[0].replace("compaction.", "settings."), field)
+        return merged
+
+    async def compact_summarize(self, params: p.CompactSummarizeParams, progress: Progress | None = None) -> Any:
+        from ctxd.compaction.external import Preparation, compaction_result, summarize_preparation
+
+        if not params.messages and not params.turnPrefix:
+            raise p.InvalidParams("nothing to summarise: messages and turnPrefix are empty", "messages")
+        _messages("messages", params.messages)
+        _messages("turnPrefix", params.turnPrefix)
+        ops = params.fileOps
+        prep = Preparation(
+            messages=params.messages,
+            turn_prefix=params.turnPrefix,
+            previous_summary=params.previousSummary,
+            previous_details=params.previousDetails,
+            file_ops={"read": ops.read, "written": ops.written, "edited": ops.edited} if ops else None,
+            first_kept_entry_id=params.firstKeptEntryId,
+            tokens_before=params.tokensBefore,
+        )
+        made = await summarize_preparation(
+            prep,
+            self._merged(params.settings),
+            trigger=params.reason,
+            instructions=params.instructions,
+            progress=progress,
+            model_window=params.modelWindow,
+        )
+        return compaction_result(made)
+
+    async def branch_summarize(self, params: p.BranchSummarizeParams) -> Any:
+        from ctxd.compaction.external import summarize_branch
+
+        outcome = await summarize_branch(
+            params.entries,
+            self._merged(params.settings),
+            instructions=params.instructions,
+            reserve_tokens=params.reserveTokens,
+            model_window=params.modelWindow,
+        )
+        return outcome.to_json()
+
+    async def context_truncate(self, params: p.ContextTruncateParams) -> Any:
+        if params.contextWindow <= 0:
+            raise p.InvalidParams("contextWindow must be positive", "contextWindow")
+        limit = limit_chars(params.contextWindow)
+        messages = list(params.messages)
+        truncated = [i for i, m in enumerate(messages) if isinstance(m, dict) and is_oversized(m, limit)]
+        for i in truncated:
+            messages[i] = truncate_tool_result(messages[i], limit)
+        return {"messages": messages, "truncated": truncated, "limitChars": limit}

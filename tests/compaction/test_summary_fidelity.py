@@ -1,0 +1,200 @@
+"""What the offline summary keeps: resolved vs unresolved failures, next steps from the agent's plan (never from
+failures), commands compressed not dropped, files read and changed through the shell, Codex's exec sessions,
+and a size that scales with what it replaces."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from test_summarizers_offline import FILE_BODY, asst, call, result, section, subsection, text, user
+
+from ctxd.compaction.shell import parse_shell
+from ctxd.compaction.summarizers import OfflineSummarizer, SummaryRequest
+from ctxd.compaction.summarizers.facts import scan
+
+
+def build(messages: list[dict[str, Any]], **kw: Any) -> str:
+    return OfflineSummarizer(scale=False).build(SummaryRequest(messages=messages, **kw))
+
+
+def padded(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``messages`` after a large file read, so that the range is the size of a real one."""
+    return [asst(call("pad", "read", path="src/big.py")), result("pad", "read", FILE_BODY * 3), *messages]
+
+
+# --- resolution, not history ------------------------------------------------------------------------------------
+
+
+def test_a_failure_is_resolved_by_a_rerun_that_passed_even_with_other_output_filters() -> None:
+    messages = [
+        user("Make the build green please"),
+        asst(call("a", "bash", command="cd pkg && npm run check 2>&1 | tail -5")),
+        result("a", "bash", "src/x.ts(3,1): error TS2304: Cannot find name 'foo'.\nCommand exited with code 2"),
+        asst(call("b", "edit", path="pkg/src/x.ts", oldText="foo", newText="bar")),
+        result("b", "edit", "ok"),
+        asst(call("c", "bash", command="cd pkg && npm run check 2>&1 | grep error")),
+        result("c", "bash", "Checked 12 files"),
+        asst(text("The build is green.")),
+    ]
+    out = build(messages)
+    assert subsection(out, "Blocked") == "- (none)\n\n"
+    critical = section(out, "Critical Context")
+    assert "`npm run check` in pkg x2 (1 failed, last ok)" in critical
+    assert "error TS2304: Cannot find name 'foo'. (resolved)" in critical
+
+
+def test_a_failed_edit_is_resolved_by_a_later_write_of_the_same_file() -> None:
+    messages = [
+        user("Fix the typo in the README"),
+        asst(call("e", "edit", path="README.md", oldText="teh", newText="the")),
+        result("e", "edit", "oldText not found in README.md", error=True),
+        asst(call("w", "write", path="README.md", content="the end")),
+        result("w", "write", "ok"),
+        asst(text("Rewrote the README.")),
+    ]
+    assert subsection(build(messages), "Blocked") == "- (none)\n\n"
+
+
+def test_a_failure_the_agent_says_it_fixed_is_resolved() -> None:
+    messages = [
+        user("Run the migration for me"),
+        asst(call("m", "bash", command="python manage.py migrate")),
+        result("m", "bash", "OperationalError: no such table: users\nCommand exited with code 1", error=True),
+        asst(text("I fixed it: the table is created by the 0002 migration, which I ran through the admin.")),
+    ]
+    assert subsection(build(messages), "Blocked") == "- (none)\n\n"
+
+
+def test_an_unresolved_failure_is_blocked_but_never_a_next_step() -> None:
+    messages = [
+        user("Deploy the staging build"),
+        asst(call("d", "bash", command="make deploy ENV=staging")),
+        result("d", "bash", "Error: permission denied for role deployer\nCommand exited with code 2", error=True),
+        asst(call("s", "bash", command="make status")),  # a different command succeeding resolves nothing
+        result("s", "bash", "staging: v41"),
+        asst(text("The deploy failed: the deployer role lacks the permission. Next I will ask for the grant.")),
+    ]
+    out = build(messages)
+    blocked = subsection(out, "Blocked")
+    assert "`make deploy ENV=staging` failed: Error: permission denied for role deployer" in blocked
+    steps = section(out, "Next Steps")
+    assert "Next I will ask for the grant." in steps  # the agent's last stated plan
+    assert "make deploy" not in steps and "permission denied" not in steps  # failures are Blocked, not steps
+
+
+def test_next_steps_come_from_the_last_exchange_only() -> None:
+    messages = [
+        user("Write the parser"),
+        asst(text("Wrote it. Next I will add the tests for the parser.")),
+        user("Now the CLI flag"),
+        asst(text("Added the --strict flag.")),
+    ]
+    out = build(messages)
+    assert section(out, "Next Steps") == "- (none recorded)\n\n"  # the earlier plan is stale
+
+
+# --- commands and files -----------------------------------------------------------------------------------------
+
+
+def test_commands_are_compressed_by_their_core_not_dropped() -> None:
+    messages: list[dict[str, Any]] = [user("Keep the checks green while you refactor")]
+    for i in range(15):
+        tail = ("", " 2>&1 | tail -5", " | grep -E 'error|warn' | head -20")[i % 3]
+        messages += [
+            asst(call(f"c{i}", "bash", command=f"cd packages/app && npm run check{tail}")),
+            result(f"c{i}", "bash", "ok"),
+        ]
+    for i in range(40):
+        messages += [asst(call(f"g{i}", "bash", command=f"grep -rn symbol_{i} src")), result(f"g{i}", "bash", "hit")]
+    critical = section(build(messages), "Critical Context")
+    line = next(x for x in critical.splitlines() if x.startswith("- Commands (runs, outcome):"))
+    assert line.startswith("- Commands (runs, outcome): `npm run check` in packages/app x15;")  # most run first
+    assert all(f"`grep -rn symbol_{i} src`" in line for i in range(40))  # every distinct one stays
+
+
+def test_files_read_and_changed_through_the_shell_are_named() -> None:
+    messages = [
+        user("Tidy the imports in the ui package"),
+        asst(call("r", "exec_command", cmd="sed -n '1,120p' src/ui/theme.ts")),
+        result("r", "exec_command", "Chunk ID: 1\nProcess exited with code 0\nOutput:\nexport const x = 1"),
+        asst(call("e", "exec_command", cmd="sed -i 's/old/new/' src/ui/menu.ts")),
+        result("e", "exec_command", "Process exited with code 0\nOutput:\n"),
+        asst(call("n", "bash", command="cat > notes/plan.md << 'EOF'\n# Plan\nEOF")),
+        result("n", "bash", ""),
+        asst(text("Done.")),
+    ]
+    critical = section(build(messages), "Critical Context")
+    assert "Files modified: notes/plan.md, src/ui/menu.ts" in critical
+    assert "Files read: src/ui/theme.ts" in critical
+    assert "sed -n" not in critical  # a read through the shell is a file read, not a command to list
+
+
+def test_codex_exec_sessions_report_their_outcome_through_write_stdin() -> None:
+    messages = [
+        user("Run the test suite"),
+        asst(call("x", "exec_command", cmd="npm test")),
+        result("x", "exec_command", "Chunk ID: 1\nWall time: 1.0 seconds\nProcess running with session ID 4242\n"),
+        asst(call("p", "write_stdin", session_id=4242, chars="")),
+        result(
+            "p",
+            "write_stdin",
+            "Chunk ID: 2\nWall time: 9.0 seconds\nProcess exited with code 1\nOutput:\nFAIL src/a.test.ts\n"
+            "TypeError: handler is not a function",
+        ),
+        asst(text("One test fails.")),
+    ]
+    facts = scan(messages)
+    assert [e.text for e in facts.errors] == ["`npm test` failed: TypeError: handler is not a function"]
+    assert facts.commands["npm test"].text == "`npm test` (failed)"
+
+
+@pytest.mark.parametrize(
+    ("command", "core", "cwd", "ops", "file_only"),
+    [
+        ("cd pkg && npm run check 2>&1 | tail -5", "npm run check", "pkg", (), False),
+        ("sed -n '1,80p' src/a.ts", "sed -n '1,80p' src/a.ts", None, (("read", "src/a.ts"),), True),
+        ("nl -ba src/a.py | sed -n 20,60p", "nl -ba src/a.py", None, (("read", "src/a.py"),), True),
+        ("sed -i '' 's/a/b/g' x.ts", "sed -i '' 's/a/b/g' x.ts", None, (("edited", "x.ts"),), True),
+        ("echo hi >> log.txt", "echo hi >> log.txt", None, (("written", "log.txt"),), True),
+        ("rm -rf build && make", "rm -rf build && make", None, (("deleted", "build"),), False),
+        ("grep -rn foo src 2>/dev/null | head -20", "grep -rn foo src", None, (), False),
+        ("find . -name '*.pyc' | xargs rm", "find . -name '*.pyc' | xargs rm", None, (), False),
+        ("git mv a.py b.py", "git mv a.py b.py", None, (), False),
+        ('echo "unclosed', 'echo "unclosed', None, (), False),
+    ],
+)
+def test_shell_commands_are_read_for_their_core_and_file_operations(
+    command: str, core: str, cwd: str | None, ops: tuple[tuple[str, str], ...], file_only: bool
+) -> None:
+    parsed = parse_shell(command)
+    assert (parsed.core, parsed.cwd, parsed.ops, parsed.file_only) == (core, cwd, ops, file_only)
+
+
+# --- size -------------------------------------------------------------------------------------------------------
+
+
+def test_nothing_to_say_gives_one_line_not_an_empty_skeleton() -> None:
+    messages = [{"role": "system", "content": [{"type": "text", "text": "Filesystem sandboxing: workspace-write."}]}]
+    out = OfflineSummarizer().build(SummaryRequest(messages=messages))
+    assert out.count("\n") == 1 and "##" not in out
+    assert out == "1 earlier message: context only, no requests.\n"
+
+
+def test_a_small_range_gets_a_summary_smaller_than_itself_without_empty_sections() -> None:
+    messages = [
+        user("Rename get_user to fetch_user across the services package, keep the old name as an alias."),
+        asst(call("g", "bash", command="grep -rln get_user services")),
+        result("g", "bash", "services/a.py\nservices/b.py\n" * 20),
+        asst(text("Renamed it in services/a.py and services/b.py and kept get_user as an alias. " * 4)),
+    ]
+    request = SummaryRequest(messages=messages)
+    out = OfflineSummarizer().build(request)
+    assert len(out) < OfflineSummarizer.input_chars(request)
+    assert "(none recorded)" not in out and "### Blocked" not in out
+    assert "Rename get_user to fetch_user" in out
+
+
+def test_a_large_range_gets_the_full_layout() -> None:
+    out = OfflineSummarizer().build(SummaryRequest(messages=padded([user("Look into the parser please")])))
+    assert "## Next Steps" in out and "## Critical Context" in out
