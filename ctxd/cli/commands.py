@@ -37,7 +37,7 @@ def open_session(path: str) -> Session:
 
 def cmd_sessions(args: argparse.Namespace) -> int:
     roots = args.root or default_roots()
-    found = list_sessions(roots, cwd=os.path.abspath(args.cwd) if args.cwd else None)
+    found = list_sessions(roots, cwd=os.path.abspath(args.cwd) if args.cwd else None, keep=True)
     found = only_inside(found, roots)  # a link leading outside its root is not listed
     if args.json:
         _dump({"roots": roots, "sessions": [capped_row(s.to_json()) for s in found]})

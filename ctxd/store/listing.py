@@ -90,12 +90,19 @@ def _line_at(data: bytes, pos: int) -> bytes:
 
 def _read_for_listing(path: str) -> tuple[os.stat_result, bytes, int]:
     """The file's stat, the bytes a listing looks at, and its number of newlines."""
+    st, data, newlines, _ = read_for_listing(path)
+    return st, data, newlines
+
+
+def read_for_listing(path: str) -> tuple[os.stat_result, bytes, int, int]:
+    """The file's stat, the bytes a listing looks at, its number of newlines, and the offset after
+    its last newline (where a listing that follows the file's growth goes on reading; -1 if unknown)."""
     fd = open_regular(path)
     try:
         st = os.fstat(fd)
         if st.st_size <= LIST_READ_CAP:
             data = read_bounded(fd, LIST_READ_CAP)
-            return st, data, data.count(b"\n")
+            return st, data, data.count(b"\n"), data.rfind(b"\n") + 1
         head = read_bounded(fd, LIST_WINDOW)
         newlines = 0
         pos = 0
@@ -107,9 +114,10 @@ def _read_for_listing(path: str) -> tuple[os.stat_result, bytes, int]:
             pos += len(chunk)
         start = max(len(head), pos - LIST_WINDOW)
         tail = os.pread(fd, pos - start, start)
+        end = start + tail.rfind(b"\n") + 1 if b"\n" in tail else -1  # -1: not known (a last line of MBs)
         tail = tail[tail.find(b"\n") + 1 :] if start > len(head) else tail
         head = head[: head.rfind(b"\n") + 1]
-        return st, head + tail, newlines
+        return st, head + tail, newlines, end
     finally:
         os.close(fd)
 
@@ -119,6 +127,11 @@ def summarize_file(path: str, root: str = "") -> SessionSummary:
 
     Raises SessionError for anything but a regular file, OSError if it cannot be read."""
     st, data, newlines = _read_for_listing(path)
+    return summarize_bytes(path, root, st, data, newlines)
+
+
+def summarize_bytes(path: str, root: str, st: os.stat_result, data: bytes, newlines: int) -> SessionSummary:
+    """:func:`summarize_file` of what :func:`read_for_listing` read."""
     first_nl = data.find(b"\n")
     summary = SessionSummary(path, "", "", root, None, "", "", st.st_mtime, st.st_size, newlines - 1)
     from ctxd.formats.transcripts import detect
@@ -139,17 +152,31 @@ def summarize_file(path: str, root: str = "") -> SessionSummary:
     summary.created = str(header.get("timestamp", ""))
     parent = header.get("parentSession") or header.get("branchedFrom")
     summary.parentSession = parent if isinstance(parent, str) else None
+    found = last_name(data)
+    if found is not None:
+        summary.name = found[0]
+    title = first_title(data)
+    if title is not None:
+        summary.title = title
+    return summary
+
+
+def last_name(data: bytes) -> tuple[str | None] | None:
+    """The name the last ``session_info`` line in ``data`` sets (as a 1-tuple), or None without one."""
     for info in _lines_with(data, b'"session_info"', last=True):
         if info.get("type") == "session_info":
             name = info.get("name")
-            summary.name = name if isinstance(name, str) and name else None
-            break
+            return (name if isinstance(name, str) and name else None,)
+    return None
+
+
+def first_title(data: bytes) -> str | None:
+    """The first user message's text in ``data``, shortened for a listing (None without one)."""
     for entry in _lines_with(data, b'"role":"user"'):
         message = entry.get("message")
         if isinstance(message, dict) and message.get("role") == "user":
-            summary.title = " ".join(_text_of(message.get("content")).split())[:120]
-            break
-    return summary
+            return " ".join(_text_of(message.get("content")).split())[:120]
+    return None
 
 
 def _lines_with(data: bytes, needle: bytes, *, last: bool = False) -> Iterable[Any]:
@@ -217,6 +244,12 @@ def _summarize_transcript(kind: str, data: bytes, summary: SessionSummary) -> No
 def iter_session_files(root: str) -> Iterable[str]:
     """Every regular ``*.jsonl`` file under ``root`` (pi keeps one directory per cwd), skipping our
     sidecars and anything that is not a regular file (a FIFO, a device, a dangling symlink)."""
+    for path, _ in iter_session_stats(root):
+        yield path
+
+
+def iter_session_stats(root: str) -> Iterable[tuple[str, os.stat_result]]:
+    """:func:`iter_session_files` with each file's stat (following symlinks; nothing is opened)."""
     if not os.path.isdir(root):
         return
     for dirpath, dirnames, filenames in os.walk(root):
@@ -225,24 +258,34 @@ def iter_session_files(root: str) -> Iterable[str]:
             if name.endswith(SESSION_SUFFIX) and not name.startswith(".") and not name.endswith(REPAIRED_SUFFIX):
                 path = os.path.join(dirpath, name)
                 try:
-                    regular = stat.S_ISREG(os.stat(path).st_mode)  # follows symlinks; opens nothing
+                    st = os.stat(path)
                 except OSError:
                     continue
-                if regular:
-                    yield path
+                if stat.S_ISREG(st.st_mode):
+                    yield path, st
 
 
-def list_sessions(roots: Iterable[str], cwd: str | None = None) -> list[SessionSummary]:
-    """Sessions under ``roots`` (optionally only those started in ``cwd``), newest first."""
+def list_sessions(roots: Iterable[str], cwd: str | None = None, *, keep: bool = False) -> list[SessionSummary]:
+    """Sessions under ``roots`` (optionally only those started in ``cwd``), newest first.
+
+    Each file is summarised once and then followed by its identity: an unchanged file costs its
+    stat, a grown one its new lines (:mod:`ctxd.store.listing_cache`). ``keep``: the rows are also
+    kept in the user's cache for the next process (``ctxd sessions``)."""
+    from ctxd.store.listing_cache import LISTINGS
+
+    if keep:
+        LISTINGS.load()
     out: list[SessionSummary] = []
     for root in roots:
-        for path in iter_session_files(root):
+        for path, st in iter_session_stats(root):
             try:
-                summary = summarize_file(path, root)
+                summary = LISTINGS.summarize(path, root, st)
             except (OSError, SessionError):
                 continue  # vanished, or replaced by something that is not a file, while listing
             if cwd is not None and os.path.normpath(summary.cwd) != os.path.normpath(cwd):
                 continue
             out.append(summary)
     out.sort(key=lambda s: s.modified, reverse=True)
+    if keep:
+        LISTINGS.save()
     return out

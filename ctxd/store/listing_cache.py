@@ -1,0 +1,217 @@
+"""Listings that read what changed: each session file's row, kept by the file's identity.
+
+A row is made once by reading the file (:func:`ctxd.store.listing.summarize_file`). Then, by the
+file's device, inode, size and mtime: an unchanged file costs its stat; a pi session that grew
+(same inode, its last bytes before the old end unchanged) costs the lines appended since, read in
+bounded chunks: their count, a later ``session_info`` name, the first user message if there was
+none yet; anything else (replaced, truncated, rewritten, a transcript that changed) is read again.
+So a 200 MB session in a root costs nothing after the first listing, and a little after each turn.
+The rows live as long as the process (the daemon), at most :data:`MAX_FILES` of them; ``ctxd
+sessions`` keeps them between runs in the user's cache (``$XDG_CACHE_HOME/ctxd/listing``, 0600).
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import tempfile
+import threading
+import zlib
+from typing import Any
+
+import attrs
+import msgspec
+
+from ctxd.store import index_cache
+from ctxd.store.files import open_regular
+from ctxd.store.listing import SessionSummary, first_title, last_name, read_for_listing, summarize_bytes
+
+MAX_FILES = 100_000
+CHECK = 64
+"""Bytes before the summarised end that must be unchanged for appended lines to be folded in."""
+CHUNK = 1 << 23
+
+
+@attrs.define
+class _Known:
+    dev: int
+    ino: int
+    size: int
+    mtime_ns: int
+    end: int
+    """Offset after the last newline summarised; -1: the row cannot follow the file's growth."""
+    check: bytes
+    summary: SessionSummary
+    newlines: int
+    titled: bool
+
+
+class ListingCache:
+    def __init__(self) -> None:
+        self._known: dict[str, _Known] = {}
+        self._lock = threading.Lock()
+        self._changed = False
+
+    # --- kept between processes (``ctxd sessions``): one file in the user's cache ----------------
+
+    def load(self) -> None:
+        """Add the rows a previous process kept (``$XDG_CACHE_HOME/ctxd/listing``); a damaged file is ignored."""
+        path = _store_path(create=False)
+        if path is None:
+            return
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+        except OSError:
+            return
+        try:
+            st = os.fstat(fd)
+            data = os.pread(fd, st.st_size, 0) if stat.S_ISREG(st.st_mode) and st.st_uid == os.getuid() else b""
+        finally:
+            os.close(fd)
+        if len(data) < 4 or zlib.crc32(data[4:]).to_bytes(4, "big") != data[:4]:
+            return
+        try:
+            rows = _decoder.decode(data[4:])
+        except (msgspec.DecodeError, ValueError, TypeError):
+            return
+        with self._lock:
+            for row in rows:
+                self._known.setdefault(row.path, _from_stored(row))
+
+    def save(self) -> None:
+        """Keep the rows for the next process, if any changed (0600, written whole and renamed)."""
+        if not self._changed:
+            return
+        path = _store_path(create=True)
+        if path is None:
+            return
+        with self._lock:
+            rows = [_to_stored(p, k) for p, k in self._known.items()]
+            self._changed = False
+        payload = _encoder.encode(rows)
+        data = zlib.crc32(payload).to_bytes(4, "big") + payload
+        try:
+            fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".tmp-listing-")
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+            os.replace(tmp, path)
+        except OSError:
+            return
+
+    def summarize(self, path: str, root: str, st: os.stat_result) -> SessionSummary:
+        """``path``'s row (a fresh copy: callers may change it), reading only what changed since
+        the last time (``st``: the file's stat, as the listing walk found it)."""
+        with self._lock:
+            known = self._known.get(path)
+        if known is not None and (known.dev, known.ino) == (st.st_dev, st.st_ino):
+            if known.size == st.st_size and known.mtime_ns == st.st_mtime_ns:
+                return attrs.evolve(known.summary, root=root)
+            if known.end >= 0 and st.st_size > known.size:
+                grown = self._grown(path, known)
+                if grown is not None:
+                    return attrs.evolve(grown.summary, root=root)
+        return attrs.evolve(self._full(path, root).summary, root=root)
+
+    def forget(self) -> None:
+        with self._lock:
+            self._known.clear()
+
+    def _remember(self, path: str, known: _Known) -> None:
+        with self._lock:
+            if len(self._known) >= MAX_FILES and path not in self._known:
+                self._known.clear()
+            self._known[path] = known
+            self._changed = True
+
+    def _full(self, path: str, root: str) -> _Known:
+        st, data, newlines, end = read_for_listing(path)
+        summary = summarize_bytes(path, root, st, data, newlines)
+        pi = summary.agent == "pi" and summary.error is None
+        # A pi session read to its last newline can follow its growth; a transcript is read again.
+        end = end if pi else -1
+        check = b""
+        if end > 0:
+            fd = open_regular(path)
+            try:
+                check = os.pread(fd, min(CHECK, end), end - min(CHECK, end))
+            finally:
+                os.close(fd)
+        titled = pi and first_title(data) is not None
+        known = _Known(st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, end, check, summary, newlines, titled)
+        self._remember(path, known)
+        return known
+
+    def _grown(self, path: str, known: _Known) -> _Known | None:
+        """``known`` with the lines appended since folded in, or None if the file changed otherwise."""
+        fd = open_regular(path)
+        try:
+            st = os.fstat(fd)
+            if (st.st_dev, st.st_ino) != (known.dev, known.ino) or st.st_size < known.end:
+                return None
+            start = known.end - len(known.check)
+            if os.pread(fd, len(known.check), start) != known.check:
+                return None  # rewritten: read it again
+            summary = attrs.evolve(known.summary, modified=st.st_mtime, size=st.st_size)
+            newlines, titled, pos = known.newlines, known.titled, known.end
+            rest = b""
+            while True:
+                chunk = os.pread(fd, CHUNK, pos)
+                if not chunk:
+                    break
+                pos += len(chunk)
+                data = rest + chunk
+                cut = data.rfind(b"\n") + 1
+                lines, rest = data[:cut], data[cut:]
+                if not lines:
+                    continue
+                newlines += lines.count(b"\n")
+                name = last_name(lines)
+                if name is not None:
+                    summary.name = name[0]
+                if not titled:
+                    title = first_title(lines)
+                    if title is not None:
+                        summary.title, titled = title, True
+            end = pos - len(rest)
+            summary.entries = newlines - 1
+            check = os.pread(fd, min(CHECK, end), end - min(CHECK, end))
+        finally:
+            os.close(fd)
+        grown = _Known(st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, end, check, summary, newlines, titled)
+        self._remember(path, grown)
+        return grown
+
+
+class _Stored(msgspec.Struct, array_like=True):
+    path: str
+    dev: int
+    ino: int
+    size: int
+    mtime_ns: int
+    end: int
+    check: bytes
+    newlines: int
+    titled: bool
+    summary: dict[str, Any]
+
+
+_encoder = msgspec.msgpack.Encoder()
+_decoder = msgspec.msgpack.Decoder(list[_Stored])
+
+
+def _to_stored(path: str, k: _Known) -> _Stored:
+    return _Stored(path, k.dev, k.ino, k.size, k.mtime_ns, k.end, k.check, k.newlines, k.titled, k.summary.to_json())
+
+
+def _from_stored(row: _Stored) -> _Known:
+    summary = SessionSummary(**row.summary)
+    return _Known(row.dev, row.ino, row.size, row.mtime_ns, row.end, row.check, summary, row.newlines, row.titled)
+
+
+def _store_path(create: bool) -> str | None:
+    folder = index_cache.cache_dir(create)
+    return None if folder is None else os.path.join(os.path.dirname(folder), "listing")
+
+
+LISTINGS = ListingCache()
+"""The process's listing cache (the daemon's, for every ``session/list``)."""
