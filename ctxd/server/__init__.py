@@ -64,6 +64,13 @@ def _load(config_path: str | None) -> CtxdServer:
     return create_server(config)
 
 
+def _early(config_path: str | None) -> Any:
+    """What answers ``session/list`` while pygls loads (ctxd.server.early): loaded first."""
+    from ctxd.server.early import EarlyAnswers
+
+    return EarlyAnswers(config_path)
+
+
 def serve(tcp: str | None = None, config_path: str | None = None) -> int:
     level = logging.getLevelName(os.environ.get("CTXD_LOG_LEVEL", "WARNING").upper())
     logging.basicConfig(
@@ -88,7 +95,9 @@ def serve(tcp: str | None = None, config_path: str | None = None) -> int:
     from ctxd.server.stdio import serve_stdio
 
     out = _protect_stdout()
-    served = serve_stdio(lambda: _load(config_path), sys.stdin.buffer, out, initialize_result)
+    served = serve_stdio(
+        lambda: _load(config_path), sys.stdin.buffer, out, initialize_result, lambda: _early(config_path)
+    )
     # pygls exits 0 on `exit` even without `shutdown`; the LSP says 1.
     return 0 if served is not None and getattr(served, "shutdown_requested", False) else 1
 

@@ -191,57 +191,114 @@ def _parse(body: bytes) -> tuple[Any, str | None]:
         return None, str(exc)
 
 
-async def _pump(ready: Ready, reader: asyncio.StreamReader, writer: _Writer, stop: threading.Event) -> None:
-    """Read frames and hand them to the server, which ``ready`` gives on the first valid message."""
+class Early(Protocol):
+    """Requests answered while the server still loads (see :mod:`ctxd.server.early`)."""
+
+    def configure(self, initialize: dict[str, Any]) -> None: ...
+
+    async def answer(self, request: dict[str, Any]) -> tuple[bool, Any]: ...
+
+
+async def _pump(
+    ready: Ready, reader: asyncio.StreamReader, writer: _Writer, stop: threading.Event, early: Early | None = None
+) -> None:
+    """Read frames and hand them to the server, which ``ready`` gives on the first valid message.
+
+    While ``ready`` runs (pygls loading), messages wait in order for the server, except the
+    requests ``early`` answers itself (the first ``session/list`` need not wait for pygls)."""
     server: LanguageServer | None = None
+    getting: asyncio.Future[LanguageServer] | None = None
+    backlog: list[dict[str, Any]] = []
     frames = _Frames(reader, writer)
     initialized = False
-    while not stop.is_set():
-        body = await frames.next_body()
-        if body is None:
-            return  # end of input
-        data, problem = _parse(body)
-        if problem:
-            _error(writer, -32700, f"parse error: {problem}")
-            continue
-        problem = _invalid(data)
-        if problem:
-            _error(writer, -32600, f"invalid request: {problem}")
-            continue
-        method = data.get("method")
-        if not initialized and method not in ("initialize", "exit"):
-            # The LSP: before initialize, requests get ServerNotInitialized, notifications are dropped.
-            if "id" in data and method is not None:
-                _error(
-                    writer, SERVER_NOT_INITIALIZED, "the server is not initialized: send initialize first", data["id"]
-                )
-            continue
-        if method == "$/cancelRequest" and not _valid_cancel(data.get("params")):
-            continue  # nothing to cancel: ignored quietly
-        if server is None:
-            server = await ready(data)
-            if method == "exit":
+    reading: asyncio.Future[bytes | None] | None = None
+    try:
+        while not stop.is_set():
+            if reading is None:
+                reading = asyncio.ensure_future(frames.next_body())
+            if server is None and getting is not None:
+                if not getting.done():
+                    waiting: set[asyncio.Future[Any]] = {reading, getting}
+                    await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
+                if getting.done():
+                    server = getting.result()
+                    for queued in backlog:
+                        if await _handle(server, queued):
+                            return
+                    backlog.clear()
+                    continue
+            body = await reading
+            reading = None
+            if body is None:
+                return  # end of input
+            data, problem = _parse(body)
+            if problem:
+                _error(writer, -32700, f"parse error: {problem}")
+                continue
+            problem = _invalid(data)
+            if problem:
+                _error(writer, -32600, f"invalid request: {problem}")
+                continue
+            method = data.get("method")
+            if not initialized and method not in ("initialize", "exit"):
+                # The LSP: before initialize, requests get ServerNotInitialized, notifications are dropped.
+                if "id" in data and method is not None:
+                    _error(
+                        writer,
+                        SERVER_NOT_INITIALIZED,
+                        "the server is not initialized: send initialize first",
+                        data["id"],
+                    )
+                continue
+            if method == "$/cancelRequest" and not _valid_cancel(data.get("params")):
+                continue  # nothing to cancel: ignored quietly
+            if getting is None:
+                if method == "exit":
+                    return
+                getting = asyncio.ensure_future(ready(data))
+                if early is not None and method == "initialize":
+                    early.configure(data)
+            initialized = initialized or method == "initialize"
+            if server is None:
+                # Early, only while nothing waiting could change what it reads (a create, an append).
+                quiet = all(m.get("method") in ("initialize", "initialized") for m in backlog)
+                if early is not None and backlog and quiet and "id" in data and method is not None:
+                    answered, result = await early.answer(data)
+                    if answered:
+                        writer.write(_frame({"jsonrpc": "2.0", "id": data["id"], "result": result}))
+                        continue
+                backlog.append(data)
+                continue
+            if await _handle(server, data):
                 return
-        initialized = initialized or method == "initialize"
-        protocol = server.protocol
-        if method == "shutdown":
-            server.shutdown_requested = True  # type: ignore[attr-defined]
-        if method == "exit" and "id" not in data:
-            # The LSP exit notification: let requests in flight (the shutdown) finish, then stop.
-            pending = [f for f in protocol._request_futures.values() if isinstance(f, asyncio.Future)]
-            if pending:
-                await asyncio.wait(pending, timeout=5)  # type: ignore[type-var]
-            return
-        try:
-            protocol.handle_message(protocol.structure_message(data))
-        except Exception as exc:
-            log.exception("could not handle a message")
-            msg_id = data.get("id")
-            if msg_id is not None and "method" in data:
-                from ctxd.server.errors import to_jsonrpc
+    finally:
+        if reading is not None:
+            reading.cancel()
 
-                err = to_jsonrpc(exc)
-                protocol._send_response(msg_id, error=err.to_response_error())
+
+async def _handle(server: LanguageServer, data: dict[str, Any]) -> bool:
+    """Give one message to the server; True when it was ``exit`` (stop reading)."""
+    method = data.get("method")
+    protocol = server.protocol
+    if method == "shutdown":
+        server.shutdown_requested = True  # type: ignore[attr-defined]
+    if method == "exit" and "id" not in data:
+        # The LSP exit notification: let requests in flight (the shutdown) finish, then stop.
+        pending = [f for f in protocol._request_futures.values() if isinstance(f, asyncio.Future)]
+        if pending:
+            await asyncio.wait(pending, timeout=5)  # type: ignore[type-var]
+        return True
+    try:
+        protocol.handle_message(protocol.structure_message(data))
+    except Exception as exc:
+        log.exception("could not handle a message")
+        msg_id = data.get("id")
+        if msg_id is not None and "method" in data:
+            from ctxd.server.errors import to_jsonrpc
+
+            err = to_jsonrpc(exc)
+            protocol._send_response(msg_id, error=err.to_response_error())
+    return False
 
 
 def _valid_cancel(params: Any) -> bool:
@@ -273,6 +330,7 @@ def serve_stdio(
     stdin: BinaryIO,
     stdout: BinaryIO,
     initialize_result: Callable[[dict[str, Any]], dict[str, Any]],
+    early: Callable[[], Any] | None = None,
 ) -> LanguageServer | None:
     """Serve over stdin/stdout until ``exit`` (or end of input); returns the server (None if the
     input ended before it was needed).
@@ -281,7 +339,8 @@ def serve_stdio(
     frame is read, and ``initialize`` is answered from ``initialize_result`` as soon as it arrives:
     the client learns the capabilities at once, and its next requests are served when loading is
     done.  pygls still sees the ``initialize`` (for its own state and ctxd's configuration); its
-    duplicate answer is dropped.
+    duplicate answer is dropped. ``early`` loads first, in the same worker thread: what it returns
+    (:class:`ctxd.server.early.EarlyAnswers`) answers some requests until the server is loaded.
     """
     writer = _FileWriter(stdout)
     stop = threading.Event()
@@ -289,7 +348,14 @@ def serve_stdio(
 
     async def main() -> None:
         loop = asyncio.get_running_loop()
-        loading = loop.run_in_executor(None, load)
+        first = loop.run_in_executor(None, early) if early is not None else None
+
+        async def load_after_early() -> LanguageServer:
+            if first is not None:
+                await asyncio.wait({first})  # its failure only means no early answers
+            return await loop.run_in_executor(None, load)
+
+        loading = asyncio.ensure_future(load_after_early())
         reader = asyncio.StreamReader(limit=MAX_HEADER, loop=loop)
         try:
             await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader, loop=loop), stdin)
@@ -315,7 +381,7 @@ def serve_stdio(
             server.protocol.set_writer(_SkipResponse(writer, answered) if answered is not None else writer)
             return server
 
-        await _pump(ready, reader, writer, stop)
+        await _pump(ready, reader, writer, stop, _EarlyLater(first) if first is not None else None)
 
     try:
         asyncio.run(main())
@@ -327,6 +393,29 @@ def serve_stdio(
         for server in holder:
             server.shutdown()  # type: ignore[no-untyped-call]
     return holder[0] if holder else None
+
+
+class _EarlyLater:
+    """:class:`Early` over answers that are still loading (a future): none until they are loaded."""
+
+    def __init__(self, loading: asyncio.Future[Any]) -> None:
+        self._loading = loading
+        self._initialize: dict[str, Any] | None = None
+        self._configured: Any = None
+
+    def configure(self, initialize: dict[str, Any]) -> None:
+        self._initialize = initialize
+
+    async def answer(self, request: dict[str, Any]) -> tuple[bool, Any]:
+        if self._configured is None:
+            await asyncio.wait({self._loading})
+            if self._loading.cancelled() or self._loading.exception() is not None or self._initialize is None:
+                return False, None
+            self._configured = self._loading.result().configure(self._initialize)
+            if self._configured is None:
+                return False, None
+        answered: tuple[bool, Any] = await self._configured.answer(request)
+        return answered
 
 
 def serve_tcp(server: LanguageServer, host: str, port: int) -> None:
