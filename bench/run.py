@@ -15,9 +15,11 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -43,6 +45,7 @@ SESSIONS: dict[str, tuple[int, int, list[str]]] = {
     "10k": (10_000, 0, []),
     "100k": (100_000, 0, []),
     "1m": (1_000_000, 0, []),
+    "1mb": (500, 3, []),
 }
 SHAPES = {
     "ctx3k": "1M-token window, one compaction",
@@ -69,13 +72,24 @@ def ensure(name: str) -> Path:
     return path
 
 
-def run_json(cmd: list[str], env: dict[str, str] | None = None, timeout: float = 1800) -> dict[str, Any]:
+CACHE = Path(tempfile.mkdtemp(prefix="ctxd-bench-cache-"))
+"""The bench's own cache directory (the persistent index, listings): never the user's."""
+
+
+def run_json(
+    cmd: list[str], env: dict[str, str] | None = None, timeout: float = 1800, *, cold: bool = False
+) -> dict[str, Any]:
+    """Run one measuring process; ``cold``: without the persistent index (every open reads the file)."""
+    env = {**(env or os.environ), "XDG_CACHE_HOME": str(CACHE)}
+    if cold:
+        env["CTXD_INDEX_CACHE"] = "0"
     done = subprocess.run(cmd, check=True, capture_output=True, text=True, env=env, timeout=timeout)
     return json.loads(done.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
 
 
 def ctxd_context(path: Path, appends: int) -> dict[str, Any]:
-    return run_json([sys.executable, str(HERE / "context_bench.py"), str(path), "--appends", str(appends)])
+    cmd = [sys.executable, str(HERE / "context_bench.py"), str(path), "--appends", str(appends)]
+    return run_json(cmd, cold=True)
 
 
 def pi_context(path: Path, appends: int) -> dict[str, Any] | None:
@@ -268,8 +282,8 @@ def section_store(sizes: list[str]) -> dict[str, Any]:
     table = Table("Store: generated sessions (the default shape: 200k window, frequent compactions)")
     for size in sizes:
         path = ensure(size)
-        opened = run_json([sys.executable, str(HERE / "store_bench.py"), str(path), "open"])
-        rest = run_json([sys.executable, str(HERE / "store_bench.py"), str(path), "all"]) if size != "1m" else {}
+        opened = run_json([sys.executable, str(HERE / "store_bench.py"), str(path), "open"], cold=True)
+        rest = run_json([sys.executable, str(HERE / "store_bench.py"), str(path), "all"], cold=True)
         r = {**rest, **opened}
         results[size] = r
         table.note(f"{size}: {r['bytes'] / 1e6:.0f} MB")
@@ -282,13 +296,69 @@ def section_store(sizes: list[str]) -> dict[str, Any]:
     return results
 
 
+def section_open(names: list[str], rounds: int) -> dict[str, Any]:
+    """Open + index against pi, reopening from the persistent index, and a million entries."""
+    results: dict[str, Any] = {}
+    table = Table(f"Open: the first read (then kept), reopening unchanged and appended; pi alternating, {rounds} runs")
+    for name in names:
+        path = ensure(name)
+        ours: list[dict[str, Any]] = []
+        theirs: list[dict[str, Any]] = []
+        for _ in range(rounds):
+            ours.append(run_json([sys.executable, str(HERE / "open_bench.py"), str(path), "first"]))
+            if name != "1m":  # pi would read 2 GB into memory
+                found = pi_context(path, 10)
+                if found is not None:
+                    theirs.append(found)
+        first = medians(ours)
+        reopen = run_json([sys.executable, str(HERE / "open_bench.py"), str(path), "reopen"])
+        appended = run_json([sys.executable, str(HERE / "open_bench.py"), str(path), "appended"])
+        pi = medians(theirs) if theirs else {}
+        results[name] = {"first": first, "reopen": reopen, "appended": appended, "pi": pi}
+        table.note(f"{name}: {first['entries']:,} entries, {first['bytes'] / 1e6:,.0f} MB")
+        if name == "1m":
+            table.row("  open + index, first (s)", first["open_ms"] / 1000, limit=2, pi_expected=False)
+            limit = 0.5 * first["bytes"] / 1e6
+            table.row("  peak RSS of the open (MB)", first["rss_mb"], limit=limit, pi_expected=False, fmt=".0f")
+        else:
+            table.row("  open + index, first (ms)", first["open_ms"], pi.get("open_ms"), ratio_limit=0.25)
+            table.row("  peak RSS of the open (MB)", first["rss_mb"], pi.get("rss_open_mb"), fmt=".0f")
+        for label, r in (("unchanged", reopen), ("100 entries appended", appended)):
+            how = f"read {r['read_bytes'] / 1e3:,.0f} KB" + ("" if r["restored"] else ", NOT from the index")
+            table.row(
+                f"  reopen, {label} (ms; {how})", r["open_ms"], limit=30 if name == "100k" else None, pi_expected=False
+            )
+    table.print()
+    return results
+
+
+def section_listing() -> dict[str, Any]:
+    source = ensure("1mb")
+    r = run_json([sys.executable, str(HERE / "listing_bench.py"), str(source), str(ensure("100k"))])
+    table = Table("Listing: session/list through a daemon (and list_sessions in-process)")
+    many, big = r["many_daemon"], r["big_daemon"]
+    table.note(f"1,000 files of {r['many_file_mb']:.1f} MB:")
+    table.row("  first listing (ms)", many["cold_ms"], pi_expected=False)
+    table.row("  warm listing (ms, p50 of 10)", many["warm_p50_ms"], limit=100, pi_expected=False)
+    table.row("  after one file grew (ms)", many["grown_ms"], limit=100, pi_expected=False)
+    table.row("  warm, in-process list_sessions (ms)", r["many_in_process"]["warm_p50_ms"], pi_expected=False)
+    table.note(f"one {r['big_mb']:.0f} MB session in a root:")
+    table.row("  first listing (ms)", big["cold_ms"], pi_expected=False)
+    table.row("  warm listing (ms, p50 of 10)", big["warm_p50_ms"], pi_expected=False)
+    table.row("  after a line was appended (ms)", big["grown_ms"], pi_expected=False)
+    table.print()
+    return r
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--contexts", default="ctx3k,ctx10k,ctx30k", help="large-context sessions ('' to skip)")
     parser.add_argument("--sizes", default="1k,10k,100k", help="store sizes ('' to skip)")
     parser.add_argument("--rounds", type=int, default=3, help="alternating ctxd/pi runs per session")
     parser.add_argument("--appends", type=int, default=200, help="appends timed per run")
+    parser.add_argument("--opens", default="ctx3k,ctx30k,100k,1m", help="sessions for the open section ('' to skip)")
     parser.add_argument("--no-daemon", action="store_true", help="skip the daemon's benchmark")
+    parser.add_argument("--no-listing", action="store_true", help="skip the listing benchmark")
     parser.add_argument("--json", type=Path, help="also write every figure to this file")
     args = parser.parse_args()
     started = time.time()
@@ -301,8 +371,13 @@ def main() -> int:
     names = [n for n in args.contexts.split(",") if n]
     sizes = [s for s in args.sizes.split(",") if s]
     steps: list[tuple[str, Callable[[], Any]]] = []
+    opens = [n for n in args.opens.split(",") if n]
     if names:
         steps.append(("contexts", lambda: section_contexts(names, args.rounds, args.appends)))
+    if opens:
+        steps.append(("open", lambda: section_open(opens, args.rounds)))
+    if not args.no_listing:
+        steps.append(("listing", section_listing))
     if not args.no_daemon:
         big = ensure("100k" if "100k" in sizes else (sizes[-1] if sizes else "10k"))
         steps.append(("daemon", lambda: section_daemon(big, [ensure(n) for n in names])))
@@ -317,6 +392,7 @@ def main() -> int:
     )
     if args.json:
         args.json.write_text(json.dumps(report, indent=2))
+    shutil.rmtree(CACHE, ignore_errors=True)
     return 0
 
 
