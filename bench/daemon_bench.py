@@ -106,13 +106,12 @@ def bench_message(k: int) -> dict[str, Any]:
     return {"role": "toolResult", "toolCallId": f"call_{k - 1}", "toolName": "read", "content": text, "isError": False}
 
 
-async def large_context(client: CtxdClient, path: str, rounds: int = 60) -> dict[str, Any]:
-    """After each session/append of one message: context/build since the previous answer, whole, and
-    whole without bodies (round trips, p50/p99), and the answers' sizes."""
+async def large_context(client: CtxdClient, path: str, rounds: int = 200, whole_rounds: int = 10) -> dict[str, Any]:
+    """An agent's loop: session/append of one message, then context/build since the previous answer
+    (round trips, p50/p99); then, fewer times, the whole context with and without bodies."""
     await client.request("session/open", {"session": path})
     held = await client.request("context/build", {"session": path, "includeMessages": False})
-    since, whole, bare = [], [], []
-    whole_kb = since_kb = 0.0
+    since: list[float] = []
     for k in range(rounds):
         await client.request("session/append", {"session": path, "messages": [bench_message(k)]})
         t = time.perf_counter()
@@ -122,23 +121,25 @@ async def large_context(client: CtxdClient, path: str, rounds: int = 60) -> dict
         since.append(time.perf_counter() - t)
         assert delta["base"] > 0, "the context held was not a prefix"
         held = delta
+    whole: list[float] = []
+    bare: list[float] = []
+    full: dict[str, Any] = {}
+    for k in range(rounds, rounds + whole_rounds):
+        await client.request("session/append", {"session": path, "messages": [bench_message(k)]})
         t = time.perf_counter()
         full = await client.request("context/build", {"session": path})
         whole.append(time.perf_counter() - t)
         t = time.perf_counter()
         await client.request("context/build", {"session": path, "includeMessages": False})
         bare.append(time.perf_counter() - t)
-        if k == rounds - 1:
-            whole_kb = len(json.dumps(full)) / 1000
-            since_kb = len(json.dumps(delta)) / 1000
     return {
         "context_messages": len(full["messages"]),
         "since_p50_ms": pct(since, 0.5) * 1000,
         "since_p99_ms": pct(since, 0.99) * 1000,
         "whole_p50_ms": pct(whole, 0.5) * 1000,
         "bare_p50_ms": pct(bare, 0.5) * 1000,
-        "whole_kb": whole_kb,
-        "since_kb": since_kb,
+        "whole_kb": len(json.dumps(full)) / 1000,
+        "since_kb": len(json.dumps(delta)) / 1000,
     }
 
 
