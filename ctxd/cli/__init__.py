@@ -70,6 +70,9 @@ def _parser() -> argparse.ArgumentParser:
 
     sub.add_parser("demo", help="show what ctxd does on a sample session")
 
+    hk = sub.add_parser("hook", help="run one Claude Code hook (JSON on stdin); see integrations/claude-code")
+    hk.add_argument("event", help="PreCompact, SessionStart, PostCompact, UserPromptSubmit, PostToolUse, SessionEnd")
+
     srv = sub.add_parser("serve", help="run the daemon (JSON-RPC over stdio)")
     srv.add_argument("--tcp", help="HOST:PORT on loopback, for debugging")
     srv.add_argument("--config", help="config file (JSON)")
@@ -83,6 +86,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         from ctxd.server import serve
 
         return serve(tcp=args.tcp, config_path=args.config)
+    if args.command == "hook":
+        # Claude Code waits for hooks: only what the event needs is imported, and it never fails.
+        from ctxd.cli.hook import run
+
+        return run(args.event)
     from ctxd.cli import commands
 
     handler = getattr(commands, f"cmd_{args.command}")

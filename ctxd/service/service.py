@@ -45,13 +45,17 @@ class Service(Compacting, Live, ServiceBase):
             if outside:
                 raise CtxdError(f"roots outside the configured roots: {outside}", roots=outside)
             roots = params.roots
-        found = await asyncio.to_thread(list_sessions, roots, params.cwd)
+        found = await asyncio.to_thread(list_sessions, roots, params.cwd, self.config.archiveRoots)
         for s in found:
             # Real paths, as every other method and notification names sessions (symlinked roots).
             s.path = os.path.realpath(s.path)
             if s.parentSession:
                 s.parentSession = os.path.realpath(s.parentSession)
-            self.registry.remember(s.id, s.path)
+            if s.archiveOf:
+                s.archiveOf = os.path.realpath(s.archiveOf)
+            s.archives = [os.path.realpath(a) for a in s.archives]
+            if not s.archived:  # a session id names the live transcript, not ctxd's copy of it
+                self.registry.remember(s.id, s.path)
         return {"roots": roots, "sessions": [s.to_json() for s in found]}
 
     async def session_open(self, params: p.SessionParams) -> dict[str, Any]:
