@@ -2,23 +2,51 @@
 
 ``create_summarizer(None)`` gives the offline summariser; with a model string it gives the litellm one. The
 engine should fall back to the offline summariser when a model summariser raises :class:`SummarizerError`.
+
+The names are loaded on first use, so that importing one submodule (the facts scanner, for
+:mod:`ctxd.compaction.mustkeep`) does not import the others (asyncio, the model client).
 """
 
 from __future__ import annotations
 
-from typing import Any
+import importlib
+from typing import TYPE_CHECKING, Any
 
-from ctxd.compaction.summarizers.base import (
-    Progress,
-    Summarizer,
-    SummarizerError,
-    SummaryKind,
-    SummaryRequest,
-    SummaryResult,
-)
-from ctxd.compaction.summarizers.litellm_summarizer import LiteLLMSummarizer
-from ctxd.compaction.summarizers.offline import AbridgedLimits, OfflineSummarizer
-from ctxd.compaction.summarizers.serialize import middle_truncate, serialize_conversation
+if TYPE_CHECKING:
+    from ctxd.compaction.summarizers.base import (
+        Progress,
+        Summarizer,
+        SummarizerError,
+        SummaryKind,
+        SummaryRequest,
+        SummaryResult,
+    )
+    from ctxd.compaction.summarizers.litellm_summarizer import LiteLLMSummarizer
+    from ctxd.compaction.summarizers.offline import AbridgedLimits, OfflineSummarizer
+    from ctxd.compaction.summarizers.serialize import middle_truncate, serialize_conversation
+
+_HOMES = {
+    "Progress": "base",
+    "Summarizer": "base",
+    "SummarizerError": "base",
+    "SummaryKind": "base",
+    "SummaryRequest": "base",
+    "SummaryResult": "base",
+    "LiteLLMSummarizer": "litellm_summarizer",
+    "AbridgedLimits": "offline",
+    "OfflineSummarizer": "offline",
+    "middle_truncate": "serialize",
+    "serialize_conversation": "serialize",
+}
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{home}"), name)
+    globals()[name] = value
+    return value
 
 
 def create_summarizer(model: str | None = None, **options: Any) -> Summarizer:
@@ -28,7 +56,11 @@ def create_summarizer(model: str | None = None, **options: Any) -> Summarizer:
     ``retries``, ``context_window`` for the model one; ``limits`` or ``total_chars`` for the offline one).
     """
     if not model:
+        from ctxd.compaction.summarizers.offline import OfflineSummarizer
+
         return OfflineSummarizer(**options)
+    from ctxd.compaction.summarizers.litellm_summarizer import LiteLLMSummarizer
+
     return LiteLLMSummarizer(model, **options)
 
 

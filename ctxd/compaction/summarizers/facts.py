@@ -19,6 +19,7 @@ import attrs
 
 from ctxd.compaction.fileops import FileOp, call_command, call_file_ops, classify_call
 from ctxd.compaction.summarizers.serialize import content_text, middle_truncate
+from ctxd.formats.injected import split_user_text
 
 Message = Mapping[str, Any]
 
@@ -78,6 +79,13 @@ def first_line(text: str, limit: int) -> str:
             return middle_truncate(" ".join(line.split()), limit)
         heading = heading or line
     return middle_truncate(" ".join(heading.split()), limit)
+
+
+def user_words(message: Message) -> str:
+    """The user's own words in a user message: the text without what an agent injected (see
+    :mod:`ctxd.formats.injected`); "" when the whole message was injected."""
+    marked = message.get("ctxdInjected")
+    return split_user_text(content_text(message.get("content")), marked if isinstance(marked, str) else None).own
 
 
 def substantive(text: str) -> bool:
@@ -162,6 +170,8 @@ class Facts:
     ok_commands: dict[str, None] = attrs.field(factory=dict)
     commands: dict[str, bool] = attrs.field(factory=dict)
     """Every command seen with whether its latest run succeeded; most recent last."""
+    runs: dict[str, list[int]] = attrs.field(factory=dict)
+    """Every command seen: ``[runs, failed runs]``."""
     errors: list[ErrorFact] = attrs.field(factory=list)
     last_success: dict[str, int] = attrs.field(factory=dict)
     constraint_texts: list[str] = attrs.field(factory=list)
@@ -189,6 +199,14 @@ def _touch(order: dict[str, Any], key: str, value: Any = None) -> None:
     """Move ``key`` to the end of an insertion-ordered dict (most recent last)."""
     order.pop(key, None)
     order[key] = value
+
+
+def _count(runs: dict[str, list[int]], command: str, *, failed: bool) -> None:
+    counts = runs.get(command)
+    if counts is None:
+        counts = runs[command] = [0, 0]
+    counts[0] += 1
+    counts[1] += failed
 
 
 def scan(messages: Sequence[Message]) -> Facts:
@@ -228,12 +246,14 @@ def _scan(messages: Sequence[Message]) -> Facts:
                 errors.append(ErrorFact(index, found.key, f"{found.label} failed: {detail}"))
                 if found.command:
                     _touch(commands, found.command, False)
+                    _count(facts.runs, found.command, failed=True)
                 continue
             found.ok = True
             last_success[found.key] = index
             if found.command:
                 _touch(commands, found.command, True)
                 _touch(ok_commands, found.command)
+                _count(facts.runs, found.command, failed=False)
             for op, path in found.ops:
                 if op == "read":
                     _touch(facts.reads, path)
@@ -270,7 +290,7 @@ def _scan(messages: Sequence[Message]) -> Facts:
                 last_success["model"] = index
         elif role == "user":
             user_indices.append(index)
-            text = content_text(message.get("content"))
+            text = user_words(message)
             if text.strip():
                 if facts.first_user is None:
                     facts.first_user = text
@@ -294,7 +314,9 @@ def _scan(messages: Sequence[Message]) -> Facts:
                 output = short(str(message.get("output") or ""), 300)
                 errors.append(ErrorFact(index, key, f"`{short(command, 160)}` exited with {code}: {output}"))
                 _touch(commands, command, False)
+                _count(facts.runs, command, failed=True)
             else:
+                _count(facts.runs, command, failed=False)
                 last_success[key] = index
                 _touch(commands, command, True)
                 _touch(ok_commands, command)

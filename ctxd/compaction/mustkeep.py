@@ -1,0 +1,342 @@
+"""The must-keep fact sheet: what a summary of a conversation has to keep, checked deterministically.
+
+Owns the facts a compaction summary must not lose (the goal, the latest request, the user's constraints and
+corrections, the agent's decisions, files modified and read, commands with their outcome, errors, the next
+step), extracted from pi AgentMessages without a model; the check of a summary against them (:meth:`FactSheet.
+missing`); and the patch that appends what a summary lacks as a compact ``## Must keep`` section
+(:func:`patch_summary`). Every summary ctxd writes (model, offline, or supplied by a client) goes through the
+check; the Claude Code hooks and the pi extension call it directly.
+
+A fact is present when any of its probes occurs in the summary after :func:`normalize` (lower case, markup
+and quotes dropped, whitespace collapsed) of both. Probes are short, verbatim pieces of the source (a path, a
+command's head, an error line, the head of a request), so a summary that quotes them passes and one that
+paraphrases them gets them appended.
+
+Importing this module is cheap (no model client, no server): hooks run it on every compaction.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+import attrs
+
+from ctxd.compaction.fileops import strip_file_blocks
+from ctxd.compaction.summarizers.facts import (
+    CONSTRAINT_RE,
+    DECISION_RE,
+    MINE_CHARS,
+    NEXT_RE,
+    Facts,
+    scan,
+    sentences,
+    short,
+)
+from ctxd.formats.injected import strip_ansi
+
+KINDS = (
+    "goal",
+    "request",
+    "correction",
+    "constraint",
+    "error",
+    "file-modified",
+    "next",
+    "decision",
+    "command",
+    "file-read",
+)
+"""Fact kinds, most important first (the order :meth:`FactSheet.render` keeps)."""
+LABELS = {
+    "goal": "Goal",
+    "request": "Latest request",
+    "correction": "User correction",
+    "constraint": "User constraint",
+    "error": "Error",
+    "file-modified": "Files modified",
+    "next": "Next",
+    "decision": "Decision",
+    "command": "Commands",
+    "file-read": "Files read",
+}
+LISTED = frozenset({"file-modified", "file-read", "command"})
+"""Kinds rendered as one bullet listing all their facts (the others get a bullet per fact)."""
+HEADING = "## Must keep"
+PROBE_CHARS = 60
+"""Text probes are the first this-many characters of a fact (after normalisation)."""
+
+_MARKUP_RE = re.compile(r"[`*_\"'\u2018\u2019\u201c\u201d]|\[\.\.\.\d+ chars omitted\.\.\.\]")
+_SPACE_RE = re.compile(r"\s+")
+_CORRECTION_RE = re.compile(
+    r"^\s*(?:no\b|nope\b|not\b|wrong\b|actually\b|instead\b|that'?s (?:not|wrong)|don'?t\b|stop\b|revert\b|undo\b)",
+    re.IGNORECASE,
+)
+
+
+def normalize(text: str) -> str:
+    """``text`` as probes are compared: ANSI, markdown emphasis, backticks and quotes removed, lower case,
+    whitespace collapsed to single spaces."""
+    text = _MARKUP_RE.sub("", strip_ansi(text).lower())
+    return _SPACE_RE.sub(" ", text).strip()
+
+
+def text_probes(text: str) -> tuple[str, ...]:
+    """Probes for a sentence or request: its normalised head (the whole when short)."""
+    norm = normalize(text)
+    if not norm:
+        return ()
+    return (norm[:PROBE_CHARS].rstrip(),)
+
+
+def path_probes(path: str) -> tuple[str, ...]:
+    """Probes for a file path: the path itself, and its last three components when it is longer (a summary
+    may write paths relative to the project)."""
+    norm = normalize(path)
+    parts = [p for p in path.replace("\\", "/").split("/") if p]
+    probes = [norm]
+    if len(parts) > 3:
+        probes.append(normalize("/".join(parts[-3:])))
+    return tuple(dict.fromkeys(p for p in probes if p))
+
+
+@attrs.frozen
+class Fact:
+    kind: str
+    """One of :data:`KINDS` (more may be added)."""
+    text: str
+    """The line to show or append if missing (compact, one line, without the kind's label)."""
+    probes: tuple[str, ...]
+    """The fact is present in a summary if any probe occurs in it (both normalised by :func:`normalize`)."""
+
+    def to_json(self) -> dict[str, Any]:
+        return {"kind": self.kind, "text": self.text, "probes": list(self.probes)}
+
+    def present(self, normalized_summary: str) -> bool:
+        """Whether the fact is in a summary already passed through :func:`normalize`."""
+        return any(probe and normalize(probe) in normalized_summary for probe in self.probes)
+
+
+def _rank(kind: str) -> int:
+    return KINDS.index(kind) if kind in KINDS else len(KINDS)
+
+
+@attrs.frozen
+class FactSheet:
+    facts: tuple[Fact, ...] = ()
+
+    def __len__(self) -> int:
+        return len(self.facts)
+
+    def __bool__(self) -> bool:
+        return bool(self.facts)
+
+    def missing(self, summary: str) -> FactSheet:
+        """The facts ``summary`` lacks. File-list blocks (``<read-files>``/``<modified-files>``) do not count:
+        a file must be named in the summary's body."""
+        body = normalize(strip_file_blocks(summary))
+        return FactSheet(tuple(f for f in self.facts if not f.present(body)))
+
+    def by_kind(self, kind: str) -> tuple[Fact, ...]:
+        return tuple(f for f in self.facts if f.kind == kind)
+
+    def render(self, max_chars: int, *, heading: str = HEADING) -> str:
+        """Compact markdown of the facts, most important kinds first, within ``max_chars`` (what does not fit
+        is counted, not shown); "" when there are no facts or no room."""
+        if not self.facts or max_chars <= len(heading) + 8:
+            return ""
+        lines = [heading]
+        used = len(heading)
+        left_out = 0
+        kinds = sorted({f.kind for f in self.facts}, key=_rank)
+        for kind in kinds:
+            facts = self.by_kind(kind)
+            label = LABELS.get(kind, kind.capitalize())
+            if kind in LISTED:
+                line = f"- {label}: "
+                shown = 0
+                for fact in facts:
+                    piece = ("; " if shown else "") + fact.text
+                    if used + 1 + len(line) + len(piece) + 14 > max_chars:
+                        break
+                    line += piece
+                    shown += 1
+                if shown < len(facts):
+                    left_out += len(facts) - shown
+                    if shown:
+                        line += f" (+{len(facts) - shown} more)"
+                if shown:
+                    lines.append(line)
+                    used += 1 + len(line)
+                continue
+            for fact in facts:
+                line = f"- {label}: {fact.text}"
+                if used + 1 + len(line) > max_chars:
+                    left_out += 1
+                    continue
+                lines.append(line)
+                used += 1 + len(line)
+        if len(lines) == 1:
+            return ""
+        note = f"- (+{left_out} more facts not shown)"
+        if left_out and used + 1 + len(note) <= max_chars:
+            lines.append(note)
+        return "\n".join(lines)
+
+    def to_json(self) -> list[dict[str, Any]]:
+        return [f.to_json() for f in self.facts]
+
+    @staticmethod
+    def from_json(items: Iterable[Mapping[str, Any]]) -> FactSheet:
+        facts = []
+        for item in items:
+            kind, text, probes = item.get("kind"), item.get("text"), item.get("probes")
+            if isinstance(kind, str) and isinstance(text, str) and isinstance(probes, list):
+                facts.append(Fact(kind, text, tuple(p for p in probes if isinstance(p, str))))
+        return FactSheet(tuple(facts))
+
+
+# --- extraction -----------------------------------------------------------------------------------------------
+
+
+class _Sheet:
+    """Facts collected in order, deduplicated by (kind, first probe)."""
+
+    def __init__(self) -> None:
+        self.facts: list[Fact] = []
+        self.seen: set[tuple[str, str]] = set()
+
+    def add(self, kind: str, text: str, probes: tuple[str, ...]) -> None:
+        text = " ".join(text.split())
+        if not text or not probes:
+            return
+        key = (kind if kind not in ("goal", "request") else "request", probes[0])
+        if key in self.seen:
+            return
+        self.seen.add(key)
+        self.facts.append(Fact(kind, text, probes))
+
+    def sheet(self) -> FactSheet:
+        ordered = sorted(enumerate(self.facts), key=lambda pair: (_rank(pair[1].kind), pair[0]))
+        return FactSheet(tuple(f for _, f in ordered))
+
+
+def _previous_facts(sheet: _Sheet, previous_summary: str) -> None:
+    """The lasting facts of an earlier summary: its goal and its own must-keep section."""
+    text = strip_file_blocks(previous_summary)
+    section: str | None = None
+    for raw in text.splitlines():
+        line = raw.strip()
+        if line.startswith("## "):
+            title = line[3:].strip().lower()
+            section = "goal" if title.startswith("goal") else "keep" if title.startswith("must keep") else None
+            continue
+        if section is None or not line.startswith(("- ", "* ")):
+            continue
+        item = line[2:].strip()
+        if section == "goal":
+            item = item.removeprefix("(earlier) ").removeprefix("Later request: ")
+            if item.lower().startswith("latest request:"):
+                continue
+            sheet.add("goal", short(item, 400), text_probes(item))
+            continue
+        label, _, rest = item.partition(": ")
+        kind = next((k for k, v in LABELS.items() if v == label), None)
+        if kind is None or not rest or rest.startswith("(+"):
+            continue
+        if kind in LISTED:
+            for piece in rest.split("; "):
+                piece = re.sub(r" \(\+\d+ more\)$", "", piece).strip()
+                if kind == "command":
+                    command = piece.split("` ", 1)[0].strip("`")
+                    sheet.add(kind, piece, text_probes(command))
+                else:
+                    sheet.add(kind, piece, path_probes(piece))
+        else:
+            sheet.add(kind, rest, text_probes(rest))
+
+
+def _command_text(command: str, runs: int, failed: int, last_ok: bool) -> str:
+    text = f"`{short(command, 160)}`"
+    if runs > 1:
+        text += f" x{runs}"
+    if failed:
+        text += f" ({failed} failed, last {'ok' if last_ok else 'failed'})" if runs > 1 else " (failed)"
+    return text
+
+
+def _from_facts(sheet: _Sheet, facts: Facts, read_files: Sequence[str], modified_files: Sequence[str]) -> None:
+    first = facts.first_request or facts.first_user
+    if first:
+        sheet.add("goal", short(first, 400), text_probes(first))
+    latest = facts.latest_request or facts.latest_user
+    if latest and (first is None or latest.strip() != first.strip()):
+        sheet.add("request", short(latest, 400), text_probes(latest))
+    for text in facts.constraint_texts:
+        kind = "correction" if _CORRECTION_RE.match(text) else "constraint"
+        for sentence in sentences(text, CONSTRAINT_RE, 4):
+            sheet.add(kind, sentence, text_probes(sentence))
+    for error in facts.unresolved[-8:]:
+        sheet.add("error", short(error.text, 300), text_probes(error.text))
+    modified = list(dict.fromkeys([*modified_files, *facts.done_files]))
+    for path in modified:
+        sheet.add("file-modified", path, path_probes(path))
+    if facts.last_assistant_text:
+        for sentence in sentences(facts.last_assistant_text, NEXT_RE, 3, max_len=240):
+            sheet.add("next", sentence, text_probes(sentence))
+    for call in facts.open_calls[-3:]:
+        sheet.add("next", f"check the outcome of {call.label} (no result was recorded)", text_probes(call.label))
+    decisions: list[str] = []
+    for text in facts.assistant_texts:
+        if DECISION_RE.search(text, 0, MINE_CHARS):
+            decisions.extend(sentences(text, DECISION_RE, 2, max_len=240))
+    for sentence in decisions[-8:]:
+        sheet.add("decision", sentence, text_probes(sentence))
+    for command, (runs, failed) in facts.runs.items():
+        last_ok = facts.commands.get(command, True)
+        sheet.add("command", _command_text(command, runs, failed, last_ok), text_probes(command))
+    done = set(modified)
+    for path in dict.fromkeys([*read_files, *facts.reads]):
+        if path not in done:
+            sheet.add("file-read", path, path_probes(path))
+
+
+def must_keep_facts(
+    messages: Sequence[Mapping[str, Any]],
+    *,
+    previous_summary: str | None = None,
+    read_files: Sequence[str] = (),
+    modified_files: Sequence[str] = (),
+) -> FactSheet:
+    """The must-keep facts of ``messages`` (pi AgentMessages, oldest first), deterministic.
+
+    ``previous_summary`` contributes its goal and its ``## Must keep`` items (they were must-keep before);
+    ``read_files``/``modified_files`` (a compaction plan's lists, which fold in earlier compactions') add file
+    facts for paths the messages do not show.
+    """
+    sheet = _Sheet()
+    if previous_summary:
+        _previous_facts(sheet, previous_summary)
+    _from_facts(sheet, scan(messages), read_files, modified_files)
+    return sheet.sheet()
+
+
+def patch_summary(summary: str, sheet: FactSheet, *, max_chars: int) -> tuple[str, FactSheet]:
+    """``summary`` with a ``## Must keep`` section for the facts it lacks, and the facts that were missing.
+
+    The section is at most ``max_chars`` characters (most important facts first; the rest are counted); it goes
+    before trailing ``<read-files>``/``<modified-files>`` blocks so those stay last. A summary that lacks nothing
+    is returned unchanged.
+    """
+    missing = sheet.missing(summary)
+    if not missing:
+        return summary, missing
+    section = missing.render(max_chars)
+    if not section:
+        return summary, missing
+    body = strip_file_blocks(summary)
+    blocks = summary[len(body) :] if summary.startswith(body) else ""
+    if not blocks:
+        body = summary.rstrip()
+    return f"{body.rstrip()}\n\n{section}{blocks}" if body.strip() else f"{section}{blocks}", missing
