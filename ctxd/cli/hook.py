@@ -19,12 +19,12 @@ import json
 import os
 import sys
 import time
-import traceback
 from collections.abc import Mapping
 from typing import IO, Any
 
-from ctxd.store.archive import archive_root, make_private_dirs, state_dir
-from ctxd.store.files import PRIVATE_MODE
+from ctxd.store.dirs import archive_root, make_private_dirs, state_dir
+
+PRIVATE_MODE = 0o600
 
 MAX_INPUT = 64 << 20
 """Bytes read from stdin at most (a tool's output can be large; anything beyond is not a hook payload)."""
@@ -107,6 +107,8 @@ def run(event: str, stdin: IO[bytes] | None = None, stdout: IO[str] | None = Non
 
         result = handle(event, payload, load_settings())
     except BaseException as exc:  # even SystemExit/KeyboardInterrupt: Claude Code must go on
+        import traceback
+
         detail = "".join(traceback.format_exception(exc)).rstrip().replace("\n", "\n    ")
         log(f"{event} session={session} error ({(time.perf_counter() - started) * 1000:.0f} ms): {detail}")
         return 0

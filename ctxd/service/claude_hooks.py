@@ -30,12 +30,9 @@ import os
 import re
 import time
 from collections.abc import Iterator, Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
-import attrs
-
-from ctxd.store.archive import archive_transcript, make_private_dirs
-from ctxd.store.files import PRIVATE_MODE, atomic_write, locked
+from ctxd.store.dirs import make_private_dirs
 
 FACTS_HEADING = "## Must keep (ctxd): facts from before the compaction that its summary left out"
 ALL_FACTS_HEADING = "## Must keep (ctxd): facts from before the compaction"
@@ -48,8 +45,7 @@ NO_TRUNCATE = frozenset({"Edit", "MultiEdit", "Write", "NotebookEdit", "TodoWrit
 _SESSION_ID = re.compile(r"^[A-Za-z0-9_.-]{1,128}$")
 
 
-@attrs.frozen
-class HookSettings:
+class HookSettings(NamedTuple):
     state_dir: str
     archive_root: str
     tool_output_limit: int
@@ -60,8 +56,7 @@ class HookSettings:
     archive: bool = True
 
 
-@attrs.frozen
-class HookResult:
+class HookResult(NamedTuple):
     stdout: str = ""
     """What the hook prints: plain text (PreCompact) or one JSON object."""
     note: str = ""
@@ -191,12 +186,16 @@ def _archive(transcript: str, settings: HookSettings) -> str:
         return "archive off"
     if not transcript:
         return "no transcript_path"
+    from ctxd.store.archive import archive_transcript
+
     results = archive_transcript(transcript, settings.archive_root)
     if not results:
         return "nothing to archive"
     copied = sum(r.copied for r in results)
     rotated = [r.rotated for r in results if r.rotated]
-    return f"archived {copied:,} new bytes to {results[0].path}" + (f" (earlier copy kept: {rotated[0]})" if rotated else "")
+    return f"archived {copied:,} new bytes to {results[0].path}" + (
+        f" (earlier copy kept: {rotated[0]})" if rotated else ""
+    )
 
 
 def _summary_of_this_compaction(transcript: str, notes: dict[str, Any], before: Mapping[str, Any]) -> str | None:
@@ -224,7 +223,13 @@ def _context(event: str, sheet: Any, heading: str, settings: HookSettings, why: 
 def _hand_over(event: str, payload: Mapping[str, Any], settings: HookSettings) -> HookResult:
     """The facts waiting since the last compaction, as ``additionalContext`` (once)."""
     path = _notes_path(settings, payload)
-    if path is None or not os.path.exists(path):
+    if path is None:
+        return HookResult()
+    try:  # the common case, nothing waits: one small read, no lock, no further imports
+        with open(path, encoding="utf-8") as f:
+            if '"pending"' not in f.read():
+                return HookResult()
+    except FileNotFoundError:
         return HookResult()
     from ctxd.compaction.mustkeep import FactSheet
 
@@ -246,6 +251,8 @@ def _notes_path(settings: HookSettings, payload: Mapping[str, Any]) -> str | Non
 @contextlib.contextmanager
 def _notes(settings: HookSettings, payload: Mapping[str, Any]) -> Iterator[dict[str, Any]]:
     """The session's notes, locked; written back (0600) when the block ends without an error."""
+    from ctxd.store.files import PRIVATE_MODE, atomic_write, locked
+
     path = _notes_path(settings, payload)
     if path is None:
         raise ValueError(f"unusable session_id {payload.get('session_id')!r}")

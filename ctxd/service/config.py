@@ -14,7 +14,7 @@ from typing import Any
 import attrs
 
 from ctxd.compaction.settings import CompactionSettings
-from ctxd.store.archive import default_archive_roots
+from ctxd.store.dirs import default_archive_roots
 from ctxd.store.listing import default_roots, default_transcript_roots
 from ctxd.store.session_file import Durability
 

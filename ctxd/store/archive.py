@@ -30,61 +30,16 @@ import os
 import secrets
 import stat
 import time
-from collections.abc import Iterable, Mapping
-from typing import Any, Protocol
+from collections.abc import Iterable
+from typing import Any, NamedTuple, Protocol
 
-import attrs
-
+from ctxd.store.dirs import archive_root, make_private_dirs
 from ctxd.store.files import PRIVATE_MODE, locked, write_all
 
-DIR_MODE = 0o700
 CHUNK = 1 << 20
 PROBE = 4096
 """Bytes compared at the start and the end of the archived copy to recognise the live file as its extension."""
 EARLIER = "earlier"
-
-
-def _xdg(environ: Mapping[str, str], key: str, fallback: str) -> str:
-    value = environ.get(key, "")
-    # The XDG spec: relative values are invalid and ignored.
-    if value and os.path.isabs(value):
-        return os.path.join(value, "ctxd")
-    return os.path.join(os.path.expanduser("~"), fallback, "ctxd")
-
-
-def data_dir(environ: Mapping[str, str] | None = None) -> str:
-    """``$XDG_DATA_HOME/ctxd`` or ``~/.local/share/ctxd``."""
-    return _xdg(os.environ if environ is None else environ, "XDG_DATA_HOME", os.path.join(".local", "share"))
-
-
-def state_dir(environ: Mapping[str, str] | None = None) -> str:
-    """``$XDG_STATE_HOME/ctxd`` or ``~/.local/state/ctxd``: the hooks' log and per-session notes."""
-    return _xdg(os.environ if environ is None else environ, "XDG_STATE_HOME", os.path.join(".local", "state"))
-
-
-def archive_root(environ: Mapping[str, str] | None = None) -> str:
-    return os.path.join(data_dir(environ), "archive")
-
-
-def default_archive_roots() -> list[str]:
-    """The archive folder, when it exists (the daemon lists it beside the live transcripts)."""
-    root = archive_root()
-    return [root] if os.path.isdir(root) else []
-
-
-def make_private_dirs(path: str) -> None:
-    """Create ``path`` and its missing parents as 0700 folders (existing ones are left as they are)."""
-    missing: list[str] = []
-    current = os.path.abspath(path)
-    while not os.path.isdir(current):
-        missing.append(current)
-        parent = os.path.dirname(current)
-        if parent == current:
-            break
-        current = parent
-    for folder in reversed(missing):
-        with contextlib.suppress(FileExistsError):
-            os.mkdir(folder, DIR_MODE)
 
 
 def _safe(part: str) -> bool:
@@ -102,8 +57,7 @@ def claude_archive_path(transcript: str, root: str) -> str | None:
     return os.path.join(root, "claude", *tail)
 
 
-@attrs.frozen
-class ArchiveResult:
+class ArchiveResult(NamedTuple):
     path: str
     copied: int
     """Bytes written to the copy (0: it was up to date)."""
@@ -144,7 +98,7 @@ def mirror(src: str, dst: str) -> ArchiveResult:
 
 
 def _mirror_locked(src: str, dst: str) -> ArchiveResult:
-    fd = os.open(src, os.O_RDONLY)
+    fd = os.open(src, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))  # a FIFO must not block the hook
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):

@@ -4,7 +4,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
 from fakes.anthropic_server import FakeAnthropicServer
 
 from .harness import ClaudeCode

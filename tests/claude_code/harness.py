@@ -22,7 +22,6 @@ from typing import Any
 
 import attrs
 import pytest
-
 from fakes.anthropic_server import FakeAnthropicServer
 
 REPO = Path(__file__).resolve().parents[2]

@@ -16,7 +16,6 @@ from typing import Any
 
 import attrs
 import pytest
-
 from fakes.anthropic_server import FakeAnthropicServer, RecordedRequest, call, say
 
 from .harness import ClaudeCode
@@ -86,7 +85,9 @@ def test_the_plugin_installs_and_claude_code_runs_with_it(conversation: Conversa
         assert run.returncode == 0, run.stdout + run.stderr
     assert conversation.runs[0].result["result"] == "app.py serves on port 8123 and compiles."
     assert conversation.runs[-1].result["result"] == "Next I would add tests."
-    assert (conversation.claude.project / "app.py").read_text() == "import http.server\n\nPORT = 8123\nHEALTH = '/health'\n"
+    assert (
+        conversation.claude.project / "app.py"
+    ).read_text() == "import http.server\n\nPORT = 8123\nHEALTH = '/health'\n"
     assert "error" not in conversation.claude.log_text()
 
 
@@ -138,7 +139,9 @@ def _texts(request: RecordedRequest) -> list[str]:
     out = []
     for message in request.messages:
         content = message.get("content")
-        texts = [content] if isinstance(content, str) else [b.get("text", "") for b in content or [] if isinstance(b, dict)]
+        texts = (
+            [content] if isinstance(content, str) else [b.get("text", "") for b in content or [] if isinstance(b, dict)]
+        )
         out += [t for t in texts if isinstance(t, str)]
     return out
 

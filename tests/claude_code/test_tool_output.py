@@ -9,7 +9,9 @@ from .harness import ClaudeCode
 LIMIT = 6_000
 
 
-def test_an_oversized_bash_output_reaches_the_model_truncated(claude: ClaudeCode, anthropic: FakeAnthropicServer) -> None:
+def test_an_oversized_bash_output_reaches_the_model_truncated(
+    claude: ClaudeCode, anthropic: FakeAnthropicServer
+) -> None:
     claude.extra_env["CTXD_TOOL_OUTPUT_LIMIT"] = str(LIMIT)
     anthropic.script(
         call("Bash", command="seq 1 4000"),  # 18,893 characters: under Claude's own 30,000, over ctxd's limit

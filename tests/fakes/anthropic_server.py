@@ -91,9 +91,11 @@ class RecordedRequest:
         for message in reversed(self.messages):
             if message.get("role") == "user":
                 content = message.get("content")
-                return [b for b in content if isinstance(b, dict) and b.get("type") == "tool_result"] if isinstance(
-                    content, list
-                ) else []
+                return (
+                    [b for b in content if isinstance(b, dict) and b.get("type") == "tool_result"]
+                    if isinstance(content, list)
+                    else []
+                )
         return []
 
 
@@ -236,9 +238,7 @@ class FakeAnthropicServer:
         with self._lock:
             self._ids += 1
             number = self._ids
-        tools = tuple(
-            t if t.id else attrs.evolve(t, id=f"toolu_fake{number:03d}{k}") for k, t in enumerate(turn.tools)
-        )
+        tools = tuple(t if t.id else attrs.evolve(t, id=f"toolu_fake{number:03d}{k}") for k, t in enumerate(turn.tools))
         turn = attrs.evolve(turn, tools=tools, input_tokens=turn.input_tokens or max(1, len(raw) // 4))
         self._record(RecordedRequest("POST", path, body, headers, kind, turn))
         message_id = f"msg_fake{number:04d}"
