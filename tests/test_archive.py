@@ -9,8 +9,8 @@ import stat
 from pathlib import Path
 
 import pytest
-
 from conftest import reference
+
 from ctxd.store.archive import EARLIER, archive_transcript, claude_archive_path, mirror
 from ctxd.store.dirs import archive_root, data_dir, make_private_dirs, state_dir
 from ctxd.store.listing import list_sessions

@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from conftest import reference
+
 from ctxd.cli.hook import load_settings, run
 from ctxd.service.claude_hooks import (
     ALL_FACTS_HEADING,
@@ -50,7 +50,13 @@ def live(tmp_path: Path) -> Path:
 
 
 def _payload(live: Path, event: str, **extra: Any) -> dict[str, Any]:
-    return {"session_id": SESSION, "transcript_path": str(live), "cwd": "/home/dev/service", "hook_event_name": event, **extra}
+    return {
+        "session_id": SESSION,
+        "transcript_path": str(live),
+        "cwd": "/home/dev/service",
+        "hook_event_name": event,
+        **extra,
+    }
 
 
 def _context(stdout: str) -> str:
@@ -160,7 +166,9 @@ def test_settings_come_from_ctxds_config_and_the_environment(tmp_path: Path) -> 
     env = {"CTXD_CONFIG": str(config), "XDG_STATE_HOME": str(tmp_path / "s"), "XDG_DATA_HOME": str(tmp_path / "d")}
     got = load_settings(env)
     assert (got.tool_output_limit, got.facts_chars, got.archive) == (9000, 4000, False)
-    assert got.state_dir == str(tmp_path / "s" / "ctxd") and got.archive_root == str(tmp_path / "d" / "ctxd" / "archive")
+    assert got.state_dir == str(tmp_path / "s" / "ctxd") and got.archive_root == str(
+        tmp_path / "d" / "ctxd" / "archive"
+    )
     assert load_settings({**env, "CTXD_TOOL_OUTPUT_LIMIT": "1234"}).tool_output_limit == 1234
     config.write_text(json.dumps({"claudeCode": {"toolOutputLimit": -3, "contextWindow": 100_000}}))
     assert load_settings(env).tool_output_limit == 120_000  # seed 004: window x 0.3 x 4 characters
