@@ -133,6 +133,8 @@ def test_the_listing_pairs_copies_with_their_live_transcript(tmp_path: Path) -> 
     current = str(archives / "claude" / "-home-dev-service" / f"{SESSION}.jsonl")
     (earlier,) = (p for p in listed if EARLIER in p)
     assert listed[str(live)].archived is False and listed[str(live)].archives == [current, earlier]
+    # 2.1.330 opens with queue-operation lines (no cwd): the cwd comes from the first line that has one.
+    assert {s.cwd for s in listed.values()} == {"/home/dev/service"}
     for copy in (current, earlier):
         assert listed[copy].archived is True and listed[copy].archiveOf == str(live)
         assert listed[copy].id == SESSION and listed[copy].readOnly is True

@@ -184,10 +184,14 @@ def _summarize_transcript(kind: str, data: bytes, summary: SessionSummary) -> No
     summary.readOnly = True
     if kind == "claude":
         for obj in _lines_with(data, b'"sessionId"'):
-            summary.id = str(obj.get("sessionId", ""))
-            summary.cwd = str(obj.get("cwd", ""))
-            summary.created = str(obj.get("timestamp", ""))
-            break
+            if not summary.id:
+                summary.id = str(obj.get("sessionId", ""))
+                summary.created = str(obj.get("timestamp", ""))
+            # Claude Code 2.1.330 opens with queue-operation lines, which carry no cwd.
+            cwd = obj.get("cwd")
+            if isinstance(cwd, str) and cwd:
+                summary.cwd = cwd
+                break
         for obj in _lines_with(data, b'"summary"', last=True):
             if obj.get("type") == "summary" and isinstance(obj.get("summary"), str):
                 summary.name = obj["summary"]

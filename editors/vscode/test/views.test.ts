@@ -261,6 +261,7 @@ describe('store and views against ctxd serve', { timeout: 120_000 }, () => {
     try {
       await archived.attach(fresh);
       const [project] = view.getChildren();
+      assert.equal(view.getTreeItem(project!).label, 'service'); // the cwd, from the first line that has one
       const top = view.getChildren(project) as SessionsNode[];
       assert.equal(top.length, 1);
       const item = view.getTreeItem(top[0]!);
