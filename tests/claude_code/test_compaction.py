@@ -16,7 +16,7 @@ from typing import Any
 
 import attrs
 import pytest
-from fakes.anthropic_server import FakeAnthropicServer, RecordedRequest, call, say
+from fakes.anthropic_server import FakeAnthropicServer, RecordedRequest, ToolUse, Turn, call, say
 
 from .harness import ClaudeCode
 
@@ -166,3 +166,29 @@ def test_ctxd_reads_the_transcript_across_the_boundary(conversation: Conversatio
     # The history before the boundary is still in the tree.
     texts = json.dumps([session.file.entries(range(len(session.file.heads)))])
     assert FIRST in texts and "compiled-ok" in texts
+
+
+def test_after_an_automatic_compaction_every_fact_reaches_the_next_request(
+    claude: ClaudeCode, anthropic: FakeAnthropicServer
+) -> None:
+    """Claude compacts by itself when a response reports a context near its window; the turn goes on at once."""
+    claude.extra_env["CLAUDE_CODE_AUTO_COMPACT_WINDOW"] = "200000"
+    anthropic.summary_text = "<summary>Ran some echo commands.</summary>"
+    anthropic.script(
+        call("Bash", command="echo one"),
+        Turn(tools=(ToolUse("Bash", {"command": "echo two"}),), input_tokens=195_000),  # near the window
+        call("Bash", command="echo three"),
+        say("Done."),
+    )
+    run = claude.run("Never touch config.yaml. Run echo one, two, three.")
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert run.result["result"] == "Done."
+    kinds = [r.kind for r in anthropic.requests]
+    assert kinds == ["main", "main", "summary", "main", "main"]
+    assert "ctxd (context keeper)" in json.dumps(anthropic.requests[2].messages[-1])
+    after = anthropic.requests[3]
+    block = next(t for t in _texts(after) if "## Must keep (ctxd)" in t)
+    block = block[block.index("## Must keep (ctxd)") :].split("\n\n")[0]
+    assert block.splitlines()[0] == "## Must keep (ctxd): facts from before the compaction"
+    assert "- User constraint: Never touch config.yaml." in block and "`echo two`" in block
+    assert f"SessionStart session={run.result['session_id']} SessionStart: re-injected" in claude.log_text()
