@@ -7,8 +7,11 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import shutil
 import stat
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -189,3 +192,23 @@ def test_run_prints_once_and_logs(live: Path, tmp_path: Path, monkeypatch: pytes
     out = io.StringIO()
     assert run("PreCompact", io.BytesIO(data.replace(str(live).encode(), b"/nope.jsonl")), out) == 0
     assert out.getvalue() == "" and "FileNotFoundError" in (tmp_path / "state" / "ctxd" / "hooks.log").read_text()
+
+
+def test_a_hook_imports_neither_the_model_client_nor_the_daemon(live: Path, tmp_path: Path) -> None:
+    script = f"""
+import io, json, sys
+from ctxd.cli.hook import run
+for event, extra in [("PostToolUse", {{"tool_name": "Bash", "tool_response": {{"stdout": "x" * 300000}}}}),
+                     ("PreCompact", {{"trigger": "manual"}}), ("SessionStart", {{"source": "compact"}}),
+                     ("PostCompact", {{"compact_summary": "s"}}), ("UserPromptSubmit", {{}}), ("SessionEnd", {{}})]:
+    payload = {{"session_id": "{SESSION}", "transcript_path": {str(live)!r}, **extra}}
+    run(event, io.BytesIO(json.dumps(payload).encode()), io.StringIO())
+heavy = sorted(m for m in sys.modules if m.split(".")[0] in ("litellm", "pygls", "lsprotocol", "watchfiles")
+               or m.startswith(("ctxd.server", "ctxd.service.service", "ctxd.llm", "ctxd.compaction.engine")))
+print(json.dumps(heavy))
+"""
+    env = {**os.environ, "XDG_STATE_HOME": str(tmp_path / "s"), "XDG_DATA_HOME": str(tmp_path / "d")}
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == []
+    assert "error" not in (tmp_path / "s" / "ctxd" / "hooks.log").read_text()
