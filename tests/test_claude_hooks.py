@@ -19,6 +19,7 @@ import pytest
 from conftest import reference
 
 from ctxd.cli.hook import load_settings, run
+from ctxd.service.claude_facts import transcript_facts
 from ctxd.service.claude_hooks import (
     ALL_FACTS_HEADING,
     FACTS_HEADING,
@@ -78,7 +79,8 @@ def test_precompact_archives_and_asks_the_summary_to_keep_the_facts(live: Path, 
     notes = Path(settings.state_dir) / "claude" / f"{SESSION}.json"
     assert stat.S_IMODE(notes.stat().st_mode) == 0o600
     saved = json.loads(notes.read_text())["precompact"]
-    assert saved["trigger"] == "manual" and saved["compactions"] == 0 and len(saved["facts"]) == 6
+    assert saved["trigger"] == "manual" and saved["compactions"] == 0
+    assert saved["facts"] == transcript_facts(str(live)).sheet.to_json()
 
 
 def test_after_a_manual_compact_the_missing_facts_wait_for_the_summary_then_go_once(
@@ -89,16 +91,21 @@ def test_after_a_manual_compact_the_missing_facts_wait_for_the_summary_then_go_o
     assert start.stdout == "" and "wait for PostCompact" in start.note
     assert handle("UserPromptSubmit", _payload(live, "UserPromptSubmit"), settings).stdout == ""
     post = handle("PostCompact", _payload(live, "PostCompact", trigger="manual", compact_summary=SUMMARY), settings)
-    assert post.note == "PostCompact: the summary lacks 3 of 6 facts"
+    sheet = transcript_facts(str(live)).sheet
+    missing = sheet.missing(SUMMARY)
+    assert 0 < len(missing) < len(sheet)
+    assert post.note == f"PostCompact: the summary lacks {len(missing)} of {len(sheet)} facts"
     prompt = handle("UserPromptSubmit", _payload(live, "UserPromptSubmit", prompt="What is next?"), settings)
     assert json.loads(prompt.stdout)["hookSpecificOutput"]["hookEventName"] == "UserPromptSubmit"
     context = _context(prompt.stdout)
-    assert context.splitlines() == [
-        FACTS_HEADING,
-        "- Latest request: Also add a /health endpoint that answers ok.",
-        "- User constraint: Never modify config.yaml: it belongs to the ops team.",
-        "- Commands: `python3 -c 'import app; print(app.PORT)'`",
-    ]
+    assert context == missing.render(settings.facts_chars, heading=FACTS_HEADING)
+    assert context.startswith(FACTS_HEADING + "\n")
+    # What the summary left out ...
+    assert "- Latest request: Also add a /health endpoint that answers ok." in context
+    assert "- User constraint: Never modify config.yaml: it belongs to the ops team." in context
+    assert "python3 -c 'import app; print(app.PORT)'" in context
+    # ... and not what it kept.
+    assert "Goal" not in context and "/home/dev/service/app.py" not in context and "py_compile" not in context
     assert handle("UserPromptSubmit", _payload(live, "UserPromptSubmit"), settings).stdout == ""
     assert handle("SessionStart", _payload(live, "SessionStart", source="resume"), settings).stdout == ""
 
