@@ -17,14 +17,12 @@ from __future__ import annotations
 
 import json
 import threading
-import time
 from collections import deque
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import attrs
-import pytest
 
 SUMMARY_MARKERS = (
     "Your task is to create a detailed summary of the conversation so far",
@@ -78,13 +76,6 @@ class RecordedRequest:
     def text(self) -> str:
         """Every text of the request's messages (text blocks and tool results) joined, for substring checks."""
         return "\n".join(_texts(self.messages))
-
-    @property
-    def system(self) -> str:
-        system = self.body.get("system")
-        if isinstance(system, str):
-            return system
-        return "\n".join(_texts(system if isinstance(system, list) else []))
 
     def tool_results(self) -> list[dict[str, Any]]:
         """The ``tool_result`` blocks of the request's last user message."""
@@ -191,11 +182,6 @@ class FakeAnthropicServer:
         """Queue responses; each main request consumes one, in order."""
         with self._lock:
             self._script.extend(turns)
-
-    @property
-    def pending(self) -> int:
-        with self._lock:
-            return len(self._script)
 
     def of_kind(self, kind: str) -> list[RecordedRequest]:
         with self._lock:
@@ -330,19 +316,3 @@ def _send_stream(handler: Any, message_id: str, model: str, turn: Turn) -> None:
     handler.send_header("Content-Length", str(len(data)))
     handler.end_headers()
     handler.wfile.write(data)
-
-
-@pytest.fixture
-def anthropic_server() -> Iterator[FakeAnthropicServer]:
-    """A started :class:`FakeAnthropicServer`, stopped after the test."""
-    with FakeAnthropicServer() as server:
-        yield server
-
-
-def wait_for(predicate: Any, timeout: float = 10.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.05)
-    return bool(predicate())
