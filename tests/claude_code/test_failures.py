@@ -35,6 +35,10 @@ def _conversation(claude: ClaudeCode, anthropic: FakeAnthropicServer) -> None:
     (result,) = anthropic.of_kind("main")[1].tool_results()
     assert "1\n2\n3" in str(result["content"])
     assert len(anthropic.of_kind("summary")) == 1
+    # Not even a warning: Claude Code records (and shows) every hook that exits non-zero or prints junk.
+    transcript = claude.transcript(session).read_text()
+    for kind in ("hook_non_blocking_error", "hook_blocking_error", "hook_error_during_execution"):
+        assert f'"type":"{kind}"' not in transcript, kind
 
 
 def test_claude_code_works_when_ctxd_is_not_installed(claude: ClaudeCode, anthropic: FakeAnthropicServer) -> None:
