@@ -142,6 +142,42 @@ class ClaudeCode:
             args += ["--plugin-dir", str(self.plugin_dir)]
         return self._run(args, cwd=self.project, timeout=timeout)
 
+    def converse(self, *prompts: str, timeout: float = 120) -> list[dict[str, Any]]:
+        """One Claude Code process taking ``prompts`` one after the other, as a user types them (stream-json):
+        each is sent once the previous one has its result. The result objects, in order."""
+        args = ["-p", "--input-format", "stream-json", "--output-format", "stream-json", "--verbose"]
+        args += ["--allowedTools", TOOLS]
+        if self.plugin_dir is not None:
+            args += ["--plugin-dir", str(self.plugin_dir)]
+        process = subprocess.Popen(
+            [self.binary, *args],
+            cwd=self.project,
+            env=self.env(),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+        )
+        assert process.stdin is not None and process.stdout is not None
+        results: list[dict[str, Any]] = []
+        try:
+            for prompt in prompts:
+                message = {"type": "user", "message": {"role": "user", "content": prompt}}
+                process.stdin.write(json.dumps(message) + "\n")
+                process.stdin.flush()
+                for line in process.stdout:
+                    event = json.loads(line)
+                    if event.get("type") == "result":
+                        results.append(event)
+                        break
+            process.stdin.close()
+            process.wait(timeout=timeout)
+        finally:
+            if process.poll() is None:
+                process.kill()
+                process.wait()
+        return results
+
     def _run(self, args: list[str], *, cwd: Path, timeout: float = 120) -> Run:
         started = time.monotonic()
         done = subprocess.run(

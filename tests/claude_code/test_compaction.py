@@ -192,3 +192,21 @@ def test_after_an_automatic_compaction_every_fact_reaches_the_next_request(
     assert block.splitlines()[0] == "## Must keep (ctxd): facts from before the compaction"
     assert "- User constraint: Never touch config.yaml." in block and "`echo two`" in block
     assert f"SessionStart session={run.result['session_id']} SessionStart: re-injected" in claude.log_text()
+
+
+def test_in_one_session_the_next_prompt_after_compact_carries_the_missing_facts(
+    claude: ClaudeCode, anthropic: FakeAnthropicServer
+) -> None:
+    """As a user types them: a request, ``/compact``, the next request (UserPromptSubmit hands the facts over)."""
+    anthropic.summary_text = "<summary>The user said: Never touch config.yaml.</summary>"
+    anthropic.script(call("Bash", command="echo one"), say("Ran it."), say("Next: tests."))
+    results = claude.converse("Never touch config.yaml. Run echo one.", "/compact", "What is next?")
+    assert [r.get("result") for r in results] == ["Ran it.", "", "Next: tests."]
+    assert [r.kind for r in anthropic.requests] == ["main", "main", "summary", "main"]
+    (block,) = [t for t in _texts(anthropic.requests[3]) if "## Must keep (ctxd)" in t]
+    assert "UserPromptSubmit hook additional context: ## Must keep (ctxd)" in block
+    block = block[block.index("## Must keep (ctxd)") :].split("\n\n")[0]
+    assert block.splitlines()[0] == "## Must keep (ctxd): facts from before the compaction that its summary left out"
+    assert "`echo one`" in block
+    assert "User constraint" not in block  # the summary kept it
+    assert "UserPromptSubmit: re-injected" in claude.log_text()
