@@ -12,7 +12,7 @@ import pytest
 from conftest import reference
 
 from ctxd.store.archive import EARLIER, archive_transcript, claude_archive_path, mirror
-from ctxd.store.dirs import archive_root, data_dir, make_private_dirs, state_dir
+from ctxd.store.dirs import archive_root, data_dir, makedirs_private, state_dir
 from ctxd.store.listing import list_sessions
 
 SESSION = "2696e685-97f7-47e2-9b90-766d279ab840"
@@ -37,7 +37,7 @@ def test_folders_follow_xdg_and_ignore_relative_values(tmp_path: Path) -> None:
     assert archive_root(env) == str(tmp_path / "d" / "ctxd" / "archive")
     relative = {"XDG_DATA_HOME": "relative/path"}
     assert data_dir(relative) == os.path.join(os.path.expanduser("~"), ".local", "share", "ctxd")
-    make_private_dirs(str(tmp_path / "a" / "b" / "c"))
+    makedirs_private(str(tmp_path / "a" / "b" / "c"))
     assert [_mode(tmp_path / p) for p in ("a", "a/b", "a/b/c")] == [0o700] * 3
 
 

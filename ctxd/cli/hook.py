@@ -22,7 +22,7 @@ import time
 from collections.abc import Mapping
 from typing import IO, Any
 
-from ctxd.store.dirs import archive_root, make_private_dirs, state_dir
+from ctxd.store.dirs import archive_root, makedirs_private, state_dir
 
 PRIVATE_MODE = 0o600
 
@@ -77,7 +77,7 @@ def log(line: str, environ: Mapping[str, str] | None = None) -> None:
     """Append a line to ctxd's hook log (created 0600); never raises."""
     try:
         path = log_path(environ)
-        make_private_dirs(os.path.dirname(path))
+        makedirs_private(os.path.dirname(path))
         try:
             if os.stat(path).st_size > LOG_MAX:
                 os.replace(path, path + ".1")

@@ -32,7 +32,7 @@ import time
 from collections.abc import Iterator, Mapping
 from typing import Any, NamedTuple
 
-from ctxd.store.dirs import make_private_dirs
+from ctxd.store.dirs import makedirs_private
 
 FACTS_HEADING = "## Must keep (ctxd): facts from before the compaction that its summary left out"
 ALL_FACTS_HEADING = "## Must keep (ctxd): facts from before the compaction"
@@ -257,7 +257,7 @@ def _notes(settings: HookSettings, payload: Mapping[str, Any]) -> Iterator[dict[
     if path is None:
         raise ValueError(f"unusable session_id {payload.get('session_id')!r}")
     folder = os.path.dirname(path)
-    make_private_dirs(folder)
+    makedirs_private(folder)
     lock = os.open(os.path.join(folder, ".lock"), os.O_RDWR | os.O_CREAT, PRIVATE_MODE)
     try:
         with locked(lock):

@@ -33,7 +33,7 @@ import time
 from collections.abc import Iterable
 from typing import Any, NamedTuple, Protocol
 
-from ctxd.store.dirs import archive_root, make_private_dirs
+from ctxd.store.dirs import archive_root, makedirs_private
 from ctxd.store.files import PRIVATE_MODE, locked, write_all
 
 CHUNK = 1 << 20
@@ -88,7 +88,7 @@ def archive_transcript(transcript: str, root: str | None = None) -> list[Archive
 def mirror(src: str, dst: str) -> ArchiveResult:
     """Bring ``dst`` up to ``src``'s complete lines: append what is new, or keep the old copy aside and start over."""
     folder = os.path.dirname(dst)
-    make_private_dirs(folder)
+    makedirs_private(folder)
     lock = os.open(os.path.join(folder, ".lock"), os.O_RDWR | os.O_CREAT, PRIVATE_MODE)
     try:
         with locked(lock):
@@ -171,7 +171,7 @@ def _copy(src: int, dst: int, start: int, end: int) -> None:
 def _rotate(dst: str) -> str:
     """Move the current copy to ``<session>/earlier/<UTC>.jsonl``; its path."""
     folder = os.path.join(dst[: -len(".jsonl")], EARLIER)
-    make_private_dirs(folder)
+    makedirs_private(folder)
     stamp = time.strftime("%Y-%m-%dT%H-%M-%SZ", time.gmtime())
     target = os.path.join(folder, f"{stamp}.jsonl")
     n = 1

@@ -5,11 +5,10 @@ Standard library only: ``ctxd hook`` imports this on every Claude Code hook, and
 
 from __future__ import annotations
 
-import contextlib
 import os
 from collections.abc import Mapping
 
-DIR_MODE = 0o700
+PRIVATE_DIR_MODE = 0o700
 
 
 def _xdg(environ: Mapping[str, str], key: str, fallback: str) -> str:
@@ -40,16 +39,21 @@ def default_archive_roots() -> list[str]:
     return [root] if os.path.isdir(root) else []
 
 
-def make_private_dirs(path: str) -> None:
-    """Create ``path`` and its missing parents as 0700 folders (existing ones are left as they are)."""
+def makedirs_private(directory: str) -> None:
+    """``os.makedirs`` where every directory it creates (not only the last) is 0700."""
+    directory = os.path.abspath(directory)
     missing: list[str] = []
-    current = os.path.abspath(path)
-    while not os.path.isdir(current):
-        missing.append(current)
-        parent = os.path.dirname(current)
-        if parent == current:
+    while not os.path.isdir(directory):
+        missing.append(directory)
+        parent = os.path.dirname(directory)
+        if parent == directory:
             break
-        current = parent
-    for folder in reversed(missing):
-        with contextlib.suppress(FileExistsError):
-            os.mkdir(folder, DIR_MODE)
+        directory = parent
+    for d in reversed(missing):
+        try:
+            os.mkdir(d, PRIVATE_DIR_MODE)
+        except FileExistsError:
+            if not os.path.isdir(d):
+                raise
+            continue
+        os.chmod(d, PRIVATE_DIR_MODE)  # whatever the umask took away or added
