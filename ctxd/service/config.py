@@ -63,6 +63,13 @@ def _positive(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool) and value > 0
 
 
+def _paths(value: Any) -> list[str] | None:
+    """``value`` as a list of absolute paths (``~`` expanded), or None unless it is a list of non-empty strings."""
+    if isinstance(value, list) and all(isinstance(r, str) and r for r in value):
+        return [os.path.abspath(os.path.expanduser(r)) for r in value]
+    return None
+
+
 def config_from_json(data: Any, problems: list[str] | None = None, *, base: Config | None = None) -> Config:
     """A Config from camelCase JSON over ``base`` (default: the defaults).
 
@@ -76,24 +83,19 @@ def config_from_json(data: Any, problems: list[str] | None = None, *, base: Conf
         return cfg
     roots = data.get("roots", data.get("sessionRoots"))
     if roots is not None:
-        if isinstance(roots, str):
-            roots = [roots]
-        if isinstance(roots, list) and roots and all(isinstance(r, str) and r for r in roots):
-            cfg.roots = [os.path.abspath(os.path.expanduser(r)) for r in roots]
+        found = _paths([roots] if isinstance(roots, str) else roots)
+        if found:
+            cfg.roots = found
         else:
             problems.append(f"roots: expected a non-empty list of paths, got {show(roots)}; using {cfg.roots}")
-    transcripts = data.get("transcriptRoots")
-    if transcripts is not None:
-        if isinstance(transcripts, list) and all(isinstance(r, str) and r for r in transcripts):
-            cfg.transcriptRoots = [os.path.abspath(os.path.expanduser(r)) for r in transcripts]
-        else:
-            problems.append(f"transcriptRoots: expected a list of paths, got {show(transcripts)}")
-    archives = data.get("archiveRoots")
-    if archives is not None:
-        if isinstance(archives, list) and all(isinstance(r, str) and r for r in archives):
-            cfg.archiveRoots = [os.path.abspath(os.path.expanduser(r)) for r in archives]
-        else:
-            problems.append(f"archiveRoots: expected a list of paths, got {show(archives)}")
+    for key in ("transcriptRoots", "archiveRoots"):
+        value = data.get(key)
+        if value is not None:
+            found = _paths(value)
+            if found is not None:
+                setattr(cfg, key, found)
+            else:
+                problems.append(f"{key}: expected a list of paths, got {show(value)}")
     for key in ("watch", "autoCompact"):
         if key in data:
             if isinstance(data[key], bool):
