@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint typecheck unit nvim-test vscode-test pi-test bench bench-fidelity clean
+.PHONY: demo test lint typecheck unit nvim-test vscode-test pi-test claude-code claude-test bench bench-fidelity clean
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -22,8 +22,15 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
-unit: $(STAMP)
-	$(BIN)/pytest -q
+# pytest includes tests/claude_code: the real Claude Code from npm (scripts/claude-code.sh, cached in .cache).
+unit: $(STAMP) claude-code
+	CTXD_CLAUDE_CODE="$$(bash scripts/claude-code.sh)" $(BIN)/pytest -q
+
+claude-code:
+	bash scripts/claude-code.sh >/dev/null
+
+claude-test: $(STAMP) claude-code
+	CTXD_CLAUDE_CODE="$$(bash scripts/claude-code.sh)" $(BIN)/pytest -q tests/claude_code
 
 # The editors' suites run first, so pytest's summary is CI's closing line.
 nvim-test: $(STAMP)

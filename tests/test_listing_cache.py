@@ -170,3 +170,15 @@ def test_ctxd_sessions_keeps_its_rows_between_runs(tmp_path: Path, monkeypatch: 
     stored.write_bytes(b"\x00\x01garbage")
     damaged, reads = run()
     assert damaged == grown and reads == [str(path)]  # a damaged cache: read again
+
+
+def test_rows_handed_out_are_copies(tmp_path: Path) -> None:
+    """A listing changes its rows (archives are paired by appending to them): the kept row stays as read."""
+    path = tmp_path / "s.jsonl"
+    path.write_bytes(json.dumps(header()).encode() + b"\n" + _line("user", 2, 1))
+    cache = listing_cache.ListingCache()
+    row = cache.summarize(str(path), "r", os.stat(path))
+    row.archives.append("/elsewhere/copy.jsonl")
+    row.path = "/changed"
+    again = cache.summarize(str(path), "r", os.stat(path))
+    assert again.archives == [] and again.path == str(path)

@@ -87,6 +87,9 @@ def _parser() -> argparse.ArgumentParser:
 
     sub.add_parser("demo", help="show what ctxd does on a sample session")
 
+    hk = sub.add_parser("hook", help="run one Claude Code hook (JSON on stdin); see integrations/claude-code")
+    hk.add_argument("event", help="PreCompact, SessionStart, PostCompact, UserPromptSubmit, PostToolUse, SessionEnd")
+
     srv = sub.add_parser("serve", help="run the daemon (JSON-RPC over stdio)")
     srv.add_argument("--tcp", help="HOST:PORT on loopback, for debugging")
     srv.add_argument("--config", help="config file (JSON)")
@@ -100,6 +103,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         from ctxd.server import serve
 
         return serve(tcp=args.tcp, config_path=args.config)
+    if args.command == "hook":
+        # Claude Code waits for hooks: only what the event needs is imported, and it never fails.
+        from ctxd.cli.hook import run as run_hook
+
+        return run_hook(args.event)
     # Warnings (a model attempt that failed, ...) as one line each, never showing a secret.
     # CTXD_LOG_LEVEL sets ctxd's own level; libraries stay at warnings.
     level = logging.getLevelName(os.environ.get("CTXD_LOG_LEVEL", "WARNING").upper())

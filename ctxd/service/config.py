@@ -15,6 +15,7 @@ import attrs
 
 from ctxd.compaction.settings import CompactionSettings
 from ctxd.redact import add_secret
+from ctxd.store.dirs import default_archive_roots
 from ctxd.store.listing import default_roots, default_transcript_roots
 from ctxd.store.session_file import Durability
 
@@ -25,6 +26,8 @@ class Config:
     """pi session roots (read-write; new sessions go into the first)."""
     transcriptRoots: list[str] = attrs.field(factory=default_transcript_roots)
     """Claude Code and Codex session folders (read-only); by default those that exist."""
+    archiveRoots: list[str] = attrs.field(factory=default_archive_roots)
+    """ctxd's archive of Claude Code transcripts (read-only; kept by ``ctxd hook``), when it exists."""
     watch: bool = True
     durability: str = "flush"
     """flush | fsync | fsync-batch"""
@@ -37,7 +40,8 @@ class Config:
     @property
     def all_roots(self) -> list[str]:
         """Every root served: only files under these can be reached."""
-        return [*self.roots, *(r for r in self.transcriptRoots if r not in self.roots)]
+        extra = [*self.transcriptRoots, *self.archiveRoots]
+        return [*self.roots, *(r for i, r in enumerate(extra) if r not in self.roots and r not in extra[:i])]
 
     @property
     def durability_mode(self) -> Durability:
@@ -59,6 +63,13 @@ def _positive(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool) and value > 0
 
 
+def _paths(value: Any) -> list[str] | None:
+    """``value`` as a list of absolute paths (``~`` expanded), or None unless it is a list of non-empty strings."""
+    if isinstance(value, list) and all(isinstance(r, str) and r for r in value):
+        return [os.path.abspath(os.path.expanduser(r)) for r in value]
+    return None
+
+
 def config_from_json(data: Any, problems: list[str] | None = None, *, base: Config | None = None) -> Config:
     """A Config from camelCase JSON over ``base`` (default: the defaults).
 
@@ -72,18 +83,19 @@ def config_from_json(data: Any, problems: list[str] | None = None, *, base: Conf
         return cfg
     roots = data.get("roots", data.get("sessionRoots"))
     if roots is not None:
-        if isinstance(roots, str):
-            roots = [roots]
-        if isinstance(roots, list) and roots and all(isinstance(r, str) and r for r in roots):
-            cfg.roots = [os.path.abspath(os.path.expanduser(r)) for r in roots]
+        found = _paths([roots] if isinstance(roots, str) else roots)
+        if found:
+            cfg.roots = found
         else:
             problems.append(f"roots: expected a non-empty list of paths, got {show(roots)}; using {cfg.roots}")
-    transcripts = data.get("transcriptRoots")
-    if transcripts is not None:
-        if isinstance(transcripts, list) and all(isinstance(r, str) and r for r in transcripts):
-            cfg.transcriptRoots = [os.path.abspath(os.path.expanduser(r)) for r in transcripts]
-        else:
-            problems.append(f"transcriptRoots: expected a list of paths, got {show(transcripts)}")
+    for key in ("transcriptRoots", "archiveRoots"):
+        value = data.get(key)
+        if value is not None:
+            found = _paths(value)
+            if found is not None:
+                setattr(cfg, key, found)
+            else:
+                problems.append(f"{key}: expected a list of paths, got {show(value)}")
     for key in ("watch", "autoCompact"):
         if key in data:
             if isinstance(data[key], bool):
@@ -115,6 +127,7 @@ def config_from_json(data: Any, problems: list[str] | None = None, *, base: Conf
     cfg.compaction = CompactionSettings.from_json(compaction, problems, base=cfg.compaction)
     add_secret(cfg.compaction.apiKey)  # never shown in any answer, notification or log
     known = {f.name for f in attrs.fields(Config)} | {"sessionRoots", "model", "apiBase", "apiKey", "hooks", "client"}
+    known.add("claudeCode")  # read by `ctxd hook` (ctxd/cli/hook.py), not by the daemon
     for key in data:
         if key not in known:
             problems.append(f"unknown option {show(key)} ignored")

@@ -54,6 +54,9 @@ def only_inside(summaries: Iterable[SessionSummary], roots: list[str]) -> list[S
             s.path = real
             if s.parentSession:
                 s.parentSession = os.path.realpath(s.parentSession)
+            if s.archiveOf:
+                s.archiveOf = os.path.realpath(s.archiveOf)
+            s.archives = [a for a in map(os.path.realpath, s.archives) if _within(a, reals)]
             kept.append(s)
     return kept
 

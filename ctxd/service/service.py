@@ -48,12 +48,13 @@ class Service(Compacting, Live, Summarizing, ServiceBase):
             if outside:
                 raise SessionNotFoundError(f"roots outside the configured roots: {outside}", roots=outside)
             roots = params.roots
-        found = await asyncio.to_thread(list_sessions, roots, params.cwd)
+        found = await asyncio.to_thread(list_sessions, roots, params.cwd, self.config.archiveRoots)
         # Real paths, as every other method and notification names sessions (symlinked roots);
         # a link that leads outside the configured roots is neither listed nor remembered.
         found = only_inside(found, self.config.all_roots)
         for s in found:
-            self.registry.remember(s.id, s.path)
+            if not s.archived:  # a session id names the live transcript, not ctxd's copy of it
+                self.registry.remember(s.id, s.path)
         return {"roots": roots, "sessions": [p.capped_row(s.to_json()) for s in found]}
 
     async def session_open(self, params: p.SessionParams) -> dict[str, Any]:

@@ -8,7 +8,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from ctxd.formats.codec import CURRENT_VERSION, dumps_line
-from ctxd.store.files import Clock, atomic_write, create_private, iso_timestamp, makedirs_private, uuid7
+from ctxd.store.dirs import makedirs_private
+from ctxd.store.files import Clock, atomic_write, create_private, iso_timestamp, uuid7
 from ctxd.store.listing import cwd_dirname, session_filename
 
 

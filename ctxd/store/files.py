@@ -20,9 +20,9 @@ from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 
 from ctxd.errors import SessionError
+from ctxd.store.dirs import makedirs_private
 
 PRIVATE_MODE = 0o600
-PRIVATE_DIR_MODE = 0o700
 
 Clock = Callable[[], float]
 """Seconds since the epoch; tests substitute their own."""
@@ -139,26 +139,6 @@ def read_bounded(fd: int, limit: int, offset: int = 0) -> bytes:
         offset += len(chunk)
         limit -= len(chunk)
     return b"".join(chunks)
-
-
-def makedirs_private(directory: str) -> None:
-    """``os.makedirs`` where every directory it creates (not only the last) is 0700."""
-    directory = os.path.abspath(directory)
-    missing: list[str] = []
-    while not os.path.isdir(directory):
-        missing.append(directory)
-        parent = os.path.dirname(directory)
-        if parent == directory:
-            break
-        directory = parent
-    for d in reversed(missing):
-        try:
-            os.mkdir(d, PRIVATE_DIR_MODE)
-        except FileExistsError:
-            if not os.path.isdir(d):
-                raise
-            continue
-        os.chmod(d, PRIVATE_DIR_MODE)  # whatever the umask took away or added
 
 
 def create_private(path: str, data: bytes) -> None:

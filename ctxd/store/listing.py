@@ -17,6 +17,7 @@ import attrs
 
 from ctxd.errors import SessionError
 from ctxd.formats.codec import decode_any
+from ctxd.store.archive import link_archives
 from ctxd.store.files import open_regular, read_bounded
 
 SESSION_SUFFIX = ".jsonl"
@@ -69,6 +70,12 @@ class SessionSummary:
     agent: str = "pi"
     """Whose session: "pi" (read-write), or "claude" / "codex" (read-only transcripts)."""
     readOnly: bool = False
+    archived: bool = False
+    """A copy kept by ctxd's archive (see :mod:`ctxd.store.archive`)."""
+    archiveOf: str | None = None
+    """For a copy: the live transcript it copies, while that still exists."""
+    archives: list[str] = attrs.field(factory=list)
+    """For a live transcript: its copies in ctxd's archive."""
 
     def to_json(self) -> dict[str, Any]:
         return attrs.asdict(self)
@@ -204,10 +211,14 @@ def _summarize_transcript(kind: str, data: bytes, summary: SessionSummary) -> No
     summary.readOnly = True
     if kind == "claude":
         for obj in _lines_with(data, b'"sessionId"'):
-            summary.id = str(obj.get("sessionId", ""))
-            summary.cwd = str(obj.get("cwd", ""))
-            summary.created = str(obj.get("timestamp", ""))
-            break
+            if not summary.id:
+                summary.id = str(obj.get("sessionId", ""))
+                summary.created = str(obj.get("timestamp", ""))
+            # Claude Code 2.1.330 opens with queue-operation lines, which carry no cwd.
+            cwd = obj.get("cwd")
+            if isinstance(cwd, str) and cwd:
+                summary.cwd = cwd
+                break
         for obj in _lines_with(data, b'"summary"', last=True):
             if obj.get("type") == "summary" and isinstance(obj.get("summary"), str):
                 summary.name = obj["summary"]
@@ -265,8 +276,11 @@ def iter_session_stats(root: str) -> Iterable[tuple[str, os.stat_result]]:
                     yield path, st
 
 
-def list_sessions(roots: Iterable[str], cwd: str | None = None, *, keep: bool = False) -> list[SessionSummary]:
-    """Sessions under ``roots`` (optionally only those started in ``cwd``), newest first.
+def list_sessions(
+    roots: Iterable[str], cwd: str | None = None, archive_roots: Iterable[str] = (), *, keep: bool = False
+) -> list[SessionSummary]:
+    """Sessions under ``roots`` (optionally only those started in ``cwd``), newest first; files under
+    ``archive_roots`` are marked as archives and paired with their live transcripts.
 
     Each file is summarised once and then followed by its identity: an unchanged file costs its
     stat, a grown one its new lines (:mod:`ctxd.store.listing_cache`). ``keep``: the rows are also
@@ -286,6 +300,7 @@ def list_sessions(roots: Iterable[str], cwd: str | None = None, *, keep: bool = 
                 continue
             out.append(summary)
     out.sort(key=lambda s: s.modified, reverse=True)
+    link_archives(out, archive_roots)
     if keep:
         LISTINGS.save()
     return out

@@ -105,12 +105,12 @@ class ListingCache:
             known = self._known.get(path)
         if known is not None and (known.dev, known.ino) == (st.st_dev, st.st_ino):
             if known.size == st.st_size and known.mtime_ns == st.st_mtime_ns:
-                return attrs.evolve(known.summary, root=root)
+                return _copy(known.summary, root)
             if known.end >= 0 and st.st_size > known.size:
                 grown = self._grown(path, known)
                 if grown is not None:
-                    return attrs.evolve(grown.summary, root=root)
-        return attrs.evolve(self._full(path, root).summary, root=root)
+                    return _copy(grown.summary, root)
+        return _copy(self._full(path, root).summary, root)
 
     def forget(self) -> None:
         with self._lock:
@@ -180,6 +180,11 @@ class ListingCache:
         grown = _Known(st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, end, check, summary, newlines, titled)
         self._remember(path, grown)
         return grown
+
+
+def _copy(summary: SessionSummary, root: str) -> SessionSummary:
+    """A row the caller may change (a listing pairs archives by changing rows): lists copied too."""
+    return attrs.evolve(summary, root=root, archives=list(summary.archives))
 
 
 class _Stored(msgspec.Struct, array_like=True):

@@ -489,6 +489,53 @@ async def record(rec: Recorder) -> None:
         await client.close()
 
 
+async def record_archives(rec: Recorder) -> None:
+    """``session/list`` beside ctxd's archive of Claude Code transcripts (a daemon of its own)."""
+    from ctxd.store.archive import archive_transcript
+
+    base = BASE / "archives"
+    projects = base / "claude" / "projects"
+    live = projects / "-home-me-service" / "5f0c2a1e-7d7b-4c1e-9f43-2b8a3f0e9d11.jsonl"
+    live.parent.mkdir(parents=True)
+    common = {"sessionId": live.stem, "cwd": "/home/me/service", "version": "2.1.330", "isSidechain": False}
+    lines = [
+        {
+            "type": "user",
+            "uuid": "u1",
+            "parentUuid": None,
+            "timestamp": "2026-11-22T12:00:00.000Z",
+            **common,
+            "message": {"role": "user", "content": "Add a /health endpoint to the service."},
+        },
+        {
+            "type": "assistant",
+            "uuid": "a1",
+            "parentUuid": "u1",
+            "timestamp": "2026-11-22T12:00:05.000Z",
+            **common,
+            "message": {
+                "id": "msg_1",
+                "role": "assistant",
+                "model": "claude-opus-5-5",
+                "stop_reason": "end_turn",
+                "content": [{"type": "text", "text": "Added /health."}],
+            },
+        },
+    ]
+    live.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    archive = base / "data" / "ctxd" / "archive"
+    archive_transcript(str(live), str(archive))
+    options = {"roots": [str(base / "pi")], "transcriptRoots": [str(projects)], "archiveRoots": [str(archive)]}
+    env = {"CTXD_CONFIG": str(BASE / "none.json"), "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+    client = CtxdClient(initialization_options=options, env=env, stderr=asyncio.subprocess.DEVNULL)
+    await client.start()
+    client.trace = rec.trace  # only the one exchange below
+    rec.start("session/list archives")
+    await client.request("session/list", {"cwd": "/home/me/service"})
+    rec.stop()
+    await client.close()
+
+
 def compact_json(value: Any, indent: int = 0, used: int = 0, width: int = 100) -> str:
     """JSON indented by two, with objects and arrays that fit in ``width`` kept on one line
     (``used``: characters already on the line before the value)."""
@@ -543,6 +590,7 @@ def main() -> int:
     args = parser.parse_args()
     rec = Recorder()
     asyncio.run(record(rec))
+    asyncio.run(record_archives(rec))
     if args.update:
         missing = update(args.update, rec.examples, args.only)
         if missing:

@@ -85,6 +85,8 @@ export interface InitializationOptions {
   roots?: string[];
   /** Other agents' session folders (Claude Code, Codex), served read-only. */
   transcriptRoots?: string[];
+  /** ctxd's archive of Claude Code transcripts (default: the daemon's, when it exists). */
+  archiveRoots?: string[];
   watch?: boolean;
   autoCompact?: boolean;
   model?: string;
@@ -127,6 +129,11 @@ export interface SessionSummary {
   /** Whose session: "pi" (read-write), or "claude" / "codex" (read-only transcripts). */
   agent?: string;
   readOnly?: boolean;
+  /** A copy in ctxd's archive of Claude Code transcripts; `archiveOf` is its live transcript (null once deleted). */
+  archived?: boolean;
+  archiveOf?: string | null;
+  /** For a live transcript: its copies in ctxd's archive, the current one first. */
+  archives?: string[];
 }
 
 export interface SessionListResult {

@@ -46,12 +46,15 @@ Decisions where the format is ambiguous:
   cache_creation_input_tokens -> cacheWrite, totalTokens = their sum. Messages of the ``<synthetic>`` model
   (interruptions, API errors) carry no usage: they were never an API response, and a zero usage would read as an
   empty context.
-- Compaction: ``firstKeptEntryId`` is the compaction's OWN id. Claude keeps nothing verbatim across the
+- Compaction: ``firstKeptEntryId`` is the compaction's OWN id when Claude keeps nothing verbatim across the
   boundary, so the context at any leaf after it is the summary followed by the entries after the compaction.
   pi's builder reads an id not before the compaction as "nothing kept"; ctxd's builder treats the compaction
   itself as the first kept entry (inclusive ancestor) and emits the same messages without a diagnostic (a
   later entry, such as the compaction's first child, would not be an ancestor and would be reported). The id
-  is also stable while the file grows. ``tokensBefore`` = ``compactMetadata.preTokens``; ``details`` =
+  is also stable while the file grows. Claude Code 2.1.330 keeps the newest messages verbatim and names them in
+  ``compactMetadata.preservedSegment`` (``headUuid`` .. ``tailUuid``, the tail being ``logicalParentUuid``):
+  then ``firstKeptEntryId`` is the head's entry, as in pi (summary, the kept messages, then what follows), when
+  it is an ancestor of the boundary. ``tokensBefore`` = ``compactMetadata.preTokens``; ``details`` =
   ``{trigger, preTokens, source: "claude"}``. An ``isCompactSummary`` line with no boundary before it becomes a
   compaction of its own (tokensBefore 0).
 - Sidechains (``isSidechain``, older layout): placed as ``parentUuid`` says; a sidechain root (no parent) goes
@@ -399,6 +402,10 @@ class _ClaudeMapper:
         pre = as_int(meta.get("preTokens"))
         logical = as_str(obj.get("logicalParentUuid"))
         target = self.alias.get(logical) if logical else None
+        if target is None:
+            # 2.1.330 may name a message it never wrote; the preserved segment's tail is the last one it did.
+            tail = as_str(as_dict(meta.get("preservedSegment")).get("tailUuid"))
+            target = self.alias.get(tail) if tail else None
         if target is not None:
             parent = self._tail(target)
         else:
@@ -408,13 +415,33 @@ class _ClaudeMapper:
         eid = self.ids.take(uuid or line_id(number))
         fields = {
             "summary": "",
-            "firstKeptEntryId": eid,
+            "firstKeptEntryId": self._preserved_head(meta, parent) or eid,
             "tokensBefore": pre,
             "details": {"trigger": meta.get("trigger"), "preTokens": pre, "source": "claude"},
         }
         self._add(eid, "compaction", parent, stamp, number, "system", fields, main)
         if uuid:
             self.alias[uuid] = eid
+
+    def _preserved_head(self, meta: dict[str, Any], parent: str | None) -> str | None:
+        """The entry of ``preservedSegment.headUuid`` when it is ``parent`` or one of its ancestors."""
+        head = as_str(as_dict(meta.get("preservedSegment")).get("headUuid"))
+        if not head:
+            uuids = as_dict(meta.get("preservedMessages")).get("uuids")
+            head = as_str(uuids[0]) if isinstance(uuids, list) and uuids else None
+        target = self.alias.get(head) if head else None
+        if target is None or parent is None:
+            return None
+        # Claude's alias may point at a merged entry that begins earlier; walk up from the boundary's parent.
+        node: str | None = parent
+        for _ in range(100_000):
+            if node is None:
+                return None
+            if node == target:
+                return target
+            entry = self.by_id.get(node)
+            node = entry.get("parentId") if entry is not None else None
+        return None
 
     def _compact_summary(
         self, number: int, obj: dict[str, Any], uuid: str | None, main: bool, stamp: str | None, message: dict[str, Any]

@@ -53,12 +53,20 @@ export class SessionsProvider implements vscode.TreeDataProvider<SessionsNode>, 
       }
       return this.projects;
     }
-    return node.kind === 'project' ? node.sessions : [];
+    return node.kind === 'project' ? node.sessions : node.kind === 'session' ? node.archives : [];
   }
 
   getParent(node: SessionsNode): SessionsNode | undefined {
     if (node.kind === 'session') {
-      return this.projects.find((p) => p.sessions.includes(node));
+      for (const project of this.projects) {
+        if (project.sessions.includes(node)) {
+          return project;
+        }
+        const owner = project.sessions.find((s) => s.archives.includes(node));
+        if (owner) {
+          return owner;
+        }
+      }
     }
     return undefined;
   }

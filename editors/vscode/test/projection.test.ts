@@ -208,6 +208,52 @@ describe('sessions projection', () => {
     assert.match(t.description, /claude · read-only/);
     assert.equal(t.icon, 'lock');
   });
+
+  test("ctxd's archived copies sit under their live transcript; a copy whose transcript is gone stands alone", () => {
+    const now = 1_000_000_000;
+    const claude = { agent: 'claude', readOnly: true };
+    const live = summary('/c/s.jsonl', '/w', 300, { ...claude, archives: ['/a/s.jsonl', '/a/s/earlier/t.jsonl'] });
+    const copy = summary('/a/s.jsonl', '/w', 200, { ...claude, archived: true, archiveOf: '/c/s.jsonl' });
+    const earlier = summary('/a/s/earlier/t.jsonl', '/w', 100, { ...claude, archived: true, archiveOf: '/c/s.jsonl' });
+    const orphan = summary('/a/gone.jsonl', '/w', 50, { ...claude, archived: true, archiveOf: null, title: 'Old work' });
+    const [project] = projectSessions({ sessions: [copy, live, earlier, orphan], changed: new Map(), openPath: '/a/s.jsonl', now });
+    assert.deepEqual(
+      project!.sessions.map((s) => s.summary.path),
+      ['/c/s.jsonl', '/a/gone.jsonl'],
+    );
+    const top = project!.sessions[0]!;
+    assert.deepEqual(
+      top.archives.map((a) => [a.summary.path, a.archiveOf, a.copyIndex, a.open]),
+      [
+        ['/a/s.jsonl', '/c/s.jsonl', 0, true],
+        ['/a/s/earlier/t.jsonl', '/c/s.jsonl', 1, false],
+      ],
+    );
+    const p = presentSession(top, now);
+    assert.equal(p.expandable, 'collapsed');
+    assert.match(p.description, /claude · read-only · 2 archived/);
+    assert.match(p.tooltip, /2 archived copies by ctxd/);
+    const first = presentSession(top.archives[0]!, now);
+    assert.equal(first.label, 'ctxd archive');
+    assert.equal(first.icon, 'archive');
+    assert.match(first.description, /^open · /);
+    assert.match(first.tooltip, /copy of \/c\/s\.jsonl/);
+    assert.equal(presentSession(top.archives[1]!, now).label, 'earlier copy (ctxd archive)');
+    const alone = presentSession(project!.sessions[1]!, now);
+    assert.equal(alone.label, 'Old work');
+    assert.equal(alone.icon, 'archive');
+    assert.match(alone.description, /claude · ctxd archive/);
+    assert.match(alone.tooltip, /live file is gone/);
+    // When the live transcript leaves the list (Claude deleted it), its copies move up.
+    const after = projectSessions({ sessions: [copy, earlier], changed: new Map(), openPath: undefined, now });
+    assert.deepEqual(
+      after[0]!.sessions.map((s) => [s.summary.path, s.archives.length]),
+      [
+        ['/a/s.jsonl', 0],
+        ['/a/s/earlier/t.jsonl', 0],
+      ],
+    );
+  });
 });
 
 function compactionEntry(id: string, timestamp: string, ctxd?: Record<string, unknown>): Entry {

@@ -4,7 +4,8 @@
  */
 
 import assert from 'node:assert/strict';
-import { realpathSync, rmSync, symlinkSync, utimesSync } from 'node:fs';
+import { copyFileSync, mkdirSync, realpathSync, rmSync, symlinkSync, utimesSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import type { CtxdClient } from '@ctxd/client';
 import { LedgerProvider } from '../src/ledgerView';
@@ -15,7 +16,7 @@ import { ConversationProvider, NodeDecorations } from '../src/sessionTree';
 import { SessionsProvider } from '../src/sessionsView';
 import { Store } from '../src/state';
 import { StatusBar } from '../src/statusBar';
-import { startDaemon, tempRoot, until } from './daemon';
+import { REPO, startDaemon, tempRoot, until } from './daemon';
 import { SessionWriter, writeSampleSession } from './fixtures';
 import { TreeItemCollapsibleState, Uri } from './vscode-mock';
 
@@ -257,6 +258,61 @@ describe('store and views against ctxd serve', { timeout: 120_000 }, () => {
       linked.dispose();
       await fresh.stop();
       rmSync(link, { force: true });
+      done();
+    }
+  });
+
+  test("a Claude Code transcript shows ctxd's archived copy under it, and the copy stays after Claude deletes it", async () => {
+    const { root: base, cleanup: done } = tempRoot('ctxd-vscode-archive-');
+    const id = '2696e685-97f7-47e2-9b90-766d279ab840';
+    const projects = join(base, 'claude', 'projects');
+    const archive = join(base, 'data', 'ctxd', 'archive');
+    const live = join(projects, '-home-dev-service', `${id}.jsonl`);
+    const copy = join(archive, 'claude', '-home-dev-service', `${id}.jsonl`);
+    const recorded = join(REPO, 'tests', 'data', 'claude', 'claude-2.1.330-compact.jsonl');
+    mkdirSync(dirname(live), { recursive: true });
+    mkdirSync(dirname(copy), { recursive: true });
+    copyFileSync(recorded, live);
+    copyFileSync(recorded, copy); // what `ctxd hook PreCompact` keeps (tests/claude_code run the real hooks)
+    const fresh = await startDaemon(join(base, 'pi'), {
+      initializationOptions: { transcriptRoots: [projects], archiveRoots: [archive], watch: true },
+    });
+    const archived = new Store({ debounceMs: 20 });
+    const view = new SessionsProvider(archived);
+    const tree = new ConversationProvider(archived);
+    try {
+      await archived.attach(fresh);
+      const [project] = view.getChildren();
+      assert.equal(view.getTreeItem(project!).label, 'service'); // the cwd, from the first line that has one
+      const top = view.getChildren(project) as SessionsNode[];
+      assert.equal(top.length, 1);
+      const item = view.getTreeItem(top[0]!);
+      assert.equal(item.collapsibleState, TreeItemCollapsibleState.Collapsed);
+      assert.match(String(item.description), /claude · read-only · 1 archived/);
+      const [child] = view.getChildren(top[0]!) as SessionsNode[];
+      assert.ok(child && child.kind === 'session');
+      assert.equal(child.summary.path, copy);
+      assert.equal(view.getTreeItem(child).label, 'ctxd archive');
+      assert.equal(view.getParent(child), top[0]);
+      // The copy opens like any transcript: its tree holds the history from before /compact.
+      await archived.open(child.summary.path);
+      const nodes = await walk(tree);
+      assert.ok(nodes.some((n) => n.kind === 'entry' && n.row.type === 'compaction'));
+      // Claude's cleanup deletes the live transcript: the copy moves up, on its own.
+      rmSync(live);
+      await until(() => archived.sessions.length === 1, 10_000, 'the deleted transcript to leave the list');
+      await archived.refreshSessions();
+      const alone = view.getChildren(view.getChildren()[0]) as SessionsNode[];
+      assert.deepEqual(
+        alone.map((n) => (n.kind === 'session' ? [n.summary.path, view.getTreeItem(n).collapsibleState] : [])),
+        [[copy, TreeItemCollapsibleState.None]],
+      );
+      assert.match(String(view.getTreeItem(alone[0]!).description), /claude · ctxd archive/);
+    } finally {
+      tree.dispose();
+      view.dispose();
+      archived.dispose();
+      await fresh.stop();
       done();
     }
   });

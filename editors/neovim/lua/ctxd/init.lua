@@ -79,11 +79,39 @@ function H.error(what, err)
 end
 
 function H.format_session(s)
+  local when = type(s.modified) == 'number' and os.date('%Y-%m-%d %H:%M', math.floor(s.modified)) or '?'
+  if s.ctxd_copy then -- ctxd's copy of the transcript listed just above
+    local label = s.ctxd_copy > 0 and '  ↳ earlier copy (ctxd archive)' or '  ↳ ctxd archive'
+    return string.format('%s  (%s entries · %s)', label, tostring(s.entries or '?'), when)
+  end
   local name = s.name
   if type(name) ~= 'string' or name == '' then name = s.title end
   if type(name) ~= 'string' or name == '' then name = vim.fn.fnamemodify(s.path, ':t') end
-  local when = type(s.modified) == 'number' and os.date('%Y-%m-%d %H:%M', math.floor(s.modified)) or '?'
-  return string.format('%s  (%s entries · %s · %s)', name, tostring(s.entries or '?'), tostring(s.cwd or '?'), when)
+  if s.archived == true then name = name .. '  [ctxd archive]' end
+  local archived = type(s.archives) == 'table' and #s.archives > 0 and (' · ' .. #s.archives .. ' archived') or ''
+  return string.format('%s  (%s entries · %s · %s%s)', name, tostring(s.entries or '?'), tostring(s.cwd or '?'), when, archived)
+end
+
+--- session/list's sessions in picker order: ctxd's archived copies of a Claude Code transcript right
+--- after it (marked with `ctxd_copy`, their place in `archives`); a copy whose transcript is gone
+--- stays where the listing put it.
+function H.session_items(sessions)
+  local by_path, nested = {}, {}
+  for _, s in ipairs(sessions) do by_path[s.path] = s end
+  for _, s in ipairs(sessions) do
+    if s.archived == true and type(s.archiveOf) == 'string' and by_path[s.archiveOf] then nested[s.path] = true end
+  end
+  local items = {}
+  for _, s in ipairs(sessions) do
+    if not nested[s.path] then
+      table.insert(items, s)
+      for i, path in ipairs(type(s.archives) == 'table' and s.archives or {}) do
+        local copy = by_path[path]
+        if copy and nested[path] then table.insert(items, vim.tbl_extend('force', copy, { ctxd_copy = i - 1 })) end
+      end
+    end
+  end
+  return items
 end
 
 --- Open a session (session/open) and make it current; `cb(path)` gets its canonical path.
@@ -136,7 +164,7 @@ function M.sessions(opts)
   opts = opts or {}
   client().request('session/list', nil, function(err, result)
     if err then return H.error('session/list', err) end
-    local sessions = result.sessions or {}
+    local sessions = H.session_items(result.sessions or {})
     if #sessions == 0 then
       vim.notify('ctxd: no sessions under ' .. table.concat(result.roots or {}, ', '), vim.log.levels.WARN)
       return

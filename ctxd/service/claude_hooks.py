@@ -1,0 +1,277 @@
+"""What ctxd does in Claude Code's hooks (``ctxd hook EVENT``, installed by ``integrations/claude-code``).
+
+==================  ===========================================================================================
+event               what ctxd does
+==================  ===========================================================================================
+PreCompact          archives the transcript, works out the conversation's must-keep facts, saves them in the
+                    session's notes and prints them: Claude Code adds a PreCompact hook's output to the
+                    summarisation request as "Additional Instructions"
+SessionStart        ``compact``: re-injects (``additionalContext``) the facts the new summary lacks, when the
+                    summary can be read; Claude Code 2.1.330 runs this hook before it writes the summary or
+                    runs PostCompact, so after a manual ``/compact`` the check waits for PostCompact and the
+                    facts go with the next prompt, and after an automatic one (the next request follows at
+                    once) every fact is sent. Other sources: hands over facts still waiting (a resumed session)
+PostCompact         saves the summary (``compact_summary``); if facts wait for it, keeps those it lacks
+UserPromptSubmit    hands over the facts waiting since the last compaction (``additionalContext``), once
+PostToolUse         replaces an oversized tool output (``updatedToolOutput``, same shape, strings cut by seed
+                    004's rules) before the model sees it
+SessionEnd          archives the transcript
+==================  ===========================================================================================
+
+Per-session notes live in ``<state>/claude/<session id>.json`` (0600). Every function here may raise: the CLI
+(:mod:`ctxd.cli.hook`) turns any error into a silent exit 0 and a line in ctxd's log.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import time
+from collections.abc import Iterator, Mapping
+from typing import Any, NamedTuple
+
+from ctxd.store.dirs import makedirs_private
+
+FACTS_HEADING = "## Must keep (ctxd): facts from before the compaction that its summary left out"
+ALL_FACTS_HEADING = "## Must keep (ctxd): facts from before the compaction"
+INSTRUCTIONS = (
+    "ctxd (context keeper): the summary must keep every fact below, quoting paths, commands, numbers and the "
+    "user's own words exactly; they are checked after the compaction."
+)
+NO_TRUNCATE = frozenset({"Edit", "MultiEdit", "Write", "NotebookEdit", "TodoWrite", "ExitPlanMode"})
+"""Tools whose output echoes their input and is not what the model reads (it gets a one-line confirmation)."""
+_SESSION_ID = re.compile(r"^[A-Za-z0-9_.-]{1,128}$")
+
+
+class HookSettings(NamedTuple):
+    state_dir: str
+    archive_root: str
+    tool_output_limit: int
+    facts_chars: int = 9_000
+    """Cap of re-injected facts (Claude Code cuts a hook's ``additionalContext`` near 10,000 characters)."""
+    instructions_chars: int = 6_000
+    """Cap of PreCompact's instructions (Claude Code cuts them at 10,000 characters)."""
+    archive: bool = True
+
+
+class HookResult(NamedTuple):
+    stdout: str = ""
+    """What the hook prints: plain text (PreCompact) or one JSON object."""
+    note: str = ""
+    """One line for ctxd's log."""
+
+
+def handle(event: str, payload: Mapping[str, Any], settings: HookSettings) -> HookResult:
+    """Run ctxd's part of one Claude Code hook event."""
+    handler = _HANDLERS.get(event)
+    if handler is None:
+        return HookResult(note=f"{event}: not handled")
+    return handler(payload, settings)
+
+
+# --- events -------------------------------------------------------------------------------------------------
+
+
+def pre_compact(payload: Mapping[str, Any], settings: HookSettings) -> HookResult:
+    from ctxd.service.claude_facts import transcript_facts
+
+    transcript = _str(payload, "transcript_path")
+    archived = _archive(transcript, settings)
+    facts = transcript_facts(transcript)
+    with _notes(settings, payload) as notes:
+        notes["precompact"] = {
+            "at": time.time(),
+            "trigger": _str(payload, "trigger") or "manual",
+            "compactions": facts.compactions,
+            "facts": facts.sheet.to_json(),
+        }
+        notes.pop("awaiting", None)
+        notes.pop("pending", None)
+    text = facts.sheet.render(settings.instructions_chars - len(INSTRUCTIONS) - 2)
+    out = f"{INSTRUCTIONS}\n\n{text}" if text else ""
+    return HookResult(out, f"PreCompact: {archived}; {len(facts.sheet)} facts, {len(out)} characters of instructions")
+
+
+def session_start(payload: Mapping[str, Any], settings: HookSettings) -> HookResult:
+    source = _str(payload, "source")
+    if source != "compact":
+        return _hand_over("SessionStart", payload, settings)
+    from ctxd.compaction.mustkeep import FactSheet
+    from ctxd.service.claude_facts import transcript_facts
+
+    transcript = _str(payload, "transcript_path")
+    with _notes(settings, payload) as notes:
+        before = notes.get("precompact")
+        if not isinstance(before, dict):  # PreCompact did not run (or failed): the transcript still holds it all
+            facts = transcript_facts(transcript)
+            before = {"at": 0.0, "trigger": "auto", "compactions": facts.compactions, "facts": facts.sheet.to_json()}
+            notes["precompact"] = before
+        sheet = FactSheet.from_json(before.get("facts") or [])
+        summary = _summary_of_this_compaction(transcript, notes, before)
+        if summary is not None:
+            missing = sheet.missing(summary)
+            notes.pop("awaiting", None)
+            return _context("SessionStart", missing, FACTS_HEADING, settings, f"{len(sheet)} facts checked")
+        if before.get("trigger") == "auto":
+            # The next request follows at once: send every fact rather than none.
+            return _context("SessionStart", sheet, ALL_FACTS_HEADING, settings, "summary not written yet")
+        notes["awaiting"] = True
+    return HookResult(note="SessionStart(compact): summary not written yet; the facts wait for PostCompact")
+
+
+def post_compact(payload: Mapping[str, Any], settings: HookSettings) -> HookResult:
+    from ctxd.compaction.mustkeep import FactSheet
+
+    summary = _str(payload, "compact_summary")
+    with _notes(settings, payload) as notes:
+        notes["postcompact"] = {"at": time.time(), "summary": summary}
+        before = notes.get("precompact")
+        if not notes.pop("awaiting", False) or not isinstance(before, dict):
+            return HookResult(note="PostCompact: summary saved")
+        sheet = FactSheet.from_json(before.get("facts") or [])
+        missing = sheet.missing(summary)
+        if missing:
+            notes["pending"] = {"facts": missing.to_json()}
+    return HookResult(note=f"PostCompact: the summary lacks {len(missing)} of {len(sheet)} facts")
+
+
+def user_prompt_submit(payload: Mapping[str, Any], settings: HookSettings) -> HookResult:
+    return _hand_over("UserPromptSubmit", payload, settings)
+
+
+def post_tool_use(payload: Mapping[str, Any], settings: HookSettings) -> HookResult:
+    from ctxd.context.tool_output import output_chars, truncate_output
+
+    tool = _str(payload, "tool_name")
+    response = payload.get("tool_response")
+    if tool in NO_TRUNCATE or response is None:
+        return HookResult()
+    cut = truncate_output(response, settings.tool_output_limit)
+    if cut is None:
+        return HookResult()
+    out = {"hookSpecificOutput": {"hookEventName": "PostToolUse", "updatedToolOutput": cut}}
+    return HookResult(
+        json.dumps(out, ensure_ascii=False),
+        f"PostToolUse: {tool} output cut from {output_chars(response):,} to {output_chars(cut):,} characters "
+        f"(limit {settings.tool_output_limit:,})",
+    )
+
+
+def session_end(payload: Mapping[str, Any], settings: HookSettings) -> HookResult:
+    return HookResult(note=f"SessionEnd: {_archive(_str(payload, 'transcript_path'), settings)}")
+
+
+_HANDLERS = {
+    "PreCompact": pre_compact,
+    "SessionStart": session_start,
+    "PostCompact": post_compact,
+    "UserPromptSubmit": user_prompt_submit,
+    "PostToolUse": post_tool_use,
+    "SessionEnd": session_end,
+}
+
+
+# --- helpers ------------------------------------------------------------------------------------------------
+
+
+def _str(payload: Mapping[str, Any], key: str) -> str:
+    value = payload.get(key)
+    return value if isinstance(value, str) else ""
+
+
+def _archive(transcript: str, settings: HookSettings) -> str:
+    if not settings.archive:
+        return "archive off"
+    if not transcript:
+        return "no transcript_path"
+    from ctxd.store.archive import archive_transcript
+
+    results = archive_transcript(transcript, settings.archive_root)
+    if not results:
+        return "nothing to archive"
+    copied = sum(r.copied for r in results)
+    rotated = [r.rotated for r in results if r.rotated]
+    return f"archived {copied:,} new bytes to {results[0].path}" + (
+        f" (earlier copy kept: {rotated[0]})" if rotated else ""
+    )
+
+
+def _summary_of_this_compaction(transcript: str, notes: dict[str, Any], before: Mapping[str, Any]) -> str | None:
+    """The new compaction's summary, if Claude has written it or passed it to PostCompact; else None."""
+    after = notes.get("postcompact")
+    if isinstance(after, dict) and isinstance(after.get("summary"), str) and after.get("at", 0) >= before.get("at", 0):
+        return str(after["summary"])
+    from ctxd.service.claude_facts import compaction_summaries
+    from ctxd.tree.session import Session
+
+    count, newest = compaction_summaries(Session.open(transcript))
+    if newest is not None and count > int(before.get("compactions") or 0):
+        return newest
+    return None
+
+
+def _context(event: str, sheet: Any, heading: str, settings: HookSettings, why: str) -> HookResult:
+    text = sheet.render(settings.facts_chars, heading=heading) if sheet else ""
+    if not text:
+        return HookResult(note=f"{event}: nothing to re-inject ({why})")
+    out = {"hookSpecificOutput": {"hookEventName": event, "additionalContext": text}}
+    return HookResult(json.dumps(out, ensure_ascii=False), f"{event}: re-injected {len(sheet)} facts ({why})")
+
+
+def _hand_over(event: str, payload: Mapping[str, Any], settings: HookSettings) -> HookResult:
+    """The facts waiting since the last compaction, as ``additionalContext`` (once)."""
+    path = _notes_path(settings, payload)
+    if path is None:
+        return HookResult()
+    try:  # the common case, nothing waits: one small read, no lock, no further imports
+        with open(path, encoding="utf-8") as f:
+            if '"pending"' not in f.read():
+                return HookResult()
+    except FileNotFoundError:
+        return HookResult()
+    from ctxd.compaction.mustkeep import FactSheet
+
+    with _notes(settings, payload) as notes:
+        pending = notes.pop("pending", None)
+    if not isinstance(pending, dict):
+        return HookResult()
+    sheet = FactSheet.from_json(pending.get("facts") or [])
+    return _context(event, sheet, FACTS_HEADING, settings, "held since the compaction")
+
+
+def _notes_path(settings: HookSettings, payload: Mapping[str, Any]) -> str | None:
+    session = _str(payload, "session_id")
+    if not _SESSION_ID.match(session) or session in (".", ".."):
+        return None
+    return os.path.join(settings.state_dir, "claude", f"{session}.json")
+
+
+@contextlib.contextmanager
+def _notes(settings: HookSettings, payload: Mapping[str, Any]) -> Iterator[dict[str, Any]]:
+    """The session's notes, locked; written back (0600) when the block ends without an error."""
+    from ctxd.store.files import PRIVATE_MODE, atomic_write, locked
+
+    path = _notes_path(settings, payload)
+    if path is None:
+        raise ValueError(f"unusable session_id {payload.get('session_id')!r}")
+    folder = os.path.dirname(path)
+    makedirs_private(folder)
+    lock = os.open(os.path.join(folder, ".lock"), os.O_RDWR | os.O_CREAT, PRIVATE_MODE)
+    try:
+        with locked(lock):
+            try:
+                with open(path, encoding="utf-8") as f:
+                    loaded = json.load(f)
+            except FileNotFoundError:
+                loaded = {}
+            except ValueError:
+                loaded = {}  # a damaged note is replaced
+            notes: dict[str, Any] = loaded if isinstance(loaded, dict) else {}
+            before = json.dumps(notes, sort_keys=True)
+            yield notes
+            if json.dumps(notes, sort_keys=True) != before:
+                atomic_write(path, json.dumps(notes, ensure_ascii=False).encode("utf-8"))
+    finally:
+        os.close(lock)

@@ -1,0 +1,1 @@
+"""Claude Code 2.1.330 from npm with the ctxd plugin, offline against a fake Anthropic server."""

@@ -1,0 +1,221 @@
+"""``ctxd hook``'s logic on a transcript Claude Code 2.1.330 wrote (recorded by tests/claude_code), without Claude.
+
+The hooks run in Claude's order: PreCompact, SessionStart(compact), PostCompact, then the next prompt.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import shutil
+import stat
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import reference
+
+from ctxd.cli.hook import load_settings, run
+from ctxd.service.claude_facts import transcript_facts
+from ctxd.service.claude_hooks import (
+    ALL_FACTS_HEADING,
+    FACTS_HEADING,
+    INSTRUCTIONS,
+    HookSettings,
+    handle,
+)
+
+SESSION = "2696e685-97f7-47e2-9b90-766d279ab840"
+SUMMARY = (
+    "1. Primary Request and Intent: Build a tiny HTTP service in app.py that listens on port 8123.\n"
+    "2. Files and Code Sections: /home/dev/service/app.py was created and edited.\n"
+    "3. Checks: python3 -m py_compile app.py && echo compiled-ok passed."
+)
+
+
+@pytest.fixture
+def settings(tmp_path: Path) -> HookSettings:
+    return HookSettings(str(tmp_path / "state"), str(tmp_path / "archive"), tool_output_limit=5_000)
+
+
+@pytest.fixture
+def live(tmp_path: Path) -> Path:
+    """The transcript as it was when the user typed /compact (everything before the compact boundary)."""
+    data = reference("claude", "claude-2.1.330-compact.jsonl").read_bytes()
+    lines = data.splitlines(keepends=True)
+    cut = next(i for i, line in enumerate(lines) if b'"compact_boundary"' in line)
+    path = tmp_path / "claude" / "projects" / "-home-dev-service" / f"{SESSION}.jsonl"
+    path.parent.mkdir(parents=True)
+    path.write_bytes(b"".join(lines[:cut]))
+    return path
+
+
+def _payload(live: Path, event: str, **extra: Any) -> dict[str, Any]:
+    return {
+        "session_id": SESSION,
+        "transcript_path": str(live),
+        "cwd": "/home/dev/service",
+        "hook_event_name": event,
+        **extra,
+    }
+
+
+def _context(stdout: str) -> str:
+    out = json.loads(stdout)["hookSpecificOutput"]
+    return str(out["additionalContext"])
+
+
+def test_precompact_archives_and_asks_the_summary_to_keep_the_facts(live: Path, settings: HookSettings) -> None:
+    result = handle("PreCompact", _payload(live, "PreCompact", trigger="manual", custom_instructions=None), settings)
+    assert result.stdout.startswith(INSTRUCTIONS + "\n\n## Must keep\n")
+    for fact in ("Build a tiny HTTP service", "Also add a /health endpoint", "Never modify config.yaml", "py_compile"):
+        assert fact in result.stdout
+    assert len(result.stdout) <= settings.instructions_chars
+    copy = Path(settings.archive_root) / "claude" / "-home-dev-service" / f"{SESSION}.jsonl"
+    assert copy.read_bytes() == live.read_bytes() and stat.S_IMODE(copy.stat().st_mode) == 0o600
+    notes = Path(settings.state_dir) / "claude" / f"{SESSION}.json"
+    assert stat.S_IMODE(notes.stat().st_mode) == 0o600
+    saved = json.loads(notes.read_text())["precompact"]
+    assert saved["trigger"] == "manual" and saved["compactions"] == 0
+    assert saved["facts"] == transcript_facts(str(live)).sheet.to_json()
+
+
+def test_after_a_manual_compact_the_missing_facts_wait_for_the_summary_then_go_once(
+    live: Path, settings: HookSettings
+) -> None:
+    handle("PreCompact", _payload(live, "PreCompact", trigger="manual"), settings)
+    start = handle("SessionStart", _payload(live, "SessionStart", source="compact"), settings)
+    assert start.stdout == "" and "wait for PostCompact" in start.note
+    assert handle("UserPromptSubmit", _payload(live, "UserPromptSubmit"), settings).stdout == ""
+    post = handle("PostCompact", _payload(live, "PostCompact", trigger="manual", compact_summary=SUMMARY), settings)
+    sheet = transcript_facts(str(live)).sheet
+    missing = sheet.missing(SUMMARY)
+    assert 0 < len(missing) < len(sheet)
+    assert post.note == f"PostCompact: the summary lacks {len(missing)} of {len(sheet)} facts"
+    prompt = handle("UserPromptSubmit", _payload(live, "UserPromptSubmit", prompt="What is next?"), settings)
+    assert json.loads(prompt.stdout)["hookSpecificOutput"]["hookEventName"] == "UserPromptSubmit"
+    context = _context(prompt.stdout)
+    assert context == missing.render(settings.facts_chars, heading=FACTS_HEADING)
+    assert context.startswith(FACTS_HEADING + "\n")
+    # What the summary left out ...
+    assert "- Latest request: Also add a /health endpoint that answers ok." in context
+    assert "- User constraint: Never modify config.yaml: it belongs to the ops team." in context
+    assert "python3 -c 'import app; print(app.PORT)'" in context
+    # ... and not what it kept.
+    assert "Goal" not in context and "/home/dev/service/app.py" not in context and "py_compile" not in context
+    assert handle("UserPromptSubmit", _payload(live, "UserPromptSubmit"), settings).stdout == ""
+    assert handle("SessionStart", _payload(live, "SessionStart", source="resume"), settings).stdout == ""
+
+
+def test_a_resumed_session_gets_the_waiting_facts_at_its_start(live: Path, settings: HookSettings) -> None:
+    handle("PreCompact", _payload(live, "PreCompact", trigger="manual"), settings)
+    handle("SessionStart", _payload(live, "SessionStart", source="compact"), settings)
+    handle("PostCompact", _payload(live, "PostCompact", compact_summary=SUMMARY), settings)
+    start = handle("SessionStart", _payload(live, "SessionStart", source="resume"), settings)
+    assert json.loads(start.stdout)["hookSpecificOutput"]["hookEventName"] == "SessionStart"
+    assert "Never modify config.yaml" in _context(start.stdout)
+    assert handle("UserPromptSubmit", _payload(live, "UserPromptSubmit"), settings).stdout == ""
+
+
+def test_after_an_automatic_compaction_every_fact_goes_at_once(live: Path, settings: HookSettings) -> None:
+    handle("PreCompact", _payload(live, "PreCompact", trigger="auto"), settings)
+    start = handle("SessionStart", _payload(live, "SessionStart", source="compact"), settings)
+    context = _context(start.stdout)
+    assert context.startswith(ALL_FACTS_HEADING + "\n") and "Build a tiny HTTP service" in context
+    handle("PostCompact", _payload(live, "PostCompact", trigger="auto", compact_summary=SUMMARY), settings)
+    assert handle("UserPromptSubmit", _payload(live, "UserPromptSubmit"), settings).stdout == ""
+
+
+def test_a_summary_already_written_is_checked_at_once(live: Path, settings: HookSettings) -> None:
+    handle("PreCompact", _payload(live, "PreCompact", trigger="manual"), settings)
+    # As if Claude had written the boundary and the summary before SessionStart(compact).
+    shutil.copy(reference("claude", "claude-2.1.330-compact.jsonl"), live)
+    context = _context(handle("SessionStart", _payload(live, "SessionStart", source="compact"), settings).stdout)
+    assert context.startswith(FACTS_HEADING + "\n")
+    assert "Never modify config.yaml" in context and "Build a tiny HTTP service" not in context
+
+
+def test_a_summary_from_postcompact_before_sessionstart_is_used(live: Path, settings: HookSettings) -> None:
+    handle("PreCompact", _payload(live, "PreCompact", trigger="auto"), settings)
+    handle("PostCompact", _payload(live, "PostCompact", compact_summary=SUMMARY), settings)
+    context = _context(handle("SessionStart", _payload(live, "SessionStart", source="compact"), settings).stdout)
+    assert context.startswith(FACTS_HEADING + "\n") and "py_compile" not in context
+
+
+def test_without_precompact_the_facts_come_from_the_transcript(live: Path, settings: HookSettings) -> None:
+    start = handle("SessionStart", _payload(live, "SessionStart", source="compact"), settings)
+    assert "Never modify config.yaml" in _context(start.stdout)  # treated as automatic: nothing to wait for
+
+
+def test_posttooluse_cuts_what_the_model_reads_and_leaves_edits_alone(live: Path, settings: HookSettings) -> None:
+    big = {"stdout": "x\n" * 10_000, "stderr": "", "interrupted": False, "isImage": False}
+    result = handle("PostToolUse", _payload(live, "PostToolUse", tool_name="Bash", tool_response=big), settings)
+    out = json.loads(result.stdout)["hookSpecificOutput"]
+    assert out["hookEventName"] == "PostToolUse" and set(out["updatedToolOutput"]) == set(big)
+    assert len(out["updatedToolOutput"]["stdout"]) <= 5_000
+    edit = {"filePath": "/p", "originalFile": "y" * 50_000, "structuredPatch": []}
+    assert handle("PostToolUse", _payload(live, "PostToolUse", tool_name="Edit", tool_response=edit), settings) == (
+        handle("PostToolUse", _payload(live, "PostToolUse", tool_name="Bash", tool_response={"stdout": "ok"}), settings)
+    )
+    assert handle("PostToolUse", _payload(live, "PostToolUse", tool_name="Bash"), settings).stdout == ""
+
+
+def test_sessionend_archives_and_unknown_events_do_nothing(live: Path, settings: HookSettings) -> None:
+    assert "archived" in handle("SessionEnd", _payload(live, "SessionEnd", reason="other"), settings).note
+    assert handle("Notification", _payload(live, "Notification"), settings).stdout == ""
+    off = settings._replace(archive=False)
+    assert handle("SessionEnd", _payload(live, "SessionEnd"), off).note == "SessionEnd: archive off"
+
+
+def test_settings_come_from_ctxds_config_and_the_environment(tmp_path: Path) -> None:
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps({"claudeCode": {"toolOutputLimit": 9000, "factsChars": 4000, "archive": False}}))
+    env = {"CTXD_CONFIG": str(config), "XDG_STATE_HOME": str(tmp_path / "s"), "XDG_DATA_HOME": str(tmp_path / "d")}
+    got = load_settings(env)
+    assert (got.tool_output_limit, got.facts_chars, got.archive) == (9000, 4000, False)
+    assert got.state_dir == str(tmp_path / "s" / "ctxd") and got.archive_root == str(
+        tmp_path / "d" / "ctxd" / "archive"
+    )
+    assert load_settings({**env, "CTXD_TOOL_OUTPUT_LIMIT": "1234"}).tool_output_limit == 1234
+    config.write_text(json.dumps({"claudeCode": {"toolOutputLimit": -3, "contextWindow": 100_000}}))
+    assert load_settings(env).tool_output_limit == 120_000  # seed 004: window x 0.3 x 4 characters
+    config.write_text("not json")
+    assert load_settings(env).tool_output_limit == 240_000 and load_settings(env).archive is True
+
+
+def test_run_prints_once_and_logs(live: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    monkeypatch.setenv("CTXD_CONFIG", str(tmp_path / "none.json"))
+    out = io.StringIO()
+    data = json.dumps(_payload(live, "PreCompact", trigger="manual")).encode()
+    assert run("PreCompact", io.BytesIO(data), out) == 0
+    assert out.getvalue().startswith(INSTRUCTIONS) and out.getvalue().endswith("\n")
+    log = (tmp_path / "state" / "ctxd" / "hooks.log").read_text()
+    assert f"PreCompact session={SESSION} PreCompact: archived " in log
+    out = io.StringIO()
+    assert run("PreCompact", io.BytesIO(data.replace(str(live).encode(), b"/nope.jsonl")), out) == 0
+    assert out.getvalue() == "" and "FileNotFoundError" in (tmp_path / "state" / "ctxd" / "hooks.log").read_text()
+
+
+def test_a_hook_imports_neither_the_model_client_nor_the_daemon(live: Path, tmp_path: Path) -> None:
+    script = f"""
+import io, json, sys
+from ctxd.cli.hook import run
+for event, extra in [("PostToolUse", {{"tool_name": "Bash", "tool_response": {{"stdout": "x" * 300000}}}}),
+                     ("PreCompact", {{"trigger": "manual"}}), ("SessionStart", {{"source": "compact"}}),
+                     ("PostCompact", {{"compact_summary": "s"}}), ("UserPromptSubmit", {{}}), ("SessionEnd", {{}})]:
+    payload = {{"session_id": "{SESSION}", "transcript_path": {str(live)!r}, **extra}}
+    run(event, io.BytesIO(json.dumps(payload).encode()), io.StringIO())
+heavy = sorted(m for m in sys.modules if m.split(".")[0] in ("litellm", "pygls", "lsprotocol", "watchfiles")
+               or m.startswith(("ctxd.server", "ctxd.service.service", "ctxd.llm", "ctxd.compaction.engine")))
+print(json.dumps(heavy))
+"""
+    env = {**os.environ, "XDG_STATE_HOME": str(tmp_path / "s"), "XDG_DATA_HOME": str(tmp_path / "d")}
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == []
+    assert "error" not in (tmp_path / "s" / "ctxd" / "hooks.log").read_text()
