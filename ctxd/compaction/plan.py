@@ -19,7 +19,8 @@ import attrs
 
 from ctxd.compaction.fileops import FileOps, extract_file_ops, file_lists
 from ctxd.context.build import Context, pinned_tokens
-from ctxd.context.live import State, live_context
+from ctxd.context.live import live_context
+from ctxd.context.live_state import State
 from ctxd.context.project import ProjectedEntry, Projection
 from ctxd.context.rules import is_cut_point, starts_turn
 from ctxd.tree.session import Session

@@ -234,7 +234,12 @@ def create_server(config: Config | None = None) -> CtxdServer:
     @server.feature(lsp.INITIALIZED)
     async def initialized(ls: CtxdServer, params: lsp.InitializedParams) -> None:
         if ls.config.watch and ls.watcher is None:
-            ls.watcher = Watcher(ls.config.all_roots, ls.service.file_changed, step_ms=ls.config.watchStepMs)
+            ls.watcher = Watcher(
+                ls.config.all_roots,
+                ls.service.file_changed,
+                step_ms=ls.config.watchStepMs,
+                on_live=ls.service.catch_up,  # a listing answered before the watch began (ctxd.server.early)
+            )
             ls.service.run_task(ls.watcher.run(), "watcher")
 
     @server.feature(lsp.SHUTDOWN)

@@ -16,6 +16,7 @@ from ctxd.errors import CtxdError, SessionNotFoundError
 from ctxd.service import protocol as p
 from ctxd.service.base import ServiceBase
 from ctxd.store.files import is_regular, open_regular
+from ctxd.store.listing_cache import LISTINGS
 from ctxd.tree.session import Session
 
 log = logging.getLogger(__name__)
@@ -30,6 +31,12 @@ class Live(ServiceBase):
         if path not in self._announced:
             self._announced.add(path)
             self._emit(p.DID_CREATE, p.DidCreate(path, session_id))
+
+    async def catch_up(self) -> None:
+        """Once the watch is live: report the listed files that changed since they were listed (a
+        ``session/list`` can be answered before the watch began, while the daemon was loading)."""
+        for path, kind in await asyncio.to_thread(LISTINGS.changed_since_listed):
+            await self.file_changed(path, kind)
 
     async def file_changed(self, path: str, kind: str) -> None:
         """A session file under a root was added, modified or deleted by someone (maybe us)."""

@@ -20,10 +20,19 @@ RESCAN_SECONDS = 1.0
 
 
 class Watcher:
-    def __init__(self, roots: list[str], on_change: OnChange, *, step_ms: int = 10) -> None:
+    def __init__(
+        self,
+        roots: list[str],
+        on_change: OnChange,
+        *,
+        step_ms: int = 10,
+        on_live: Callable[[], Awaitable[None]] | None = None,
+    ) -> None:
+        """``on_live``: called once the watch is live (what changed before it began is not an event)."""
         self.roots = roots
         self.on_change = on_change
         self.step_ms = step_ms
+        self.on_live = on_live
         self._stop = asyncio.Event()
 
     def stop(self) -> None:
@@ -53,6 +62,12 @@ class Watcher:
                     recursive=True,
                     ignore_permission_denied=True,
                 ):
+                    if self.on_live is not None:
+                        live, self.on_live = self.on_live, None
+                        try:
+                            await live()
+                        except Exception:
+                            log.exception("catching up once the watch was live failed")
                     if appeared:
                         # The watch is live now: report what the new roots held before it began
                         # (a file also reported by an event is harmless: the receiver re-reads).

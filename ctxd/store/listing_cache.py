@@ -112,6 +112,21 @@ class ListingCache:
                     return _copy(grown.summary, root)
         return _copy(self._full(path, root).summary, root)
 
+    def changed_since_listed(self) -> list[tuple[str, str]]:
+        """``(path, "modified" or "deleted")`` of the files whose stat differs from when they were listed."""
+        with self._lock:
+            known = list(self._known.items())
+        out: list[tuple[str, str]] = []
+        for path, k in known:
+            try:
+                st = os.stat(path)
+            except OSError:
+                out.append((path, "deleted"))
+                continue
+            if (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns) != (k.dev, k.ino, k.size, k.mtime_ns):
+                out.append((path, "modified"))
+        return out
+
     def forget(self) -> None:
         with self._lock:
             self._known.clear()
