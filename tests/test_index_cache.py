@@ -9,7 +9,6 @@ import json
 import os
 import stat
 import sys
-import zlib
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +18,7 @@ from factories import header
 
 from ctxd.compaction.plan import NothingToCompact, plan_compaction
 from ctxd.context.build import build_context
-from ctxd.store import index_cache
+from ctxd.store import index_cache, private
 from ctxd.tree import session as session_module
 from ctxd.tree.session import Session
 
@@ -197,7 +196,7 @@ def test_a_corrupt_cache_costs_a_full_read_never_a_wrong_answer(
         assert saved is not None
         saved.format = 99
         payload = index_cache._encoder.encode(saved)
-        data = bytearray(index_cache.MAGIC + zlib.crc32(payload).to_bytes(4, "big") + payload)
+        data = bytearray(private.frame(payload, index_cache.MAGIC))
     Path(cached).write_bytes(bytes(data))
     s = Session.open(str(path))
     assert s.file.restored is None

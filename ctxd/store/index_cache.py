@@ -2,18 +2,18 @@
 that opening the file again reads only what was appended since.
 
 One cache file per session file, under ``$XDG_CACHE_HOME/ctxd/index`` (default ``~/.cache``), named
-by a hash of the session's real path; never next to the session. Directories are 0700 and files
-0600, written whole to a temporary name and renamed. ``CTXD_INDEX_CACHE=0`` turns it off.
+by a hash of the session's real path; never next to the session; kept as :mod:`ctxd.store.private`
+keeps files (0700 folders, 0600 files written whole, a checksum). ``CTXD_INDEX_CACHE=0`` turns it off.
 
-A cache file holds the file's identity when it was written (path, device, inode, size, mtime, the
-header line, a hash of the last 4 KB indexed) and the index: entry ids, byte offsets, lengths and
-line numbers, the heads a line alone cannot give back, recovered bodies, diagnostics, and what the
-layers above add (``extra``: the tree, token estimates). Heads are not stored: they are decoded from
+A cache file holds the session's real path and header line, the file's mark when it was written
+(device, inode, size, mtime, a hash of the last 4 KB indexed: :class:`ctxd.store.private.FileMark`)
+and the index: entry ids, byte offsets, lengths and line numbers, the heads a line alone cannot
+give back, recovered bodies, diagnostics, and what the layers above add (``extra``: the tree, token
+estimates). Heads are not stored: they are decoded from
 the file's lines when asked for (:mod:`ctxd.store.heads`).
 
-It is used only when every check holds: the cache's own checksum and format, the same path, device
-and inode (not replaced), a size at least the indexed end (not truncated), the same header line and
-the same last indexed bytes (not rewritten), and, when the size did not change, the same mtime.
+It is used only when every check holds: the cache's own checksum and format, the same path and
+header line, and a file that was only appended to since (:meth:`FileMark.appended_only`).
 Otherwise the file is read in full (and the cache written again). A corrupt or stale cache costs a
 full read, never a wrong answer.
 """
@@ -22,27 +22,20 @@ from __future__ import annotations
 
 import hashlib
 import os
-import stat
-import tempfile
-import zlib
 from array import array
 from typing import TYPE_CHECKING, Any
 
 import msgspec
 
 from ctxd.formats.codec import CURRENT_VERSION, LineHead
+from ctxd.store.private import FileMark, cache_dir, forget_kept, read_kept, write_kept
 from ctxd.store.scan import Diagnostic
 
 if TYPE_CHECKING:
     from ctxd.store.reader import SessionReader
 
-FORMAT = 2
+FORMAT = 3
 MAGIC = b"ctxd-index\x00"
-CHECK = 4
-"""The payload's CRC-32 (it guards against damage, not against someone who can write the user's cache)."""
-DIGEST = 16
-TAIL = 4096
-"""Bytes before the indexed end whose hash must not have changed."""
 MIN_ENTRIES = 2000
 """Smaller files are read whole every time (it takes a few milliseconds)."""
 MAX_HEADER_LINE = 1 << 16
@@ -51,14 +44,9 @@ MAX_HEADER_LINE = 1 << 16
 class Saved(msgspec.Struct, array_like=True):
     format: int
     path: str
-    dev: int
-    ino: int
-    size: int
-    mtime_ns: int
-    end: int
+    mark: FileMark
     next_line: int
     header_line: bytes
-    tail: bytes
     header: Any
     version: int
     count: int
@@ -83,64 +71,18 @@ def enabled() -> bool:
     return os.environ.get("CTXD_INDEX_CACHE", "1") not in ("0", "false", "no", "off")
 
 
-def cache_dir(create: bool = False) -> str | None:
-    """The folder of the index cache, or None when it cannot be used safely (not ours, not private)."""
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    if not os.path.isabs(base):
-        return None  # the XDG spec: a relative path is invalid
-    folder = os.path.join(base, "ctxd", "index")
-    try:
-        if create:
-            os.makedirs(folder, mode=0o700, exist_ok=True)
-        for part in (os.path.dirname(folder), folder):
-            st = os.lstat(part)
-            if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid():
-                return None
-            if stat.S_IMODE(st.st_mode) != 0o700:
-                os.chmod(part, 0o700)
-    except OSError:
-        return None
-    return folder
-
-
 def cache_path(path: str, create: bool = False) -> str | None:
-    folder = cache_dir(create)
+    folder = cache_dir("index", create=create)
     if folder is None:
         return None
     key = hashlib.sha256(os.path.realpath(path).encode("utf-8", "surrogateescape")).hexdigest()[:40]
     return os.path.join(folder, key + ".idx")
 
 
-def _tail_hash(fd: int, start: int, end: int) -> bytes | None:
-    first = max(start, end - TAIL)
-    data = os.pread(fd, end - first, first)
-    if len(data) != end - first:
-        return None
-    return hashlib.blake2b(data, digest_size=DIGEST).digest()
-
-
 def _read(path: str) -> Saved | None:
     cached = cache_path(path)
-    if cached is None:
-        return None
-    try:
-        fd = os.open(cached, os.O_RDONLY | os.O_NOFOLLOW)
-    except OSError:
-        return None
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode) or st.st_uid != os.getuid():
-            return None
-        data = os.pread(fd, st.st_size, 0)
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
-    head = len(MAGIC) + CHECK
-    if len(data) < head or not data.startswith(MAGIC):
-        return None
-    payload = memoryview(data)[head:]
-    if zlib.crc32(payload).to_bytes(CHECK, "big") != data[len(MAGIC) : head]:
+    payload = None if cached is None else read_kept(cached, MAGIC)
+    if payload is None:
         return None
     try:
         saved = _decoder.decode(payload)
@@ -166,14 +108,11 @@ def restore(reader: SessionReader, fd: int, st: os.stat_result) -> bool:
     saved = _read(reader.path)
     if saved is None or saved.path != os.path.realpath(reader.path):
         return False
-    if (saved.dev, saved.ino) != (st.st_dev, st.st_ino) or st.st_size < saved.end or saved.version != CURRENT_VERSION:
+    if saved.version != CURRENT_VERSION or not saved.mark.appended_only(fd, st):
         return False
-    if st.st_size == saved.size and st.st_mtime_ns != saved.mtime_ns:
-        return False  # same size, written since: rewritten in place (or touched)
+    if os.pread(fd, len(saved.header_line), 0) != saved.header_line:
+        return False
     n = saved.count
-    header_len = len(saved.header_line)
-    if os.pread(fd, header_len, 0) != saved.header_line or _tail_hash(fd, header_len, saved.end) != saved.tail:
-        return False
     offsets, lengths, lines = (_ints(b, n) for b in (saved.offsets, saved.lengths, saved.lines))
     id_index = _ints(saved.id_index, len(saved.ids))
     if offsets is None or lengths is None or lines is None or id_index is None or len(saved.checked) > n:
@@ -193,7 +132,7 @@ def restore(reader: SessionReader, fd: int, st: os.stat_result) -> bool:
     reader.header = saved.header
     reader.version = saved.version
     reader._header_bytes = saved.header_line[:256]
-    reader._end = saved.end
+    reader._end = saved.mark.end
     reader._next_line = saved.next_line
     reader.restored = (n, saved.extra)
     return True
@@ -213,27 +152,22 @@ def save(reader: SessionReader, extra: dict[str, Any]) -> bool:
         if (st.st_dev, st.st_ino) != reader._identity or st.st_size < reader._end:
             return False  # changed since it was read: the next open reads it again anyway
         header_line = os.pread(fd, MAX_HEADER_LINE, 0).split(b"\n", 1)[0] + b"\n"
-        tail = _tail_hash(fd, len(header_line), reader._end)
+        mark = FileMark.take(fd, st, reader._end)
     except OSError:
         return False
     finally:
         if fd >= 0:
             os.close(fd)
-    if tail is None:
+    if mark is None:
         return False
     n = len(reader.heads)
     keep = sorted(i for i in reader.keep_heads() if i < n)
     saved = Saved(
         format=FORMAT,
         path=os.path.realpath(reader.path),
-        dev=st.st_dev,
-        ino=st.st_ino,
-        size=st.st_size,
-        mtime_ns=st.st_mtime_ns,
-        end=reader._end,
+        mark=mark,
         next_line=reader._next_line,
         header_line=header_line,
-        tail=tail,
         header=reader.header,
         version=reader.version,
         count=n,
@@ -249,32 +183,11 @@ def save(reader: SessionReader, extra: dict[str, Any]) -> bool:
         diagnostics=[(d.path, d.line, d.message, d.severity, d.entryId, d.kind) for d in reader.diagnostics],
         extra=extra,
     )
-    payload = _encoder.encode(saved)
-    data = MAGIC + zlib.crc32(payload).to_bytes(CHECK, "big") + payload
-    folder = os.path.dirname(target)
-    try:
-        tmp_fd, tmp = tempfile.mkstemp(dir=folder, prefix=".tmp-", suffix=".idx")
-        try:
-            with os.fdopen(tmp_fd, "wb") as f:
-                f.write(data)
-            os.chmod(tmp, 0o600)
-            os.replace(tmp, target)
-        except BaseException:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
-            raise
-    except OSError:
-        return False
-    return True
+    return write_kept(target, _encoder.encode(saved), MAGIC)
 
 
 def forget(path: str) -> None:
     """Remove the cached index of ``path`` (if any)."""
     cached = cache_path(path)
     if cached is not None:
-        try:
-            os.unlink(cached)
-        except OSError:
-            pass
+        forget_kept(cached)

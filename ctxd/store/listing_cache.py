@@ -13,34 +13,26 @@ sessions`` keeps them between runs in the user's cache (``$XDG_CACHE_HOME/ctxd/l
 from __future__ import annotations
 
 import os
-import stat
-import tempfile
 import threading
-import zlib
 from typing import Any
 
 import attrs
 import msgspec
 
-from ctxd.store import index_cache
 from ctxd.store.files import open_regular
 from ctxd.store.listing import SessionSummary, first_title, last_name, read_for_listing, summarize_bytes
+from ctxd.store.private import FileMark, cache_dir, read_kept, write_kept
 
 MAX_FILES = 100_000
-CHECK = 64
-"""Bytes before the summarised end that must be unchanged for appended lines to be folded in."""
 CHUNK = 1 << 23
+MAGIC = b"ctxd-listing\x00"
 
 
 @attrs.define
 class _Known:
-    dev: int
-    ino: int
-    size: int
-    mtime_ns: int
-    end: int
-    """Offset after the last newline summarised; -1: the row cannot follow the file's growth."""
-    check: bytes
+    mark: FileMark
+    """The file as summarised: its end is the offset after the last newline read, or -1 when the
+    row cannot follow the file's growth (it is read again)."""
     summary: SessionSummary
     newlines: int
     titled: bool
@@ -57,21 +49,11 @@ class ListingCache:
     def load(self) -> None:
         """Add the rows a previous process kept (``$XDG_CACHE_HOME/ctxd/listing``); a damaged file is ignored."""
         path = _store_path(create=False)
-        if path is None:
+        payload = None if path is None else read_kept(path, MAGIC)
+        if payload is None:
             return
         try:
-            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
-        except OSError:
-            return
-        try:
-            st = os.fstat(fd)
-            data = os.pread(fd, st.st_size, 0) if stat.S_ISREG(st.st_mode) and st.st_uid == os.getuid() else b""
-        finally:
-            os.close(fd)
-        if len(data) < 4 or zlib.crc32(data[4:]).to_bytes(4, "big") != data[:4]:
-            return
-        try:
-            rows = _decoder.decode(data[4:])
+            rows = _decoder.decode(payload)
         except (msgspec.DecodeError, ValueError, TypeError):
             return
         with self._lock:
@@ -88,28 +70,19 @@ class ListingCache:
         with self._lock:
             rows = [_to_stored(p, k) for p, k in self._known.items()]
             self._changed = False
-        payload = _encoder.encode(rows)
-        data = zlib.crc32(payload).to_bytes(4, "big") + payload
-        try:
-            fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".tmp-listing-")
-            with os.fdopen(fd, "wb") as f:
-                f.write(data)
-            os.replace(tmp, path)
-        except OSError:
-            return
+        write_kept(path, _encoder.encode(rows), MAGIC)
 
     def summarize(self, path: str, root: str, st: os.stat_result) -> SessionSummary:
         """``path``'s row (a fresh copy: callers may change it), reading only what changed since
         the last time (``st``: the file's stat, as the listing walk found it)."""
         with self._lock:
             known = self._known.get(path)
-        if known is not None and (known.dev, known.ino) == (st.st_dev, st.st_ino):
-            if known.size == st.st_size and known.mtime_ns == st.st_mtime_ns:
+        if known is not None:
+            if known.mark.unchanged(st):
                 return _copy(known.summary, root)
-            if known.end >= 0 and st.st_size > known.size:
-                grown = self._grown(path, known)
-                if grown is not None:
-                    return _copy(grown.summary, root)
+            grown = self._grown(path, known)
+            if grown is not None:
+                return _copy(grown.summary, root)
         return _copy(self._full(path, root).summary, root)
 
     def changed_since_listed(self) -> list[tuple[str, str]]:
@@ -123,7 +96,7 @@ class ListingCache:
             except OSError:
                 out.append((path, "deleted"))
                 continue
-            if (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns) != (k.dev, k.ino, k.size, k.mtime_ns):
+            if not k.mark.unchanged(st):
                 out.append((path, "modified"))
         return out
 
@@ -143,31 +116,29 @@ class ListingCache:
         summary = summarize_bytes(path, root, st, data, newlines)
         pi = summary.agent == "pi" and summary.error is None
         # A pi session read to its last newline can follow its growth; a transcript is read again.
-        end = end if pi else -1
-        check = b""
-        if end > 0:
+        mark = None
+        if pi:
             fd = open_regular(path)
             try:
-                check = os.pread(fd, min(CHECK, end), end - min(CHECK, end))
+                mark = FileMark.take(fd, st, end)
             finally:
                 os.close(fd)
         titled = pi and first_title(data) is not None
-        known = _Known(st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, end, check, summary, newlines, titled)
+        known = _Known(mark or FileMark.of_stat(st), summary, newlines, titled)
         self._remember(path, known)
         return known
 
     def _grown(self, path: str, known: _Known) -> _Known | None:
         """``known`` with the lines appended since folded in, or None if the file changed otherwise."""
+        if known.mark.end < 0:
+            return None
         fd = open_regular(path)
         try:
             st = os.fstat(fd)
-            if (st.st_dev, st.st_ino) != (known.dev, known.ino) or st.st_size < known.end:
-                return None
-            start = known.end - len(known.check)
-            if os.pread(fd, len(known.check), start) != known.check:
-                return None  # rewritten: read it again
+            if not known.mark.appended_only(fd, st):
+                return None  # replaced, truncated or rewritten: read it again
             summary = attrs.evolve(known.summary, modified=st.st_mtime, size=st.st_size)
-            newlines, titled, pos = known.newlines, known.titled, known.end
+            newlines, titled, pos = known.newlines, known.titled, known.mark.end
             rest = b""
             while True:
                 chunk = os.pread(fd, CHUNK, pos)
@@ -187,12 +158,13 @@ class ListingCache:
                     title = first_title(lines)
                     if title is not None:
                         summary.title, titled = title, True
-            end = pos - len(rest)
             summary.entries = newlines - 1
-            check = os.pread(fd, min(CHECK, end), end - min(CHECK, end))
+            mark = FileMark.take(fd, st, pos - len(rest))
         finally:
             os.close(fd)
-        grown = _Known(st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, end, check, summary, newlines, titled)
+        if mark is None:
+            return None
+        grown = _Known(mark, summary, newlines, titled)
         self._remember(path, grown)
         return grown
 
@@ -204,12 +176,7 @@ def _copy(summary: SessionSummary, root: str) -> SessionSummary:
 
 class _Stored(msgspec.Struct, array_like=True):
     path: str
-    dev: int
-    ino: int
-    size: int
-    mtime_ns: int
-    end: int
-    check: bytes
+    mark: FileMark
     newlines: int
     titled: bool
     summary: dict[str, Any]
@@ -220,17 +187,17 @@ _decoder = msgspec.msgpack.Decoder(list[_Stored])
 
 
 def _to_stored(path: str, k: _Known) -> _Stored:
-    return _Stored(path, k.dev, k.ino, k.size, k.mtime_ns, k.end, k.check, k.newlines, k.titled, k.summary.to_json())
+    return _Stored(path, k.mark, k.newlines, k.titled, k.summary.to_json())
 
 
 def _from_stored(row: _Stored) -> _Known:
     summary = SessionSummary(**row.summary)
-    return _Known(row.dev, row.ino, row.size, row.mtime_ns, row.end, row.check, summary, row.newlines, row.titled)
+    return _Known(row.mark, summary, row.newlines, row.titled)
 
 
 def _store_path(create: bool) -> str | None:
-    folder = index_cache.cache_dir(create)
-    return None if folder is None else os.path.join(os.path.dirname(folder), "listing")
+    folder = cache_dir(create=create)
+    return None if folder is None else os.path.join(folder, "listing")
 
 
 LISTINGS = ListingCache()

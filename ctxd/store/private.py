@@ -1,0 +1,159 @@
+"""What ctxd keeps for itself in the user's cache, and how it tells that a file only grew.
+
+Kept files live under ``$XDG_CACHE_HOME/ctxd`` (default ``~/.cache/ctxd``): folders 0700 and owned by
+the user (a folder that is not is left alone: nothing is kept), files 0600, written whole to a
+temporary name and renamed, read only if regular and the user's, and framed with a magic string and
+a CRC-32 of the payload, so a damaged or foreign file reads as nothing. The CRC guards against damage,
+not against someone who can write the user's cache.
+
+:class:`FileMark` is what a reader notes of a file it read up to ``end``: its identity, size, mtime
+and a hash of the last bytes before ``end``. :meth:`FileMark.appended_only` then says whether
+reading on from ``end`` is enough: same device and inode (not replaced), at least ``end`` bytes (not
+truncated), the same mtime if the size did not change (not rewritten in place), and the same bytes
+before ``end`` (not rewritten).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import stat
+import tempfile
+import zlib
+
+import msgspec
+
+TAIL = 4096
+"""Bytes before a mark's end whose hash must not have changed for the file to count as appended to."""
+_CRC = 4
+
+
+def cache_dir(*parts: str, create: bool = False) -> str | None:
+    """``$XDG_CACHE_HOME/ctxd/<parts>``, or None when it cannot be used safely (not ours, not a
+    folder, a relative ``XDG_CACHE_HOME``). Folders on the way are made 0700 with ``create``."""
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    if not os.path.isabs(base):
+        return None  # the XDG spec: a relative path is invalid
+    folders = [os.path.join(base, "ctxd")]
+    for part in parts:
+        folders.append(os.path.join(folders[-1], part))
+    try:
+        if create:
+            os.makedirs(folders[-1], mode=0o700, exist_ok=True)
+        for folder in folders:
+            st = os.lstat(folder)
+            if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid():
+                return None
+            if stat.S_IMODE(st.st_mode) != 0o700:
+                os.chmod(folder, 0o700)
+    except OSError:
+        return None
+    return folders[-1]
+
+
+def read_kept(path: str, magic: bytes) -> bytes | None:
+    """The payload of a kept file, or None if it is missing, not the user's regular file, or damaged."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    except OSError:
+        return None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_uid != os.getuid():
+            return None
+        data = os.pread(fd, st.st_size, 0)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    return unframe(data, magic)
+
+
+def frame(payload: bytes, magic: bytes) -> bytes:
+    return magic + zlib.crc32(payload).to_bytes(_CRC, "big") + payload
+
+
+def unframe(data: bytes, magic: bytes) -> bytes | None:
+    head = len(magic) + _CRC
+    if len(data) < head or not data.startswith(magic):
+        return None
+    payload = data[head:]
+    return payload if zlib.crc32(payload).to_bytes(_CRC, "big") == data[len(magic) : head] else None
+
+
+def write_kept(path: str, payload: bytes, magic: bytes) -> bool:
+    """Write a kept file whole (0600, a temporary name renamed over ``path``); False if it cannot be."""
+    try:
+        fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".tmp-")
+    except OSError:
+        return False
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(frame(payload, magic))
+        os.chmod(tmp, 0o600)
+        os.replace(tmp, path)
+    except OSError:
+        _unlink(tmp)
+        return False
+    except BaseException:
+        _unlink(tmp)
+        raise
+    return True
+
+
+def forget_kept(path: str) -> None:
+    _unlink(path)
+
+
+def _unlink(path: str) -> None:
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
+
+
+class FileMark(msgspec.Struct, array_like=True, frozen=True):
+    """A file as it was when read up to ``end`` (see the module)."""
+
+    dev: int
+    ino: int
+    size: int
+    mtime_ns: int
+    end: int
+    tail: bytes
+
+    @classmethod
+    def take(cls, fd: int, st: os.stat_result, end: int) -> FileMark | None:
+        """The mark of the file open as ``fd`` (stat ``st``), read up to ``end``; None if it is
+        shorter than that now."""
+        tail = _tail_hash(fd, end)
+        return None if tail is None else cls(st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, end, tail)
+
+    @classmethod
+    def of_stat(cls, st: os.stat_result) -> FileMark:
+        """A mark that knows the file's stat only: it tells that nothing changed, never that the file grew."""
+        return cls(st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, -1, b"")
+
+    def unchanged(self, st: os.stat_result) -> bool:
+        """Nothing written since, by the file's stat alone."""
+        return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns) == (self.dev, self.ino, self.size, self.mtime_ns)
+
+    def appended_only(self, fd: int, st: os.stat_result) -> bool:
+        """Whether the file open as ``fd`` (stat ``st``) is the marked one with at most bytes added
+        after ``end``, so that reading on from ``end`` is enough."""
+        if self.end < 0 or (st.st_dev, st.st_ino) != (self.dev, self.ino) or st.st_size < self.end:
+            return False
+        if st.st_size == self.size and st.st_mtime_ns != self.mtime_ns:
+            return False  # same size, written since: rewritten in place (or touched)
+        return _tail_hash(fd, self.end) == self.tail
+
+
+def _tail_hash(fd: int, end: int) -> bytes | None:
+    first = max(0, end - TAIL)
+    try:
+        data = os.pread(fd, end - first, first)
+    except OSError:
+        return None
+    if len(data) != end - first:
+        return None
+    return hashlib.blake2b(data, digest_size=16).digest()
