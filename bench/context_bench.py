@@ -19,7 +19,6 @@ from __future__ import annotations
 import gc
 import json
 import os
-import resource
 import shutil
 import statistics
 import sys
@@ -30,42 +29,12 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from measure import ms, pct, rss_mb, tool_loop_message
+
 from ctxd.compaction.plan import plan_compaction
 from ctxd.context.build import build_context
 from ctxd.context.live import live_context
 from ctxd.tree.session import Session
-
-
-def rss_mb() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-
-
-def pct(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
-
-
-def ms(t: float) -> float:
-    return (time.perf_counter() - t) * 1000
-
-
-def message(k: int) -> dict[str, Any]:
-    """The k-th appended message: an assistant tool call with usage, then its result (as pi_bench.mjs)."""
-    if k % 2 == 0:
-        call = {"type": "toolCall", "id": f"call_{k}", "name": "read", "arguments": {"path": f"f{k}.ts"}}
-        usage = {"input": 10, "output": 20, "cacheRead": 500000 + k, "cacheWrite": 100, "totalTokens": 500130 + k}
-        return {
-            "role": "assistant",
-            "content": [call],
-            "api": "anthropic-messages",
-            "provider": "anthropic",
-            "model": "claude-sonnet-4-5",
-            "usage": usage,
-            "stopReason": "toolUse",
-            "timestamp": 1767261600000 + k,
-        }
-    text = [{"type": "text", "text": "x" * 1800}]
-    return {"role": "toolResult", "toolCallId": f"call_{k - 1}", "toolName": "read", "content": text, "isError": False}
 
 
 def main(path: str, opens: int, appends: int) -> dict[str, Any]:
@@ -123,7 +92,7 @@ def main(path: str, opens: int, appends: int) -> dict[str, Any]:
         plan_compaction(writer, keep_recent_tokens=20_000)
         appended, after, planned = [], [], []
         for k in range(appends):
-            entry = {"type": "message", "message": message(k)}
+            entry = {"type": "message", "message": tool_loop_message(k)}
             t = time.perf_counter()
             writer.append([entry])
             appended.append(ms(t))

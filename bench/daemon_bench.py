@@ -22,12 +22,9 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from measure import pct, tool_loop_message
+
 from ctxd.client import CtxdClient
-
-
-def pct(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
 async def spawn_to_initialize(root: str, n: int = 8) -> tuple[list[float], list[float]]:
@@ -88,24 +85,6 @@ async def context_build(client: CtxdClient, path: str) -> dict[str, float]:
     }
 
 
-def bench_message(k: int) -> dict[str, Any]:
-    """The k-th appended message: an assistant tool call with usage, then its result (as pi_bench.mjs)."""
-    if k % 2 == 0:
-        call = {"type": "toolCall", "id": f"call_{k}", "name": "read", "arguments": {"path": f"f{k}.ts"}}
-        usage = {"input": 10, "output": 20, "cacheRead": 500000 + k, "cacheWrite": 100, "totalTokens": 500130 + k}
-        return {
-            "role": "assistant",
-            "content": [call],
-            "provider": "anthropic",
-            "model": "claude-sonnet-4-5",
-            "usage": usage,
-            "stopReason": "toolUse",
-            "timestamp": 1767261600000 + k,
-        }
-    text = [{"type": "text", "text": "x" * 1800}]
-    return {"role": "toolResult", "toolCallId": f"call_{k - 1}", "toolName": "read", "content": text, "isError": False}
-
-
 async def large_context(client: CtxdClient, path: str, rounds: int = 200, whole_rounds: int = 10) -> dict[str, Any]:
     """An agent's loop: session/append of one message, then context/build since the previous answer
     (round trips, p50/p99); then, fewer times, the whole context with and without bodies."""
@@ -113,7 +92,7 @@ async def large_context(client: CtxdClient, path: str, rounds: int = 200, whole_
     held = await client.request("context/build", {"session": path, "includeMessages": False})
     since: list[float] = []
     for k in range(rounds):
-        await client.request("session/append", {"session": path, "messages": [bench_message(k)]})
+        await client.request("session/append", {"session": path, "messages": [tool_loop_message(k)]})
         t = time.perf_counter()
         delta = await client.request(
             "context/build", {"session": path, "sinceLeafId": held["leafId"], "sinceRevision": held["revision"]}
@@ -125,7 +104,7 @@ async def large_context(client: CtxdClient, path: str, rounds: int = 200, whole_
     bare: list[float] = []
     full: dict[str, Any] = {}
     for k in range(rounds, rounds + whole_rounds):
-        await client.request("session/append", {"session": path, "messages": [bench_message(k)]})
+        await client.request("session/append", {"session": path, "messages": [tool_loop_message(k)]})
         t = time.perf_counter()
         full = await client.request("context/build", {"session": path})
         whole.append(time.perf_counter() - t)

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import os
-import resource
 import shutil
 import statistics
 import sys
@@ -24,12 +23,10 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from measure import rss_mb
+
 from ctxd.store import index_cache
 from ctxd.tree.session import Session
-
-
-def rss_mb() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 def main(path: str, mode: str) -> dict[str, Any]:

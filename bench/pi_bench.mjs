@@ -5,9 +5,8 @@
 // usage: node pi_bench.mjs SESSION.jsonl [--opens N] [--appends N]
 //   PI_ORACLE_PI_DIR  the unpacked @earendil-works/pi-coding-agent 1.5.2 (bench/run.py passes it)
 //
-// Needs Node >= 22.19 (pi's engines; module.registerHooks). Like tests/conformance/pi_probe.mjs it runs
-// pi's published bundle and exports a few functions compaction.ts defines but the bundle's index does
-// not (a load hook appends an `export{...}` line to that chunk; their code is unchanged). The file is
+// Needs Node >= 22.19 (pi's engines). Like tests/conformance/pi_probe.mjs it runs pi's published bundle,
+// with the few functions compaction.ts defines but the bundle's index does not export (pi_internals.mjs). The file is
 // opened from a private copy and appends go to that copy. No model is ever called.
 //
 // What is timed, each as pi 1.5.2 runs it:
@@ -20,33 +19,15 @@
 //   append        appendMessage() (one JSONL line written), then the request path again:
 //                 --appends times, alternating an assistant tool call (with usage) and its result
 // maxRSS after the first open is the peak of the process so far (Node, pi's bundle and the session).
-import { copyFileSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
-import * as nodeModule from "node:module";
+import { copyFileSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { basename, join, resolve } from "node:path";
-import { pathToFileURL } from "node:url";
+import { loadPi } from "./pi_internals.mjs";
 
 const piDir = resolve(process.env.PI_ORACLE_PI_DIR ?? "");
-const version = JSON.parse(readFileSync(join(piDir, "package.json"), "utf8")).version;
-if (version !== "1.5.2") throw new Error(`expected pi 1.5.2 at ${piDir}, found ${version}`);
-const chunks = join(piDir, "dist", "bundle", "chunks");
-const INTERNAL = ["prepareCompaction", "estimateProjectedContextTokens"];
-const chunk = readdirSync(chunks)
-	.map((f) => join(chunks, f))
-	.find((f) => f.endsWith(".js") && readFileSync(f, "utf8").includes("function prepareCompaction(pathEntries"));
-const chunkUrl = pathToFileURL(chunk).href;
-nodeModule.registerHooks({
-	load(url, context, nextLoad) {
-		const r = nextLoad(url, context);
-		if (url !== chunkUrl) return r;
-		const src = typeof r.source === "string" ? r.source : Buffer.from(r.source).toString("utf8");
-		return { ...r, format: "module", source: `${src}\nexport{${INTERNAL.map((n) => `${n} as __bench_${n}`).join(",")}};\n` };
-	},
-});
-const pi = await import(pathToFileURL(join(piDir, "dist", "bundle", "index.js")).href);
-const internal = await import(chunkUrl);
+const { pi, internal, version } = await loadPi(piDir, ["prepareCompaction", "estimateProjectedContextTokens"]);
 const { SessionManager, DEFAULT_COMPACTION_SETTINGS } = pi;
-const [prepareCompaction, estimateProjectedContextTokens] = INTERNAL.map((n) => internal[`__bench_${n}`]);
+const { prepareCompaction, estimateProjectedContextTokens } = internal;
 
 const args = process.argv.slice(2);
 const file = resolve(args[0]);

@@ -10,7 +10,6 @@ import asyncio
 import gc
 import json
 import os
-import resource
 import shutil
 import statistics
 import sys
@@ -21,6 +20,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from measure import rss_mb
+
 from ctxd.compaction.engine import compact
 from ctxd.compaction.plan import plan_compaction
 from ctxd.compaction.settings import CompactionSettings
@@ -28,10 +29,6 @@ from ctxd.compaction.summarizers import OfflineSummarizer, SummaryRequest, Summa
 from ctxd.context.build import build_context, entry_message
 from ctxd.store.session_file import SessionFile
 from ctxd.tree.session import Session
-
-
-def rss_mb() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 def timed(fn: Any, repeat: int = 1) -> tuple[float, Any]:

@@ -4,48 +4,30 @@
 // usage: node pi_probe.mjs < manifest.json     manifest: [{"file": PATH, "keep": keepRecentTokens}, ...]
 //   PI_ORACLE_PI_DIR  the unpacked @earendil-works/pi-coding-agent 1.5.2 (default: ../shared/pi-oracle's copy)
 //
-// Needs Node >= 22.19 (pi's engines; module.registerHooks). Like ../shared/pi-oracle/pi-oracle.mjs it runs
-// pi's published bundle and exports a few functions compaction.ts defines but the bundle's index does not
-// (a load hook appends an `export{...}` line to the chunk; their code is unchanged). Each file is opened
+// Needs Node >= 22.19 (pi's engines). Like ../shared/pi-oracle/pi-oracle.mjs it runs pi's published bundle,
+// with the few functions compaction.ts defines but the bundle's index does not export (bench/pi_internals.mjs). Each file is opened
 // from a private copy (SessionManager.open migrates v1/v2 files in place). No model is ever called.
-import { copyFileSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
-import * as nodeModule from "node:module";
+import { copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { basename, dirname, join, resolve } from "node:path";
-import { fileURLToPath, pathToFileURL } from "node:url";
+import { fileURLToPath } from "node:url";
+import { loadPi } from "../../bench/pi_internals.mjs";
 
 const here = dirname(fileURLToPath(import.meta.url));
 const piDir = resolve(
 	process.env.PI_ORACLE_PI_DIR ??
 		join(here, "..", "..", "..", "shared", "pi-oracle", "node_modules", "@earendil-works", "pi-coding-agent"),
 );
-const version = JSON.parse(readFileSync(join(piDir, "package.json"), "utf8")).version;
-if (version !== "1.5.2") throw new Error(`expected pi 1.5.2 at ${piDir}, found ${version}`);
-const chunks = join(piDir, "dist", "bundle", "chunks");
-const INTERNAL = [
+const { pi, internal } = await loadPi(piDir, [
 	"prepareCompaction",
 	"estimateContextTokens",
 	"estimateProjectedContextTokens",
 	"findProjectedCutPoint",
 	"computeFileLists",
-];
-const chunk = readdirSync(chunks)
-	.map((f) => join(chunks, f))
-	.find((f) => f.endsWith(".js") && readFileSync(f, "utf8").includes("function prepareCompaction(pathEntries"));
-const chunkUrl = pathToFileURL(chunk).href;
-nodeModule.registerHooks({
-	load(url, context, nextLoad) {
-		const r = nextLoad(url, context);
-		if (url !== chunkUrl) return r;
-		const src = typeof r.source === "string" ? r.source : Buffer.from(r.source).toString("utf8");
-		return { ...r, format: "module", source: `${src}\nexport{${INTERNAL.map((n) => `${n} as __probe_${n}`).join(",")}};\n` };
-	},
-});
-const pi = await import(pathToFileURL(join(piDir, "dist", "bundle", "index.js")).href);
-const internal = await import(chunkUrl);
+]);
 const { SessionManager, estimateTokens, DEFAULT_COMPACTION_SETTINGS } = pi;
-const [prepareCompaction, estimateContextTokens, estimateProjectedContextTokens, findProjectedCutPoint, computeFileLists] =
-	INTERNAL.map((n) => internal[`__probe_${n}`]);
+const { prepareCompaction, estimateContextTokens, estimateProjectedContextTokens, findProjectedCutPoint, computeFileLists } =
+	internal;
 
 function probe(file, keep) {
 	const work = mkdtempSync(join(tmpdir(), "pi-probe-"));
