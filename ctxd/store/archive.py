@@ -25,16 +25,14 @@ last 4 KiB), appends just what is new: a hook stays fast on long transcripts.
 
 from __future__ import annotations
 
-import contextlib
 import os
-import secrets
 import stat
 import time
 from collections.abc import Iterable
 from typing import Any, NamedTuple, Protocol
 
 from ctxd.store.dirs import archive_root, makedirs_private
-from ctxd.store.files import PRIVATE_MODE, locked, write_all
+from ctxd.store.files import PRIVATE_MODE, locked, replacing, write_all
 
 CHUNK = 1 << 20
 PROBE = 4096
@@ -120,17 +118,8 @@ def _mirror_locked(src: str, dst: str) -> ArchiveResult:
                     os.close(out)
                 return ArchiveResult(dst, end - size, None)
             rotated = _rotate(dst)
-        tmp = f"{dst}.{os.getpid()}.{secrets.token_hex(3)}.tmp"
-        out = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, PRIVATE_MODE)
-        try:
+        with replacing(dst, durable=False) as out:
             _copy(fd, out, 0, end)
-        except BaseException:
-            os.close(out)
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-            raise
-        os.close(out)
-        os.replace(tmp, dst)
         return ArchiveResult(dst, end, rotated)
     finally:
         os.close(fd)

@@ -75,14 +75,18 @@ def fsync_dir(path: str) -> None:
         os.close(fd)
 
 
-def atomic_write(path: str, data: bytes, *, mode: int = PRIVATE_MODE) -> None:
-    """Replace (or create) ``path`` with ``data`` so a crash leaves the old or the new file, whole."""
+@contextlib.contextmanager
+def replacing(path: str, *, mode: int = PRIVATE_MODE, durable: bool = True) -> Iterator[int]:
+    """A descriptor on a new file that replaces ``path`` whole when the block ends without an error;
+    an error (or a crash) leaves the old file, or none, and no temporary file behind.  ``durable``:
+    the file and its folder are synced before and after the rename (a crash then keeps the new file)."""
     directory = os.path.dirname(os.path.abspath(path))
     tmp = os.path.join(directory, f".{os.path.basename(path)}.{os.getpid()}.{secrets.token_hex(3)}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
     try:
-        write_all(fd, data)
-        os.fsync(fd)
+        yield fd
+        if durable:
+            os.fsync(fd)
     except BaseException:
         os.close(fd)
         with contextlib.suppress(OSError):
@@ -90,7 +94,14 @@ def atomic_write(path: str, data: bytes, *, mode: int = PRIVATE_MODE) -> None:
         raise
     os.close(fd)
     os.replace(tmp, path)
-    fsync_dir(path)
+    if durable:
+        fsync_dir(path)
+
+
+def atomic_write(path: str, data: bytes, *, mode: int = PRIVATE_MODE, durable: bool = True) -> None:
+    """Replace (or create) ``path`` with ``data`` so a crash leaves the old or the new file, whole."""
+    with replacing(path, mode=mode, durable=durable) as fd:
+        write_all(fd, data)
 
 
 def _kind(mode: int) -> str:

@@ -15,13 +15,15 @@ before ``end`` (not rewritten).
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import stat
-import tempfile
 import zlib
 
 import msgspec
+
+from ctxd.store.files import atomic_write
 
 TAIL = 4096
 """Bytes before a mark's end whose hash must not have changed for the file to count as appended to."""
@@ -84,32 +86,15 @@ def unframe(data: bytes, magic: bytes) -> bytes | None:
 def write_kept(path: str, payload: bytes, magic: bytes) -> bool:
     """Write a kept file whole (0600, a temporary name renamed over ``path``); False if it cannot be."""
     try:
-        fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".tmp-")
+        atomic_write(path, frame(payload, magic), durable=False)  # a cache: losing it costs a read
     except OSError:
         return False
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(frame(payload, magic))
-        os.chmod(tmp, 0o600)
-        os.replace(tmp, path)
-    except OSError:
-        _unlink(tmp)
-        return False
-    except BaseException:
-        _unlink(tmp)
-        raise
     return True
 
 
 def forget_kept(path: str) -> None:
-    _unlink(path)
-
-
-def _unlink(path: str) -> None:
-    try:
+    with contextlib.suppress(OSError):
         os.unlink(path)
-    except OSError:
-        pass
 
 
 class FileMark(msgspec.Struct, array_like=True, frozen=True):
