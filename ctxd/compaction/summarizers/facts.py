@@ -259,17 +259,20 @@ class _Scanner:
         for fact in self.pending.pop(key, ()):
             fact.resolved = True
 
-    def command(self, index: int, command: str, ok: bool | None) -> None:
-        parsed = parse_shell(command)
-        for op, path in parsed.ops:
-            if ok is False:
-                continue
+    def files(self, ops: Sequence[tuple[FileOp, str]]) -> None:
+        """Files a successful call read or changed: noted (most recent last), their errors resolved."""
+        for op, path in ops:
             if op == "read":
                 _touch(self.facts.reads, path)
             else:
                 _touch(self.facts.done_files, path, op)
                 if self.pending:
                     self.success(f"file:{path}")
+
+    def command(self, index: int, command: str, ok: bool | None) -> None:
+        parsed = parse_shell(command)
+        if ok is not False:
+            self.files(parsed.ops)
         if parsed.file_only:
             return
         core = parsed.core or " ".join(command.split())
@@ -318,13 +321,7 @@ class _Scanner:
             self.success(found.key)
         if found.command:
             self.command(index, found.command, True)
-        for op, path in found.ops:
-            if op == "read":
-                _touch(self.facts.reads, path)
-            else:
-                _touch(self.facts.done_files, path, op)
-                if self.pending:
-                    self.success(f"file:{path}")
+        self.files(found.ops)
 
     def assistant(self, index: int, message: Message) -> None:
         facts = self.facts
