@@ -65,7 +65,7 @@ LIST_BUDGET_AT = 800_000
 
 def list_budget(input_chars: int) -> int:
     """Characters for Critical Context's lists: they grow with the input (a long session ran many distinct
-    commands), from 3,000 to 40,000 (one twentieth of the input)."""
+    commands), from 3,000 to 30,000 (one twentieth of the input)."""
     return max(3_000, min(30_000, input_chars // 20))
 
 
