@@ -47,6 +47,7 @@ def test_claude_code_works_when_ctxd_is_not_installed(claude: ClaudeCode, anthro
     assert not claude.archive.exists()
     summary = anthropic.of_kind("summary")[0]
     assert "ctxd" not in json.dumps(summary.messages[-1])
+    assert '"ctxd" not found' in claude.log_text()  # the user's one hint, in ctxd's log
 
 
 def test_claude_code_works_when_ctxd_crashes(
@@ -102,3 +103,6 @@ def test_the_wrapper_without_ctxd_exits_0_silently(tmp_path: Path) -> None:
     env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}
     done = subprocess.run([str(WRAPPER), "PreCompact"], input=b"{}", capture_output=True, env=env, timeout=30)
     assert (done.returncode, done.stdout, done.stderr) == (0, b"", b"")
+    log = tmp_path / ".local" / "state" / "ctxd" / "hooks.log"
+    assert 'ctxd-hook PreCompact: "ctxd" not found' in log.read_text()
+    assert stat.S_IMODE(log.stat().st_mode) == 0o600
