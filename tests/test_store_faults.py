@@ -11,6 +11,7 @@ newline of each line is its own write, so a kill can also land between an object
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import random
@@ -25,6 +26,7 @@ from typing import Any
 
 import pytest
 
+from ctxd.client import CtxdClient
 from ctxd.store.create import create_session
 from ctxd.store.session_file import SessionFile
 from ctxd.tree.session import Session
@@ -626,3 +628,95 @@ def test_unlocked_agents_and_ctxd_writers_lose_nothing(
     served = SessionFile.open(path)
     assert sorted(h.id for h in served.heads) == sorted(ids)
     print(f"{variant}: {len(lines) - 1} lines, {len(data)} bytes in {elapsed:.2f} s; {glued} glued, healed")
+
+
+@pytest.mark.parametrize(
+    ("variant", "pi_cfg", "per_pi"), [("full speed", {}, 1500), ("paced 2 ms", {"pace": 0.002}, 500)]
+)
+async def test_unlocked_agents_and_two_daemons_lose_nothing(
+    tmp_path: Path, variant: str, pi_cfg: dict[str, Any], per_pi: int
+) -> None:
+    """As the issue measured it: two pi-style writers (no lock, one write() per line, 50 B to 60 KB)
+    and two real ``ctxd serve`` daemons (watching the file, appending through ``session/append``)
+    on one file. Afterwards every entry of every writer is there exactly once, every line is one
+    JSON object and none is blank; each daemon serves the whole file once its watcher caught up."""
+    root = tmp_path / "sessions"
+    root.mkdir()
+    path = create_session(str(root), "/proj", path=str(root / "s.jsonl"))
+    go = str(tmp_path / "go")
+    pi_script = tmp_path / "pi_writer.py"
+    pi_script.write_text(PI_WRITER)
+    pis = [Writer(pi_script, path=path, tag=f"pi{k}", seed=k, count=per_pi, go=go, **pi_cfg) for k in range(2)]
+    env = {**os.environ, "CTXD_TAIL_GRACE_MS": "1000"}
+    daemons = [
+        # autoCompact off: the daemons' own compactions (a 60 KB line crosses the threshold) would
+        # make the count of entries a race; appends are what this test is about.
+        CtxdClient(
+            initialization_options={"roots": [str(root)], "autoCompact": False}, env=env, stderr=subprocess.DEVNULL
+        )
+        for _ in range(2)
+    ]
+    acked: list[list[str]] = [[], []]
+    per_daemon = 150
+
+    async def run(k: int, client: CtxdClient) -> None:
+        rng = random.Random(100 + k)
+        seq = 0
+        while seq < per_daemon:
+            batch = []
+            for _ in range(min(rng.choice([1, 1, 2, 3]), per_daemon - seq)):
+                size = rng.randint(50_000, 60_000) if rng.random() < 0.05 else rng.randint(10, 400)
+                message = {"role": "user", "content": "c" * size, "timestamp": seq}
+                batch.append({"type": "message", "message": message, "test": {"tag": f"cx{k}", "seq": seq}})
+                seq += 1
+            answer = await client.request("session/append", {"session": path, "entries": batch})
+            acked[k].extend(answer["ids"])
+
+    try:
+        for client in daemons:
+            await client.start()
+            await client.request("session/open", {"session": path})
+        for w in pis:
+            w.wait_ready()
+        started = time.monotonic()
+        Path(go).touch()
+        await asyncio.gather(*(run(k, c) for k, c in enumerate(daemons)))
+        for w in pis:
+            await asyncio.to_thread(w.finish)
+        elapsed = time.monotonic() - started
+        lines_now = Path(path).read_bytes().count(b"\n") - 1
+        served = [await _caught_up(c, path, lines_now) for c in daemons]
+    finally:
+        for w in pis:
+            if w.proc.poll() is None:
+                w.proc.kill()
+                w.proc.wait()
+        for client in daemons:
+            await client.close()
+
+    data = Path(path).read_bytes()
+    assert data.endswith(b"\n")
+    lines = data.split(b"\n")[:-1]
+    assert all(lines), f"{variant}: {lines.count(b'')} blank lines"
+    objects = [json.loads(line) for line in lines]  # every line is one JSON object
+    ids = [o["id"] for o in objects[1:]]
+    assert len(ids) == len(set(ids)), f"{variant}: an entry appears twice"
+    for k in range(2):
+        seqs = [o["test"]["seq"] for o in objects[1:] if o.get("test", {}).get("tag") == f"pi{k}"]
+        assert sorted(seqs) == list(range(per_pi)), f"{variant}: pi{k} lost {per_pi - len(set(seqs))} entries"
+        mine = [o for o in objects[1:] if o.get("test", {}).get("tag") == f"cx{k}"]
+        assert sorted(o["id"] for o in mine) == sorted(acked[k]) and len(mine) == per_daemon
+    assert all(s["entries"] == len(ids) and not s["diagnostics"] for s in served), [s["entries"] for s in served]
+    assert not list(root.glob("*.torn")), "a live writer's line was taken for torn"
+    print(f"{variant}: {len(lines) - 1} lines, {len(data)} bytes in {elapsed:.2f} s")
+
+
+async def _caught_up(client: CtxdClient, path: str, entries: int, timeout: float = 10.0) -> dict[str, Any]:
+    """``session/open``'s answer once the daemon serves ``entries`` entries (its watcher reads
+    other writers' lines a few milliseconds after they land)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        answer: dict[str, Any] = await client.request("session/open", {"session": path})
+        if answer["entries"] >= entries or time.monotonic() > deadline:
+            return answer
+        await asyncio.sleep(0.02)
