@@ -32,6 +32,9 @@ class Config:
     durability: str = "flush"
     """flush | fsync | fsync-batch"""
     autoCompact: bool = True
+    autoCompactExternal: bool = False
+    """Let another process's writes trigger auto-compaction too (an agent that leaves compaction to
+    ctxd). Off: an agent that compacts on its own (pi) must not meet a second compactor in its file."""
     promptCacheTtlSeconds: float | None = None
     """With a TTL, threshold compactions wait until just before the prompt cache would expire."""
     compaction: CompactionSettings = attrs.field(factory=CompactionSettings)
@@ -96,7 +99,7 @@ def config_from_json(data: Any, problems: list[str] | None = None, *, base: Conf
                 setattr(cfg, key, found)
             else:
                 problems.append(f"{key}: expected a list of paths, got {show(value)}")
-    for key in ("watch", "autoCompact"):
+    for key in ("watch", "autoCompact", "autoCompactExternal"):
         if key in data:
             if isinstance(data[key], bool):
                 setattr(cfg, key, data[key])

@@ -82,7 +82,7 @@ class Live(ServiceBase):
         opened.last_activity = time.monotonic()
         self._emit(p.DID_CHANGE, p.DidChange(real, s.file.session_id, ids, s.leaf_id(), "external", result.reloaded))
         self._emit(p.CONTEXT_USAGE, self._usage(s, size.tokens))
-        if any(_role(s, i) == "assistant" for i in new):
+        if self.config.autoCompactExternal and any(_role(s, i) == "assistant" for i in new):
             self._maybe_auto_compact(opened, decision)
 
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import json
+from typing import Any
 
 import pytest
 from pytest_lsp import LanguageClient
@@ -109,3 +111,38 @@ async def test_auto_compact_off_reports_but_does_not_compact(tmp_path) -> None: 
         assert over["compactionDue"] is True
         await asyncio.sleep(1.0)
         assert not client.notes.of(p.COMPACTION_STATUS)  # type: ignore[attr-defined]
+
+
+def _write_as_an_agent(path: str, *messages: dict[str, Any]) -> None:
+    """Append ``messages`` the way pi does (no lock, one write per line, chained on the last entry)."""
+    parent = read_entries(path)[-1].get("id")
+    with open(path, "a", encoding="utf-8") as f:
+        for k, message in enumerate(messages):
+            entry_id = f"ext{k:05d}"
+            entry = {"type": "message", "id": entry_id, "parentId": parent, "timestamp": "2026-01-01T00:00:00.000Z"}
+            f.write(json.dumps({**entry, "message": message}) + "\n")
+            f.flush()
+            parent = entry_id
+
+
+@pytest.mark.parametrize("external", [False, True])
+async def test_another_writers_turn_compacts_only_when_asked(tmp_path, external: bool) -> None:  # type: ignore[no-untyped-def]
+    """An agent that writes its own file (pi) compacts it itself: its turns crossing the threshold
+    make ctxd report the usage, and compact only with ``autoCompactExternal``."""
+    options = {**CTXD_OPTIONS, "roots": [str(tmp_path)], "watch": True, "autoCompactExternal": external}
+    async with start_ctxd(options) as client:
+        notes = client.notes  # type: ignore[attr-defined]
+        path = await new_session(client)
+        await append(client, path, *conversation(4), user("go on"))
+        mark = notes.mark()
+        _write_as_an_agent(path, assistant("a long answer", total=THRESHOLD + 500))
+        usage = await notes.wait(p.CONTEXT_USAGE, lambda u: u["tokens"] == THRESHOLD + 500, session=path, since=mark)
+        assert usage["threshold"] == THRESHOLD
+        if external:
+            done = await notes.wait(p.COMPACTION_STATUS, lambda s: s["state"] != "running", session=path, since=mark)
+            assert done["state"] == "succeeded" and done["trigger"] == "threshold"
+            assert read_entries(path)[-1]["type"] == "compaction"
+        else:
+            await asyncio.sleep(1.0)
+            assert not notes.of(p.COMPACTION_STATUS, path, mark)
+            assert all(e["type"] != "compaction" for e in read_entries(path)[1:])
