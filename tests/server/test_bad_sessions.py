@@ -85,6 +85,26 @@ async def test_a_message_nested_hundreds_of_levels_deep_still_gets_an_answer(ctx
     assert (await call(ctxd, p.SESSION_OPEN, {"session": path}, timeout=ANSWER))["entries"] == 2
 
 
+async def test_a_parent_cycle_is_reported_and_the_rest_served(ctxd: LanguageClient) -> None:
+    root = Path(ctxd.root)  # type: ignore[attr-defined]
+    a, b = chain(user, assistant)
+    x, y = user(None, "x"), user(None, "y")
+    x["parentId"], y["parentId"] = y["id"], x["id"]
+    path = write_raw(root / "cycle.jsonl", line(a), line(b), line(x), line(y), hdr=header(id="sess-cycle"))
+    for method, params in (
+        (p.SESSION_OPEN, {"session": path}),
+        (p.SESSION_TREE, {"session": path, "collapse": 0}),
+        (p.CONTEXT_BUILD, {"session": path, "leafId": b["id"]}),
+    ):
+        answer = await call(ctxd, method, params, timeout=ANSWER)
+        cycle = [d for d in answer["diagnostics"] if "cycle" in d["message"]]
+        assert cycle and {d["line"] for d in cycle} <= {4, 5} and all(d["path"] == path for d in cycle), method
+    ctx = await call(ctxd, p.CONTEXT_BUILD, {"session": path, "leafId": b["id"]}, timeout=ANSWER)
+    assert [m["entryId"] for m in ctx["messages"]] == [a["id"], b["id"]]
+    # A leaf inside the cycle still answers (the walk up cannot loop).
+    assert "messages" in await call(ctxd, p.CONTEXT_BUILD, {"session": path, "leafId": x["id"]}, timeout=ANSWER)
+
+
 BAD_APPENDS = [
     ({"entries": [{"type": "compaction", "summary": "s", "firstKeptEntryId": "x", "tokensBefore": "x"}]},
      "entries[0].tokensBefore"),
