@@ -209,7 +209,16 @@ async def test_editors_see_pis_live_session_and_ctxds_compaction(tmp_path: Path,
         "LITELLM_LOCAL_MODEL_COST_MAP": "True",
         "PATH": os.environ.get("PATH", ""),
     }
-    options = {"roots": [str(sessions)], "transcriptRoots": [], "watch": True, "autoCompact": False}
+    # The editors' defaults (autoCompact on), with pi's window: pi's turns cross the threshold here too,
+    # and the editor's daemon must leave the compaction to pi (no second compactor in a live file).
+    window = {"contextWindow": 4_000, "reserveTokens": 1_000}
+    options = {
+        "roots": [str(sessions)],
+        "transcriptRoots": [],
+        "watch": True,
+        "autoCompact": True,
+        "compaction": window,
+    }
     async with CtxdClient(initialization_options=options, env=env, stderr=asyncio.subprocess.DEVNULL) as editor:
         await watching(editor, sessions)
         pi = Pi(tmp_path, llm).start()
@@ -239,5 +248,8 @@ async def test_editors_see_pis_live_session_and_ctxds_compaction(tmp_path: Path,
             assert row["tokensBefore"] == entry["tokensBefore"] and row["onActivePath"]
             listed = await editor.request("session/list", {})
             assert path in [s["path"] for s in listed["sessions"]]
+            await asyncio.sleep(1.0)
+            assert len(compactions(await asyncio.to_thread(pi.entries))) == 1
+            assert not [n for n in editor.notifications if n.method == "compaction/status"]
         finally:
             await asyncio.to_thread(pi.close)
