@@ -89,6 +89,8 @@ export interface InitializationOptions {
   archiveRoots?: string[];
   watch?: boolean;
   autoCompact?: boolean;
+  /** Let another process's turns trigger auto-compaction too (default false: the agent writing the file compacts it). */
+  autoCompactExternal?: boolean;
   model?: string;
   apiBase?: string;
   compaction?: Record<string, unknown>;

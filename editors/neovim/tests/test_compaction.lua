@@ -168,10 +168,12 @@ end)
 
 T.test('the daemon compacts by itself when an external append crosses the threshold', function()
   -- auto_compact is a daemon option: setup() with a new value restarts the daemon on next use.
+  -- The turn is written by another process (as an agent would): auto_compact_external asks for it.
   ctxd.setup({
     cmd = T.server_cmd(),
     roots = { root },
     auto_compact = true,
+    auto_compact_external = true,
     compaction = { context_window = 40000, keep_recent_tokens = 200 },
   })
   local s2 = T.write_session(root, { name = 'Auto session', prefix = 'b' })

@@ -33,6 +33,7 @@ T.test('setup errors name the option, the expectation and the value', function()
     { { roots = '/tmp' }, '(ctxd) option `roots` must be a non-empty list of non-empty strings, got "/tmp" (string)' },
     { { watch = 'yes' }, '(ctxd) option `watch` must be true or false, got "yes" (string)' },
     { { auto_compact = 1 }, '(ctxd) option `auto_compact` must be true or false, got 1 (number)' },
+    { { auto_compact_external = 'yes' }, '(ctxd) option `auto_compact_external` must be true or false, got "yes" (string)' },
     { { model = '' }, '(ctxd) option `model` must be a non-empty string, got "" (string)' },
     { { compaction = 3 }, '(ctxd) option `compaction` must be a table, got 3 (number)' },
     { { compaction = { keep_recent_tokens = -5 } }, '(ctxd) option `compaction.keep_recent_tokens` must be a non-negative integer, got -5 (number)' },
@@ -87,6 +88,8 @@ T.test('options merge over the defaults and become initializationOptions', funct
   })
   ctxd.setup({ cmd = { 'x' } })
   T.eq(ctxd.config.cmd, { 'x' }, 'a list command replaces the default, it is not merged')
+  ctxd.setup({ auto_compact_external = true })
+  T.eq(config.init_options(ctxd.config), { watch = true, autoCompact = true, autoCompactExternal = true })
 end)
 
 T.test('setup is idempotent: one augroup, highlight links with default = true', function()

@@ -44,6 +44,7 @@ export const Config = {
   compaction: 'compaction',
   model: 'model',
   autoCompact: 'autoCompact',
+  autoCompactExternal: 'autoCompactExternal',
   collapse: 'conversation.collapseRunsLongerThan',
   followLeaf: 'conversation.followLeaf',
 } as const;

@@ -33,6 +33,9 @@ export function readSettings(config: vscode.WorkspaceConfiguration, version: str
     autoCompact: config.get<boolean>(Config.autoCompact, true) ?? true,
     client: { name: 'vscode-ctxd', version },
   };
+  if (config.get<boolean>(Config.autoCompactExternal, false)) {
+    options.autoCompactExternal = true;
+  }
   if (roots.length) {
     options.roots = roots.map(expandHome);
   }
@@ -70,6 +73,7 @@ export class ServerManager implements vscode.Disposable {
           Config.transcriptRoots,
           Config.model,
           Config.autoCompact,
+          Config.autoCompactExternal,
           Config.compaction,
         ];
         if (keys.some((k) => e.affectsConfiguration(`${Config.section}.${k}`))) {

@@ -19,6 +19,7 @@ M.defaults = {
   roots = nil, -- session roots (list of directories); nil = the daemon's default (~/.pi/agent/sessions)
   watch = true, -- follow the session files (live updates)
   auto_compact = true, -- let the daemon compact on its own when a context fills up
+  auto_compact_external = false, -- ... also when another process (an agent) wrote the turn; off: the agent compacts
   model = nil, -- the summariser model (litellm name); nil = offline summariser
   api_base = nil,
   compaction = {}, -- compaction settings, snake_case (see |ctxd-config|)
@@ -153,6 +154,7 @@ H.schema = {
   roots = '?string_list',
   watch = 'boolean',
   auto_compact = 'boolean',
+  auto_compact_external = 'boolean',
   model = '?nonempty',
   api_base = '?nonempty',
   compaction = 'compaction', -- special
@@ -274,6 +276,7 @@ function M.init_options(config)
     watch = config.watch,
     autoCompact = config.auto_compact,
   }
+  if config.auto_compact_external then out.autoCompactExternal = true end
   if config.roots then out.roots = config.roots end
   if config.model then out.model = config.model end
   if config.api_base then out.apiBase = config.api_base end
