@@ -646,7 +646,13 @@ async function main(): Promise<void> {
     log(`notification: ${text}`);
     const sessions = pane(p, 'Sessions');
     await row(sessions, /Fix the calculator's rounding.*open/).waitFor({ timeout: 15_000 });
-    if ((await sessions.locator('.monaco-list-row', { hasText: "Fix the calculator's rounding" }).count()) !== 2) {
+    // The list is redrawn as the fork is announced: wait for it to settle with both rows.
+    const named = sessions.locator('.monaco-list-row', { hasText: "Fix the calculator's rounding" });
+    const listedBy = Date.now() + 15_000;
+    while ((await named.count()) !== 2 && Date.now() < listedBy) {
+      await p.waitForTimeout(200);
+    }
+    if ((await named.count()) !== 2) {
       throw new Error('the fork is not listed next to its session');
     }
     await row(conversation, /Different idea: use banker’s rounding instead.*leaf/).waitFor({ timeout: 15_000 });
