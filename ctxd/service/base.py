@@ -67,6 +67,8 @@ class ServiceBase:
 
     async def close(self) -> None:
         for opened in self.registry.open.values():
+            opened.session.file.stop_waiting()  # an append waiting for another process's lock gives up
+        for opened in self.registry.open.values():
             if opened.scheduled is not None:
                 opened.scheduled.cancel()
         for task in list(self._tasks):
@@ -86,6 +88,7 @@ class ServiceBase:
         if opened is not None:
             return opened
         session = await asyncio.to_thread(Session.open, path, durability=self.config.durability_mode)
+        session.file.lock_timeout = self.config.appendLockTimeout
         return self.registry.add(path, session)
 
     def _created_inside(self, registry: Registry, path: str) -> None:
