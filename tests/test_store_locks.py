@@ -12,24 +12,17 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+from lock_holder import SCRIPT
 
 from ctxd.errors import SessionError, SessionLockedError
 from ctxd.store import locks
 from ctxd.store.create import create_session
 from ctxd.store.session_file import SessionFile
 
-HOLDER = (
-    "import fcntl, sys, time\n"
-    "f = open(sys.argv[1], 'ab')\n"
-    "fcntl.flock(f, fcntl.LOCK_EX)\n"
-    "print('locked', flush=True)\n"
-    "time.sleep(float(sys.argv[2]))\n"
-)
-
 
 @contextmanager
 def lock_held(path: str, seconds: float = 30) -> Iterator[subprocess.Popen[bytes]]:
-    holder = subprocess.Popen([sys.executable, "-c", HOLDER, path, str(seconds)], stdout=subprocess.PIPE)
+    holder = subprocess.Popen([sys.executable, SCRIPT, path, str(seconds)], stdout=subprocess.PIPE)
     try:
         assert holder.stdout is not None and holder.stdout.readline() == b"locked\n"
         yield holder
@@ -55,7 +48,7 @@ def test_an_append_gives_up_after_the_timeout_naming_the_holder(sf: SessionFile)
         assert 0.3 <= time.monotonic() - t0 < 3
     assert info.value.code == -31010
     assert info.value.data["lockHolderPid"] == holder.pid
-    assert "fcntl.flock" in info.value.data["lockHolder"]
+    assert "lock_holder.py" in info.value.data["lockHolder"]
     assert Path(sf.path).stat().st_size == size
     assert sf.append([{"type": "session_info", "name": "now"}])  # the holder is gone
 

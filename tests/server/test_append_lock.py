@@ -1,6 +1,6 @@
 """Another process holding a session file's write lock (``flock``), through a real daemon.
 
-The holder is a second real process (``python -c``) that takes the lock and keeps it.  Meanwhile
+The holder is a second real process (``tests/lock_holder.py``) that takes the lock and keeps it.  Meanwhile
 an append waits at most ``appendLockTimeout`` and then fails with -31010 naming the holder (nothing
 written); reads of the session are answered at once from the state last read; and ``shutdown`` +
 ``exit`` finish within a second, the waiting append answered and not written.
@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from lock_holder import SCRIPT
 
 from ctxd.service import protocol as p
 
@@ -25,15 +26,6 @@ from .harness import RawDaemon, read_entries, user
 
 pytestmark = pytest.mark.asyncio
 
-MARK = "ctxd-test-lock-holder"
-HOLDER = (
-    f"# {MARK}\n"
-    "import fcntl, sys, time\n"
-    "f = open(sys.argv[1], 'ab')\n"
-    "fcntl.flock(f, fcntl.LOCK_EX)\n"
-    "print('locked', flush=True)\n"
-    "time.sleep(float(sys.argv[2]))\n"
-)
 STORAGE = -31010
 
 
@@ -41,7 +33,7 @@ STORAGE = -31010
 async def lock_held(path: str, seconds: float) -> AsyncIterator[asyncio.subprocess.Process]:
     """A second process holding ``path``'s write lock for ``seconds`` (killed at the end if need be)."""
     holder = await asyncio.create_subprocess_exec(
-        sys.executable, "-c", HOLDER, path, str(seconds), stdout=asyncio.subprocess.PIPE
+        sys.executable, SCRIPT, path, str(seconds), stdout=asyncio.subprocess.PIPE
     )
     try:
         assert holder.stdout is not None
@@ -84,7 +76,7 @@ async def test_an_append_times_out_naming_the_lock_holder(tmp_path: Path) -> Non
             error = answer["error"]
             assert error["code"] == STORAGE, answer
             assert error["data"]["lockHolderPid"] == holder.pid
-            assert MARK in error["data"]["lockHolder"] and str(holder.pid) in error["message"]
+            assert "lock_holder.py" in error["data"]["lockHolder"] and str(holder.pid) in error["message"]
             assert "nothing was written" in error["message"]
             assert 0.9 <= waited < 5, waited
             assert os.path.getsize(path) == size
