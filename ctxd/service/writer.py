@@ -135,7 +135,9 @@ class Writing(ServiceBase):
         s = opened.session
         try:
             # Another process's lock first, outside the session's lock: reads are not held up by it.
-            await asyncio.to_thread(s.file.take_lock)
+            # Mostly it is free: taken at once on the loop, the thread hop only when it must wait.
+            if not s.file.take_lock(wait=False):
+                await asyncio.to_thread(s.file.take_lock)
         except CtxdError as exc:
             for item in batch:
                 if item.withdraw():

@@ -31,12 +31,7 @@ def acquire(fd: int, *, timeout: float | None = None, stop: threading.Event | No
         return
     deadline = None if timeout is None else time.monotonic() + timeout
     delay = POLL_FIRST
-    while True:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            return
-        except BlockingIOError:
-            pass
+    while not try_acquire(fd):
         if stop is not None and stop.is_set():
             raise SessionError("the daemon is shutting down: not appending (nothing was written)", path=path)
         remaining = None if deadline is None else deadline - time.monotonic()
@@ -57,6 +52,15 @@ def acquire(fd: int, *, timeout: float | None = None, stop: threading.Event | No
         else:
             time.sleep(pause)
         delay = min(delay * 2, POLL_MAX)
+
+
+def try_acquire(fd: int) -> bool:
+    """Take the exclusive lock on ``fd`` if it is free, without waiting: True when taken."""
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    return True
 
 
 def release(fd: int) -> None:

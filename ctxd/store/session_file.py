@@ -226,17 +226,24 @@ class SessionFile(SessionReader):
     def close(self) -> None:
         self._close_append_fd()
 
-    def take_lock(self) -> None:
+    def take_lock(self, *, wait: bool = True) -> bool:
         """Take the write lock ahead of an append, waiting as :meth:`append` would, and keep it: the
         next :meth:`append` (or :meth:`settle`) in this process finds it taken and releases it when
         done; :meth:`release_lock` releases it if none comes.  Nothing in memory changes, so readers
-        of this object need not wait for it."""
-        with self._write_lock:
+        of this object need not wait for it.  With ``wait`` false it only tries, without blocking
+        (fit for an event loop): True when the lock is now held."""
+        if not self._write_lock.acquire(blocking=wait):
+            return False
+        try:
             fd = self._lock_fd()
-            try:
-                locks.acquire(fd, timeout=self.lock_timeout, stop=self._stop_waiting, path=self.path)
-            except OSError as exc:
-                raise SessionError(f"cannot lock for appending: {exc.strerror or exc}", path=self.path) from exc
+            if not wait:
+                return locks.try_acquire(fd)
+            locks.acquire(fd, timeout=self.lock_timeout, stop=self._stop_waiting, path=self.path)
+            return True
+        except OSError as exc:
+            raise SessionError(f"cannot lock for appending: {exc.strerror or exc}", path=self.path) from exc
+        finally:
+            self._write_lock.release()
 
     def release_lock(self) -> None:
         """Release the write lock if :meth:`take_lock` kept it (nothing happens otherwise)."""
