@@ -12,12 +12,14 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+from conftest import reference
 from lock_holder import SCRIPT
 
-from ctxd.errors import SessionError, SessionLockedError
+from ctxd.errors import ReadOnlySessionError, SessionError, SessionLockedError
 from ctxd.store import locks
 from ctxd.store.create import create_session
 from ctxd.store.session_file import SessionFile
+from ctxd.store.transcript import open_session_file
 
 
 @contextmanager
@@ -96,3 +98,17 @@ def test_the_holder_is_unknown_without_a_lock_table(tmp_path: Path) -> None:
         table = tmp_path / "locks"
         table.write_text("1: POSIX  ADVISORY  WRITE 1 00:00:1 0 EOF\n")
         assert locks.holder(f.fileno(), locks=str(table)) == (None, "unknown")
+
+
+def test_another_agents_transcript_is_never_locked(tmp_path: Path) -> None:
+    """An append to a read-only transcript fails as read-only (-31013); the daemon's writer asks for
+    the lock first, and that must not open the transcript for writing nor lock it."""
+    path = tmp_path / "s.jsonl"
+    path.write_bytes(reference("claude", "incremental-turn-1.jsonl").read_bytes())
+    transcript = open_session_file(str(path))
+    assert transcript.read_only
+    assert transcript.take_lock(wait=False) and transcript.take_lock()
+    assert transcript._append_fd is None
+    transcript.release_lock()
+    with pytest.raises(ReadOnlySessionError):
+        transcript.append([{"type": "session_info", "name": "x"}])

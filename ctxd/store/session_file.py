@@ -231,7 +231,9 @@ class SessionFile(SessionReader):
         next :meth:`append` (or :meth:`settle`) in this process finds it taken and releases it when
         done; :meth:`release_lock` releases it if none comes.  Nothing in memory changes, so readers
         of this object need not wait for it.  With ``wait`` false it only tries, without blocking
-        (fit for an event loop): True when the lock is now held."""
+        (fit for an event loop): True when the lock is now held (or nothing is ever written here)."""
+        if self.read_only:
+            return True  # another agent's transcript: never opened for writing, never locked
         if not self._write_lock.acquire(blocking=wait):
             return False
         try:
