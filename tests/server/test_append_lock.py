@@ -22,7 +22,7 @@ from lock_holder import SCRIPT
 
 from ctxd.service import protocol as p
 
-from .harness import RawDaemon, read_entries, user
+from .harness import RawDaemon, conversation, read_entries, user
 
 pytestmark = pytest.mark.asyncio
 
@@ -127,5 +127,29 @@ async def test_shutdown_finishes_within_a_second_while_an_append_waits_for_the_l
             assert answer["error"]["code"] == STORAGE and "shutting down" in answer["error"]["message"], answer
             assert took < 1.0, took
         assert texts(path) == ["before"]
+    finally:
+        await daemon.close()
+
+
+async def test_reads_are_answered_while_a_compaction_waits_for_the_lock(tmp_path: Path) -> None:
+    daemon, path = await started(tmp_path, appendLockTimeout=20)
+    try:
+        turns = {"session": path, "messages": conversation(8)}
+        assert "result" in await daemon.call(p.SESSION_APPEND, turns)
+        async with lock_held(path, 3) as holder:
+            compacting = daemon.request(p.COMPACT, {"session": path, "keepRecentTokens": 200})
+            await asyncio.sleep(0.5)  # the compaction (offline: quick) is waiting for the lock now
+            for method in (p.CONTEXT_BUILD, p.SESSION_TREE):
+                t0 = time.monotonic()
+                answer = await daemon.call(method, {"session": path}, timeout=10)
+                took = time.monotonic() - t0
+                assert "result" in answer, (method, answer)
+                assert took < 1.0, (method, took)
+            assert not [m for m in daemon.messages if m.get("id") == compacting]
+            assert holder.returncode is None
+            answer = await daemon.response(compacting, timeout=15)
+        assert "result" in answer, answer
+        assert [e["type"] for e in read_entries(path)][-1] == "compaction"
+        await finish(daemon)
     finally:
         await daemon.close()
