@@ -265,7 +265,11 @@ class Service(Writing, Compacting, Live, Summarizing, ServiceBase):
             report = repair(s) if params.repair else check_session(s)
             return report.to_json()
 
-        out = await self._with(params.session, work)
+        if params.repair:  # it may write: another process's write lock is waited for outside the session's
+            repairing = await self._open(params.session)
+            out = await self._locked_call(repairing, lambda: work(repairing))
+        else:
+            out = await self._with(params.session, work)
         appended = (out.get("repair") or {}).get("appended") or []
         if appended:
             opened = await self._open(params.session)
