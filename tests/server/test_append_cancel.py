@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import random
 from pathlib import Path
 from typing import Any
 
@@ -119,6 +120,32 @@ async def test_a_cancel_that_arrives_during_the_write_is_answered_with_the_resul
         assert "result" in answer_b, answer_b
         assert texts(path) == ["before", "A", "B"]
         assert answer_a["result"]["ids"][0] in {e["id"] for e in read_entries(path)}
+        await finish(daemon)
+    finally:
+        await daemon.close()
+
+
+async def test_every_append_is_answered_with_its_result_exactly_when_it_is_written(tmp_path: Path) -> None:
+    """Forty appends, cancels for half of them at scattered moments (queued, being written, done):
+    every append is answered; a result exactly when its entry is on disk, -32800 exactly when not."""
+    daemon = await started(tmp_path)
+    try:
+        path = await with_a_tail_being_written(daemon)
+        rng = random.Random(19)
+        ids = {daemon.next_id(): f"m{i}" for i in range(40)}
+        daemon.send_bytes(b"".join(encode(append_request(i, path, text)) for i, text in ids.items()))
+        for msg_id in rng.sample(sorted(ids), 20):
+            await asyncio.sleep(rng.uniform(0, 0.15))
+            daemon.send(cancel(msg_id))
+        answers = {text: await daemon.response(i, timeout=15) for i, text in ids.items()}
+        written = set(texts(path))
+        for text, answer in answers.items():
+            if "result" in answer:
+                assert text in written, answer
+            else:
+                assert answer["error"]["code"] == CANCELLED and text not in written, answer
+        assert written - set(answers) == {"before"}
+        assert [t for t in texts(path) if t != "before"] == [t for t in ids.values() if t in written]  # in order
         await finish(daemon)
     finally:
         await daemon.close()
