@@ -24,9 +24,10 @@ CMDLINE_LIMIT = 300
 
 
 def acquire(fd: int, *, timeout: float | None = None, stop: threading.Event | None = None, path: str = "") -> None:
-    """Take the exclusive lock on ``fd``, waiting at most ``timeout`` seconds (None: as long as it
-    takes) and giving up as soon as ``stop`` is set."""
-    if timeout is None and stop is None:
+    """Take the exclusive lock on ``fd``, waiting at most ``timeout`` seconds and giving up as soon
+    as ``stop`` is set.  Without a timeout (the CLI) the wait is the kernel's own, blocking and fair,
+    unless ``stop`` is already set; a bounded wait polls."""
+    if timeout is None and (stop is None or not stop.is_set()):
         fcntl.flock(fd, fcntl.LOCK_EX)
         return
     deadline = None if timeout is None else time.monotonic() + timeout

@@ -100,7 +100,7 @@ class SessionFile(SessionReader):
             for _ in range(8):
                 fd = self._lock_fd()
                 try:
-                    with locked(fd, timeout=self.lock_timeout, stop=self._stop_event(), path=self.path):
+                    with locked(fd, timeout=self.lock_timeout, stop=self._stop_waiting, path=self.path):
                         if self._catch_up_locked(fd):
                             return then(fd)
                 except OSError as exc:
@@ -241,7 +241,7 @@ class SessionFile(SessionReader):
             fd = self._lock_fd()
             if not wait:
                 return locks.try_acquire(fd)
-            locks.acquire(fd, timeout=self.lock_timeout, stop=self._stop_event(), path=self.path)
+            locks.acquire(fd, timeout=self.lock_timeout, stop=self._stop_waiting, path=self.path)
             return True
         except OSError as exc:
             raise SessionError(f"cannot lock for appending: {exc.strerror or exc}", path=self.path) from exc
@@ -257,11 +257,6 @@ class SessionFile(SessionReader):
     def stop_waiting(self) -> None:
         """Give up every wait for the write lock, now and later (the daemon is shutting down)."""
         self._stop_waiting.set()
-
-    def _stop_event(self) -> threading.Event | None:
-        # Without a timeout (the CLI) the wait is the kernel's own, blocking and fair; a bounded
-        # wait polls, and then shutdown ends it too.
-        return self._stop_waiting if self.lock_timeout is not None or self._stop_waiting.is_set() else None
 
     def _lock_fd(self) -> int:
         if self._append_fd is None:
