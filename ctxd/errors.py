@@ -4,7 +4,8 @@
     ├── SessionError              a session file cannot be used (carries path, line)
     │   ├── BadHeaderError        line 1 is not a session header: the file is refused, never rewritten
     │   ├── UnsupportedVersionError
-    │   └── ReadOnlySessionError  a transcript of another agent: never written to
+    │   ├── ReadOnlySessionError  a transcript of another agent: never written to
+    │   └── SessionLockedError    another process kept the write lock past the wait (same code)
     ├── SessionNotFoundError      no such session (or outside the configured roots)
     ├── EntryNotFoundError        no such entry id in the session
     ├── InvalidEntryError         an entry given to append is not valid
@@ -50,6 +51,11 @@ class UnsupportedVersionError(SessionError):
 
 class ReadOnlySessionError(SessionError):
     code = -31013
+
+
+class SessionLockedError(SessionError):
+    """The write lock stayed held by another process for the whole wait; ``data`` names it
+    (``lockHolderPid``, ``lockHolder``: its command line, or "unknown")."""
 
 
 class SessionNotFoundError(CtxdError):

@@ -67,6 +67,8 @@ class ServiceBase:
 
     async def close(self) -> None:
         for opened in self.registry.open.values():
+            opened.session.file.stop_waiting()  # an append waiting for another process's lock gives up
+        for opened in self.registry.open.values():
             if opened.scheduled is not None:
                 opened.scheduled.cancel()
         for task in list(self._tasks):
@@ -86,6 +88,7 @@ class ServiceBase:
         if opened is not None:
             return opened
         session = await asyncio.to_thread(Session.open, path, durability=self.config.durability_mode)
+        session.file.lock_timeout = self.config.appendLockTimeout
         return self.registry.add(path, session)
 
     def _created_inside(self, registry: Registry, path: str) -> None:
@@ -105,8 +108,18 @@ class ServiceBase:
             return await asyncio.to_thread(fn, opened)
 
     async def _locked_call(self, opened: OpenSession, fn: Callable[[], T]) -> T:
-        async with opened.lock:
-            return await asyncio.to_thread(fn)
+        """``fn`` in a worker thread under the session's lock: a compaction's steps, which read, then
+        write.  Another process's write lock is waited for first, outside the session's lock (reads
+        are answered meanwhile; past ``appendLockTimeout`` it fails, before any model call), and
+        kept until ``fn`` is done."""
+        file = opened.session.file
+        if not file.take_lock(wait=False):
+            await asyncio.to_thread(file.take_lock)
+        try:
+            async with opened.lock:
+                return await asyncio.to_thread(fn)
+        finally:
+            await asyncio.to_thread(file.release_lock)
 
     def window(self, settings: CompactionSettings | None = None) -> int:
         return (settings or self.config.compaction).resolved_window()

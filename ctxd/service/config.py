@@ -39,6 +39,8 @@ class Config:
     """With a TTL, threshold compactions wait until just before the prompt cache would expire."""
     compaction: CompactionSettings = attrs.field(factory=CompactionSettings)
     watchStepMs: int = 10
+    appendLockTimeout: float = 10.0
+    """Seconds an append waits for another process's write lock before it fails (-31010)."""
 
     @property
     def all_roots(self) -> list[str]:
@@ -110,6 +112,11 @@ def config_from_json(data: Any, problems: list[str] | None = None, *, base: Conf
             cfg.durability = data["durability"]
         else:
             problems.append(f"durability: expected flush, fsync or fsync-batch, got {show(data['durability'])}")
+    if "appendLockTimeout" in data:
+        if _positive(data["appendLockTimeout"]):
+            cfg.appendLockTimeout = float(data["appendLockTimeout"])
+        else:
+            problems.append(f"appendLockTimeout: expected a positive number, got {show(data['appendLockTimeout'])}")
     for key in ("promptCacheTtlSeconds",):
         if key in data:
             if data[key] is None or _positive(data[key]):

@@ -11,32 +11,28 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-import time
 from typing import Any
 
-import attrs
-
-from ctxd.context.build import Size
 from ctxd.context.live import live_context, size_of
 from ctxd.context.openai import to_openai
 from ctxd.context.pins import pin_entry
 from ctxd.context.truncate import is_oversized, limit_chars, truncate_tool_result
 from ctxd.context.view import cap, project, run_rows
-from ctxd.errors import CtxdError, InvalidEntryError, SessionNotFoundError
+from ctxd.errors import InvalidEntryError, SessionNotFoundError
 from ctxd.service import protocol as p
 from ctxd.service.base import ServiceBase
 from ctxd.service.compacting import Compacting
 from ctxd.service.live import Live
 from ctxd.service.registry import OpenSession, Registry, inside, only_inside
 from ctxd.service.summarize import Summarizing
+from ctxd.service.writer import Writing
 from ctxd.store.create import create_session
 from ctxd.store.listing import cwd_dirname, list_sessions
-from ctxd.store.session_file import LEAF, Durability
 
 log = logging.getLogger(__name__)
 
 
-class Service(Compacting, Live, Summarizing, ServiceBase):
+class Service(Writing, Compacting, Live, Summarizing, ServiceBase):
     """Every daemon method (the server's handlers call these)."""
 
     # --- sessions -----------------------------------------------------------------------------
@@ -110,76 +106,6 @@ class Service(Compacting, Live, Summarizing, ServiceBase):
         return await self._append(
             opened, entries, params.parentId, use_leaf=not explicit_parent, mode=params.durability, fields=fields
         )
-
-    async def _append(
-        self,
-        opened: OpenSession,
-        entries: list[dict[str, Any]],
-        parent: str | None,
-        *,
-        use_leaf: bool,
-        mode: str | None = None,
-        fields: list[tuple[str, str]] | None = None,
-    ) -> dict[str, Any]:
-        """Queue an append; concurrent appends to one session are written together, in order, by
-        one worker-thread hop (group commit), each still acknowledged only once written."""
-        future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
-        opened.queue.append(_Append(entries, parent, use_leaf, mode, future, fields))
-        if opened.writer is None or opened.writer.done():
-            opened.writer = self.run_task(self._drain(opened), f"writer {opened.session.path}")
-        return await future
-
-    async def _drain(self, opened: OpenSession) -> None:
-        s = opened.session
-        while opened.queue:
-            batch, opened.queue = opened.queue, []
-
-            def work(batch: list[_Append] = batch) -> tuple[list[list[str] | BaseException], Size, Any]:
-                results: list[list[str] | BaseException] = []
-                for item in batch:
-                    try:
-                        results.append(
-                            s.append(
-                                item.entries,
-                                parent_id=LEAF if item.use_leaf else item.parent,
-                                durability=Durability(item.mode) if item.mode else None,
-                                fields=item.fields,
-                            )
-                        )
-                    except Exception as exc:  # one bad append fails alone
-                        results.append(exc)
-                size = size_of(s)
-                return results, size, self._decision(s, size)
-
-            try:
-                async with opened.lock:
-                    results, size, decision = await asyncio.to_thread(work)
-            except BaseException as exc:
-                for item in batch:
-                    if not item.future.done():
-                        item.future.set_exception(exc if isinstance(exc, Exception) else CtxdError(str(exc)))
-                if not isinstance(exc, Exception):
-                    raise
-                continue
-            opened.last_activity = time.monotonic()
-            usage = self._usage(s, size.tokens)
-            leaf = s.leaf_id()
-            for item, result in zip(batch, results, strict=True):
-                if isinstance(result, BaseException):
-                    item.future.set_exception(result)
-                    continue
-                self._emit(p.DID_CHANGE, p.DidChange(s.path, s.file.session_id, result, leaf, "ctxd"))
-                item.future.set_result(
-                    {
-                        "ids": result,
-                        "leafId": leaf,
-                        "usage": p.to_json(usage),
-                        "compactionDue": decision.trigger is not None,
-                        "reason": decision.reason,
-                    }
-                )
-            self._emit(p.CONTEXT_USAGE, usage)
-            self._maybe_auto_compact(opened, decision)
 
     async def session_tree(self, params: p.SessionTreeParams) -> dict[str, Any]:
         def work(opened: OpenSession) -> dict[str, Any]:
@@ -339,7 +265,11 @@ class Service(Compacting, Live, Summarizing, ServiceBase):
             report = repair(s) if params.repair else check_session(s)
             return report.to_json()
 
-        out = await self._with(params.session, work)
+        if params.repair:  # it may write: another process's write lock is waited for outside the session's
+            repairing = await self._open(params.session)
+            out = await self._locked_call(repairing, lambda: work(repairing))
+        else:
+            out = await self._with(params.session, work)
         appended = (out.get("repair") or {}).get("appended") or []
         if appended:
             opened = await self._open(params.session)
@@ -388,13 +318,3 @@ class Service(Compacting, Live, Summarizing, ServiceBase):
             return out
 
         return await self._with(params.session, work)
-
-
-@attrs.define
-class _Append:
-    entries: list[dict[str, Any]]
-    parent: str | None
-    use_leaf: bool
-    mode: str | None
-    future: asyncio.Future[dict[str, Any]]
-    fields: list[tuple[str, str]] | None = None

@@ -14,12 +14,14 @@ import fcntl
 import os
 import secrets
 import stat
+import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 
 from ctxd.errors import SessionError
+from ctxd.store import locks
 from ctxd.store.dirs import makedirs_private
 
 PRIVATE_MODE = 0o600
@@ -51,9 +53,12 @@ def uuid7(now: float | None = None) -> str:
 
 
 @contextlib.contextmanager
-def locked(fd: int) -> Iterator[None]:
-    """Hold an exclusive advisory lock (flock) on ``fd``: ctxd writers never interleave."""
-    fcntl.flock(fd, fcntl.LOCK_EX)
+def locked(
+    fd: int, *, timeout: float | None = None, stop: threading.Event | None = None, path: str = ""
+) -> Iterator[None]:
+    """Hold an exclusive advisory lock (flock) on ``fd``: ctxd writers never interleave. The wait
+    for it is bounded by ``timeout`` and ``stop`` (see :mod:`ctxd.store.locks`)."""
+    locks.acquire(fd, timeout=timeout, stop=stop, path=path)
     try:
         yield
     finally:

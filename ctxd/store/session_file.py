@@ -19,7 +19,7 @@ import msgspec
 
 from ctxd.errors import InvalidEntryError, SessionError, UnsupportedVersionError
 from ctxd.formats.codec import CURRENT_VERSION, decode_head, dumps_line, head_from_dict
-from ctxd.store import tail
+from ctxd.store import locks, tail
 from ctxd.store.files import Clock, atomic_write, iso_timestamp, locked, new_entry_id, open_regular, write_all
 from ctxd.store.reader import LEAF_MARKER, PIN_MARKER, Durability, RefreshResult, SessionReader
 from ctxd.store.scan import Diagnostic
@@ -62,6 +62,10 @@ class SessionFile(SessionReader):
         """Seconds a partial final line must stay unchanged before it is taken for torn."""
         self._write_lock = threading.Lock()
         self._append_fd: int | None = None
+        self.lock_timeout: float | None = None
+        """Seconds an append waits for another process's write lock (None: as long as it takes, in a
+        blocking ``flock``); with a timeout, :meth:`stop_waiting` ends the wait too."""
+        self._stop_waiting = threading.Event()
 
     def append(
         self,
@@ -96,7 +100,7 @@ class SessionFile(SessionReader):
             for _ in range(8):
                 fd = self._lock_fd()
                 try:
-                    with locked(fd):
+                    with locked(fd, timeout=self.lock_timeout, stop=self._stop_waiting, path=self.path):
                         if self._catch_up_locked(fd):
                             return then(fd)
                 except OSError as exc:
@@ -222,6 +226,37 @@ class SessionFile(SessionReader):
 
     def close(self) -> None:
         self._close_append_fd()
+
+    def take_lock(self, *, wait: bool = True) -> bool:
+        """Take the write lock ahead of an append, waiting as :meth:`append` would, and keep it: the
+        next :meth:`append` (or :meth:`settle`) in this process finds it taken and releases it when
+        done; :meth:`release_lock` releases it if none comes.  Nothing in memory changes, so readers
+        of this object need not wait for it.  With ``wait`` false it only tries, without blocking
+        (fit for an event loop): True when the lock is now held (or nothing is ever written here)."""
+        if self.read_only:
+            return True  # another agent's transcript: never opened for writing, never locked
+        if not self._write_lock.acquire(blocking=wait):
+            return False
+        try:
+            fd = self._lock_fd()
+            if not wait:
+                return locks.try_acquire(fd)
+            locks.acquire(fd, timeout=self.lock_timeout, stop=self._stop_waiting, path=self.path)
+            return True
+        except OSError as exc:
+            raise SessionError(f"cannot lock for appending: {exc.strerror or exc}", path=self.path) from exc
+        finally:
+            self._write_lock.release()
+
+    def release_lock(self) -> None:
+        """Release the write lock if :meth:`take_lock` kept it (nothing happens otherwise)."""
+        with self._write_lock:
+            if self._append_fd is not None:
+                locks.release(self._append_fd)
+
+    def stop_waiting(self) -> None:
+        """Give up every wait for the write lock, now and later (the daemon is shutting down)."""
+        self._stop_waiting.set()
 
     def _lock_fd(self) -> int:
         if self._append_fd is None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import typing
 
 import attrs
 
@@ -67,3 +68,54 @@ def test_every_configuration_key_is_documented() -> None:
     for field in attrs.fields(CompactionSettings):
         assert f"`{field.name}`" in DOC, field.name
     assert "`hooks.compactWillRun`" in DOC
+
+
+def _row(method: str, field: str) -> str:
+    """The row of ``field`` in the params table of ``method``'s section."""
+    section = DOC.split(f"\n### {method}\n", 1)[1]
+    section = re.split(r"\n##+ ", section, maxsplit=1)[0]
+    [row] = [line for line in section.splitlines() if line.startswith(f"| `{field}` |")]
+    return row
+
+
+def test_the_values_a_param_takes_are_the_documented_ones() -> None:
+    """Every param with a fixed set of values (a Literal) lists each of them, and says ``null`` exactly
+    when null is accepted (``session/append``'s ``durability``: null, as absent, is the configured mode)."""
+    params = {
+        p.SESSION_APPEND: p.SessionAppendParams,
+        p.CONTEXT_BUILD: p.ContextBuildParams,
+        p.COMPACT_SUMMARIZE: p.CompactSummarizeParams,
+    }
+    checked = 0
+    for method, cls in params.items():
+        hints = typing.get_type_hints(cls)
+        for field in attrs.fields(cls):
+            hint = hints[field.name]
+            literal = [a for a in typing.get_args(hint) if typing.get_origin(a) is typing.Literal]
+            if typing.get_origin(hint) is typing.Literal:
+                literal = [hint]
+            if not literal:
+                continue
+            row = _row(method, field.name)
+            for value in typing.get_args(literal[0]):
+                assert f'"{value}"' in row or f"`{value}`" in row, (method, field.name, value, row)
+            nullable = type(None) in typing.get_args(hint)
+            assert ("null" in row) == nullable, (method, field.name, row)
+            assert structure_params_accepts_null(cls, field.name) == nullable
+            checked += 1
+    assert checked == 3
+
+
+def structure_params_accepts_null(cls: type, field: str) -> bool:
+    hints = typing.get_type_hints(cls)
+    required: dict[str, object] = {
+        f.name: [] if typing.get_origin(hints[f.name]) is list else "x"
+        for f in attrs.fields(cls)
+        if f.default is attrs.NOTHING
+    }
+    p.structure_params(required, cls)  # valid without the field
+    try:
+        p.structure_params({**required, field: None}, cls)
+    except p.InvalidParams:
+        return False
+    return True

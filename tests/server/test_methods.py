@@ -174,6 +174,13 @@ async def test_append_with_parent_branches_and_null_starts_a_root(ctxd: Language
     assert [r["id"] for r in tree["rows"] if r["parentId"] is None] == [first[0], root["ids"][0]]
 
 
+async def test_append_with_durability_null_uses_the_configured_durability(ctxd: LanguageClient) -> None:
+    """null is documented as absent (docs/protocol.md; tests/server/test_docs.py checks the table)."""
+    path = await new_session(ctxd)
+    written = await append(ctxd, path, user("as configured"), durability=None)
+    assert read_entries(path)[-1]["id"] == written["ids"][0]
+
+
 async def test_append_rejects_bad_entries(ctxd: LanguageClient) -> None:
     path = await new_session(ctxd)
     size = os.path.getsize(path)
