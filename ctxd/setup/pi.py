@@ -140,7 +140,7 @@ def uninstall(ctx: Context, record: Record) -> list[str]:
         if binary is None:
             lines.append(f"pi not found: remove {source} from {path} by hand")
             continue
-        argv = [binary, "remove", source]
+        argv = [binary, "remove", copy]  # as written it is relative to pi's folder; pi resolves the argument
         if not ctx.dry_run:
             ctx.run(argv)
         lines.append(f"{ctx.did('run', 'ran')}: {shell_line(argv)}")
