@@ -14,7 +14,8 @@ import os
 import shutil
 import subprocess
 import sys
-from collections.abc import Mapping, Sequence
+import tempfile
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import attrs
@@ -213,12 +214,24 @@ def place_tree(staged: str, target: str) -> None:
     shutil.rmtree(old, ignore_errors=True)
 
 
-def stage_dir(target: str) -> str:
-    """A fresh empty folder beside ``target`` to build its next version in."""
+def update_tree(ctx: Context, target: str, build: Callable[[str], None]) -> bool:
+    """Build folder ``target``'s next version with ``build(folder)`` and put it in place if it differs (in a dry
+    run it is built in a temporary folder and nothing is written); whether it differed."""
+    if ctx.dry_run:
+        with tempfile.TemporaryDirectory(prefix="ctxd-setup-") as scratch:
+            build(scratch)
+            return not same_tree(scratch, target)
     staged = target + ".new"
     shutil.rmtree(staged, ignore_errors=True)
     os.makedirs(staged, mode=0o755)
-    return staged
+    try:
+        build(staged)
+        if same_tree(staged, target):
+            return False
+        place_tree(staged, target)
+        return True
+    finally:
+        shutil.rmtree(staged, ignore_errors=True)
 
 
 def copy_files(files: Mapping[str, str], into: str) -> None:

@@ -19,11 +19,9 @@ from ctxd.setup.base import (
     Record,
     SetupError,
     copy_files,
-    place_tree,
     remove_tree,
-    same_tree,
     shell_line,
-    stage_dir,
+    update_tree,
     write_text,
 )
 
@@ -97,14 +95,7 @@ def install(ctx: Context, record: Record) -> list[str]:
     binary = claude(ctx)
     copy = ctx.copy_dir(NAME)
     lines: list[str] = []
-    staged = stage_dir(copy)
-    try:
-        build_copy(ctx, staged)
-        fresh = not same_tree(staged, copy)
-        if fresh and not ctx.dry_run:
-            place_tree(staged, copy)
-    finally:
-        remove_tree(staged)
+    fresh = update_tree(ctx, copy, lambda folder: build_copy(ctx, folder))
     if fresh:
         lines.append(f"{ctx.did('write', 'wrote')} the plugin to {copy} (ctxd.path: {ctx.ctxd})")
     markets, plugins = state(ctx, binary)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 
 from ctxd.setup import bundle
-from ctxd.setup.base import Context, Record, SetupError, copy_files, place_tree, remove_tree, same_tree, stage_dir
+from ctxd.setup.base import Context, Record, SetupError, copy_files, remove_tree, update_tree
 
 NAME = "neovim"
 
@@ -45,22 +45,18 @@ def install(ctx: Context, record: Record) -> list[str]:
         raise SetupError("this ctxd has no Neovim plugin files (ctxd/bundled/neovim): reinstall ctxd")
     target = pack_dir(ctx)
     lines: list[str] = []
-    staged = stage_dir(target)
-    try:
-        copy_files(files, staged)
-        with open(os.path.join(staged, "lua", "ctxd", "installed.lua"), "w", encoding="utf-8") as f:
+
+    def build(folder: str) -> None:
+        copy_files(files, folder)
+        with open(os.path.join(folder, "lua", "ctxd", "installed.lua"), "w", encoding="utf-8") as f:
             f.write(
                 f"-- Written by `ctxd setup neovim`: the ctxd this plugin starts.\nreturn {{ cmd = {{ "
                 f"{_lua_string(ctx.ctxd)}, 'serve' }} }}\n"
             )
-        if not same_tree(staged, target):
-            if not ctx.dry_run:
-                place_tree(staged, target)
-            lines.append(
-                f"{ctx.did('write', 'wrote')} the plugin to {target} (Neovim loads it at start; cmd: {ctx.ctxd} serve)"
-            )
-    finally:
-        remove_tree(staged)
+
+    if update_tree(ctx, target, build):
+        done = ctx.did("write", "wrote")
+        lines.append(f"{done} the plugin to {target} (Neovim loads it at start; cmd: {ctx.ctxd} serve)")
     record.copy = target
     lines.append(f"with lazy.nvim, add this spec instead: {spec(target)}")
     return lines

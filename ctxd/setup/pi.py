@@ -18,11 +18,9 @@ from ctxd.setup.base import (
     Record,
     SetupError,
     copy_files,
-    place_tree,
     remove_tree,
-    same_tree,
     shell_line,
-    stage_dir,
+    update_tree,
 )
 
 NAME = "pi"
@@ -90,14 +88,7 @@ def install(ctx: Context, record: Record) -> list[str]:
     binary = _pi(ctx)
     copy = ctx.copy_dir(NAME)
     lines: list[str] = []
-    staged = stage_dir(copy)
-    try:
-        assemble(staged)
-        fresh = not same_tree(staged, copy)
-        if fresh and not ctx.dry_run:
-            place_tree(staged, copy)
-    finally:
-        remove_tree(staged)
+    fresh = update_tree(ctx, copy, assemble)
     if fresh:
         lines.append(f"{ctx.did('write', 'wrote')} the extension package to {copy}")
     path = settings_path(ctx)
