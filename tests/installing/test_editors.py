@@ -65,6 +65,13 @@ def test_vscode_installs_the_vsix_and_sets_the_server_command(tmp_path: Path) ->
     report = json.loads(run(env, "doctor", "--json").stdout)
     assert report["ok"] is True and {c["check"] for c in report["checks"]} >= {"extension", "server command"}
 
+    (bin_dir / "code.installed").write_text("ctxd.ctxd@0.0.9\n")  # an older extension than this ctxd
+    problem = run(env, "doctor", check=False)
+    assert problem.returncode == 1
+    assert "FAIL vscode: extension: installed: ctxd.ctxd@0.0.9" in problem.stdout
+    assert "fix: run `ctxd setup vscode` again" in problem.stdout
+    assert json.loads(run(env, "doctor", "--json", check=False).stdout)["ok"] is False
+
     out = run(env, "setup", "vscode", "--uninstall").stdout
     assert f"ran: {code} --uninstall-extension ctxd.ctxd" in out
     assert settings.read_bytes() == before
