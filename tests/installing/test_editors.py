@@ -44,7 +44,8 @@ def user_env(tmp_path: Path, bin_dir: Path) -> dict[str, str]:
     return {"HOME": str(home), "PATH": f"{bin_dir}:{SYSTEM_PATH}", "LANG": "C.UTF-8"}
 
 
-def test_vscode_installs_the_vsix_and_sets_the_server_command(tmp_path: Path) -> None:
+def vscode_user(tmp_path: Path) -> tuple[dict[str, str], Path, Path, Path]:
+    """(environment, the stand-in `code`, a .vsix, the user settings file's path) for a user with VS Code."""
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     code = bin_dir / "code"
@@ -55,6 +56,11 @@ def test_vscode_installs_the_vsix_and_sets_the_server_command(tmp_path: Path) ->
     env = {**user_env(tmp_path, bin_dir), "CTXD_VSIX": str(vsix)}
     settings = Path(env["HOME"]) / ".config" / "Code" / "User" / "settings.json"
     settings.parent.mkdir(parents=True)
+    return env, code, vsix, settings
+
+
+def test_vscode_installs_the_vsix_and_sets_the_server_command(tmp_path: Path) -> None:
+    env, code, vsix, settings = vscode_user(tmp_path)
     before = b'{\n    "editor.fontSize": 14\n}\n'
     settings.write_bytes(before)
 
@@ -65,7 +71,7 @@ def test_vscode_installs_the_vsix_and_sets_the_server_command(tmp_path: Path) ->
     report = json.loads(run(env, "doctor", "--json").stdout)
     assert report["ok"] is True and {c["check"] for c in report["checks"]} >= {"extension", "server command"}
 
-    (bin_dir / "code.installed").write_text("ctxd.ctxd@0.0.9\n")  # an older extension than this ctxd
+    code.with_name("code.installed").write_text("ctxd.ctxd@0.0.9\n")  # an older extension than this ctxd
     problem = run(env, "doctor", check=False)
     assert problem.returncode == 1
     assert "FAIL vscode: extension: installed: ctxd.ctxd@0.0.9" in problem.stdout
@@ -78,15 +84,7 @@ def test_vscode_installs_the_vsix_and_sets_the_server_command(tmp_path: Path) ->
 
 
 def test_vscode_settings_with_comments_are_left_alone(tmp_path: Path) -> None:
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    (bin_dir / "code").write_text(FAKE_CODE)
-    (bin_dir / "code").chmod(0o755)
-    vsix = tmp_path / "ctxd.vsix"
-    vsix.write_bytes(b"PK")
-    env = {**user_env(tmp_path, bin_dir), "CTXD_VSIX": str(vsix)}
-    settings = Path(env["HOME"]) / ".config" / "Code" / "User" / "settings.json"
-    settings.parent.mkdir(parents=True)
+    env, _, _, settings = vscode_user(tmp_path)
     settings.write_bytes(USER_SETTINGS)
     done = run(env, "setup", "vscode", check=False)
     assert done.returncode == 2 and "is not plain JSON" in done.stderr and "edit it by hand" in done.stderr
@@ -94,15 +92,8 @@ def test_vscode_settings_with_comments_are_left_alone(tmp_path: Path) -> None:
 
 
 def test_a_user_change_after_setup_survives_uninstall(tmp_path: Path) -> None:
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    (bin_dir / "code").write_text(FAKE_CODE)
-    (bin_dir / "code").chmod(0o755)
-    vsix = tmp_path / "ctxd.vsix"
-    vsix.write_bytes(b"PK")
-    env = {**user_env(tmp_path, bin_dir), "CTXD_VSIX": str(vsix)}
+    env, _, _, settings = vscode_user(tmp_path)
     run(env, "setup", "vscode")
-    settings = Path(env["HOME"]) / ".config" / "Code" / "User" / "settings.json"
     changed = json.loads(settings.read_text())
     changed["editor.tabSize"] = 2
     settings.write_text(json.dumps(changed))
