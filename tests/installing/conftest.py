@@ -5,6 +5,7 @@ installed with pip into a temporary venv when missing). pip's downloads are cach
 
 from __future__ import annotations
 
+import fcntl
 import os
 import re
 import shutil
@@ -82,20 +83,29 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return found
 
 
-def _pipx(base: Path) -> str:
+def _pipx() -> str:
+    """pipx from the system tools, else one installed with pip into a venv kept in the repository's .cache (made
+    once, under a lock: suites may run side by side)."""
     found = shutil.which("pipx", path=SYSTEM_PATH)
     if found:
         return found
-    venv = base / "pipx-venv"
-    python = getattr(sys, "_base_executable", sys.executable)
-    subprocess.run([python, "-m", "venv", str(venv)], check=True, timeout=120)
-    subprocess.run(
-        [str(venv / "bin" / "pip"), "install", "--quiet", "pipx"],
-        check=True,
-        timeout=300,
-        env={**os.environ, "PIP_CACHE_DIR": str(PIP_CACHE)},
-    )
-    return str(venv / "bin" / "pipx")
+    venv = REPO / ".cache" / "pipx-venv"
+    pipx = venv / "bin" / "pipx"
+    venv.parent.mkdir(exist_ok=True)
+    with open(REPO / ".cache" / "pipx-venv.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (venv / ".ctxd-stamp").exists():
+            shutil.rmtree(venv, ignore_errors=True)
+            python = getattr(sys, "_base_executable", sys.executable)
+            subprocess.run([python, "-m", "venv", str(venv)], check=True, timeout=120)
+            subprocess.run(
+                [str(venv / "bin" / "pip"), "install", "--quiet", "pipx"],
+                check=True,
+                timeout=300,
+                env={**os.environ, "PIP_CACHE_DIR": str(PIP_CACHE)},
+            )
+            (venv / ".ctxd-stamp").write_text("pipx\n")
+    return str(pipx)
 
 
 @pytest.fixture(scope="session")
@@ -104,7 +114,7 @@ def installed(tmp_path_factory: pytest.TempPathFactory, wheel: Path) -> Iterator
     base = tmp_path_factory.mktemp("user")
     home = base / "home"
     home.mkdir()
-    pipx = _pipx(base)
+    pipx = _pipx()
     (line,) = [line for line in readme_install_lines() if line.startswith("pipx install")]
     command = line.replace("ctxd-0.1.0-py3-none-any.whl", str(wheel))
     env = {
