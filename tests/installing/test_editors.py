@@ -137,3 +137,22 @@ def test_neovim_loads_the_installed_plugin_with_ctxds_absolute_path(tmp_path: Pa
     assert json.loads(run(env, "doctor", "--json").stdout)["ok"] is True
     run(env, "setup", "neovim", "--uninstall")
     assert not (tmp_path / "data" / "nvim" / "site" / "pack" / "ctxd").exists()
+
+
+def test_setup_says_what_is_missing_and_changes_nothing(tmp_path: Path) -> None:
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    env = user_env(tmp_path, bin_dir)
+    for name, missing in (("neovim", "Neovim not found"), ("vscode", "VS Code not found")):
+        done = run(env, "setup", name, check=False)
+        assert done.returncode == 2 and missing in done.stderr, done.stderr
+    done = run(env, "setup", "emacs", check=False)
+    assert done.returncode == 2 and "claude-code | pi | vscode | neovim" in done.stderr
+    assert os.listdir(env["HOME"]) == []
+
+
+def test_the_command_line_names_every_integration() -> None:
+    from ctxd.cli.setup import NAMES
+    from ctxd.setup import INTEGRATIONS
+
+    assert NAMES.split(" | ") == list(INTEGRATIONS)

@@ -78,3 +78,29 @@ def test_ctxd_setup_claude_code_dry_run_then_real_then_uninstall(installed: Inst
     listed = subprocess.run([claude, "plugin", "list", "--json"], env=env, capture_output=True, text=True, check=True)
     assert json.loads(listed.stdout) == []
     assert installed.run("doctor", env=env).stdout.startswith("no integration is installed")
+
+
+def test_without_litellm_everything_offline_works_and_model_work_says_how_to_get_it(
+    installed: Installed, tmp_path: Path
+) -> None:
+    """The wheel installs without its ``llm`` extra: the demo and compaction run (offline summariser); a model
+    asked for falls back and says how to install litellm; exact token counts refuse instead of estimating."""
+    assert (
+        "litellm"
+        not in subprocess.run(
+            [str(installed.ctxd.resolve().parent / "python"), "-m", "pip", "list"],
+            capture_output=True,
+            text=True,
+            env=installed.env(),
+            cwd=installed.home,
+        ).stdout
+    )
+    demo = installed.run("demo", env=installed.env(TMPDIR=str(tmp_path)))
+    assert "compacted" in demo.stdout or "compaction" in demo.stdout
+    session = tmp_path / "s.jsonl"
+    session.write_bytes(next((REPO / "tests" / "data" / "pi").glob("*.jsonl")).read_bytes())
+    compacted = installed.run("compact", str(session), "--model", "openai/gpt-4o-mini", "--keep-recent-tokens", "10")
+    assert "compacted: entry " in compacted.stdout and "(offline)" in compacted.stdout
+    assert "litellm is not installed: install ctxd with its llm extra (pip install 'ctxd[llm]'" in compacted.stderr
+    counted = installed.run("context", str(session), "--count-model", "gpt-4o", check=False)
+    assert counted.returncode == 2 and "exact token counts need litellm" in counted.stderr
