@@ -71,6 +71,17 @@ def test_ctxd_setup_claude_code_dry_run_then_real_then_uninstall(installed: Inst
     assert report["ok"] is True, report
     assert {c["check"] for c in report["checks"]} >= {"ctxd command", "daemon", "plugin", "plugin version", "hook"}
 
+    # The plugin installed a second time from the clone's marketplace: doctor says the hooks would run twice.
+    def claude_cli(*args: str) -> None:
+        subprocess.run([claude, *args], env=env, cwd=tmp_path, capture_output=True, check=True, timeout=120)
+
+    claude_cli("plugin", "install", "ctxd", "--marketplace", str(REPO))
+    twice = installed.run("doctor", env=env, check=False)
+    assert twice.returncode == 1 and "FAIL claude-code: other ctxd plugins: ctxd@ctxd" in twice.stdout
+    assert "fix: claude plugin uninstall ctxd@ctxd" in twice.stdout
+    claude_cli("plugin", "uninstall", "ctxd@ctxd")
+    claude_cli("plugin", "marketplace", "remove", "ctxd")
+
     removed = installed.run("setup", "claude-code", "--uninstall", env=env).stdout
     assert "ran: " in removed and "restore " in removed
     assert (config / "settings.json").read_bytes() == SETTINGS
