@@ -83,10 +83,14 @@ def delete(value: dict[str, Any], path: Path) -> bool:
     return False
 
 
-def changes(before: Any, after: Any, prefix: str = "", depth: int = 3) -> list[str]:
-    """The keys that differ, dotted (``enabledPlugins."ctxd@ctxd-plugin"``), each with added/changed/removed."""
+def changes(before: Any, after: Any, prefix: str = "", depth: int = 2) -> list[str]:
+    """The keys that differ, dotted down to ``depth`` levels (``enabledPlugins."ctxd@ctxd-setup" added``)."""
     if before == after:
         return []
+    if depth > 0 and before is None and isinstance(after, dict):
+        before = {}  # a new object: say which keys it brought
+    elif depth > 0 and after is None and isinstance(before, dict):
+        after = {}
     if not (isinstance(before, dict) and isinstance(after, dict)) or depth == 0:
         return [
             f"{prefix or '(whole file)'} {'added' if before is None else 'removed' if after is None else 'changed'}"
