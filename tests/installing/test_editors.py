@@ -134,6 +134,17 @@ def test_neovim_loads_the_installed_plugin_with_ctxds_absolute_path(tmp_path: Pa
         timeout=60,
     )
     assert shown.stdout.strip() == f'2 ["{os.path.realpath(CTXD)}","serve"]', shown.stdout + shown.stderr
+    # The printed spec's `dir`, as a plugin manager loads it (on the runtimepath), with Neovim's own packages
+    # elsewhere: the same plugin and ctxd.
+    elsewhere = {**env, "XDG_DATA_HOME": str(tmp_path / "other-data")}
+    spec = subprocess.run(
+        [binary, "--headless", "-u", "NORC", "-i", "NONE", "--cmd", f"set rtp^={folder}", f"+{probe}", "+qa!"],
+        env=elsewhere,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert spec.stdout.strip() == shown.stdout.strip(), spec.stdout + spec.stderr
     assert json.loads(run(env, "doctor", "--json").stdout)["ok"] is True
     run(env, "setup", "neovim", "--uninstall")
     assert not (tmp_path / "data" / "nvim" / "site" / "pack" / "ctxd").exists()
