@@ -4,12 +4,12 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint typecheck unit nvim-test vscode-test pi-test claude-code claude-test bench bench-fidelity clean
+.PHONY: demo test lint typecheck unit nvim-test vscode-test pi-test claude-code claude-test bench bench-fidelity clean dist setup-test
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[test]'
+	$(BIN)/pip install --quiet -e '.[test,llm]'
 	touch $(STAMP)
 
 demo: $(STAMP)
@@ -51,6 +51,27 @@ bench: $(STAMP)
 
 bench-fidelity: $(STAMP)
 	$(BIN)/python bench/fidelity.py
+
+# Installable artifacts in dist/: the VS Code .vsix first (the wheel ships it for `ctxd setup vscode`), the wheel
+# and sdist (python -m build), pi's extension as a self-contained npm tarball (ctxd's TypeScript client vendored;
+# `pi install npm:ctxd-pi@file:dist/ctxd-pi-VERSION.tgz`) and the Neovim plugin as a tarball (unpack it anywhere
+# a plugin manager's spec can load it).
+dist: $(STAMP)
+	rm -rf dist build/pi build/neovim
+	mkdir -p dist build/pi build/neovim
+	CTXD_VSCODE_PACKAGE_ONLY=1 bash editors/vscode/scripts/test.sh
+	cp editors/vscode/dist/ctxd.vsix dist/
+	$(BIN)/python -m build --outdir dist .
+	$(BIN)/python -c 'from ctxd.setup.pi import assemble; assemble("build/pi")'
+	cd build/pi && npm pack --silent --pack-destination ../../dist
+	cp -r editors/neovim/lua editors/neovim/plugin editors/neovim/doc editors/neovim/README.md build/neovim/
+	tar -czf dist/ctxd.nvim-$$($(BIN)/python -c 'import ctxd; print(ctxd.__version__)').tar.gz -C build neovim
+	ls -l dist
+
+# `ctxd setup` end to end: the wheel installed with pipx into a fresh venv, real Claude Code and pi installed from
+# it (they are also part of `make unit`).
+setup-test: $(STAMP) claude-code
+	CTXD_CLAUDE_CODE="$$(bash scripts/claude-code.sh)" $(BIN)/pytest -q tests/setup
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -100,6 +100,23 @@ def stdout_to_stderr() -> Iterator[None]:
 _litellm: Any = None
 _load_lock = threading.Lock()
 
+MISSING = (
+    "litellm is not installed: install ctxd with its llm extra (pip install 'ctxd[llm]'; "
+    "with pipx: pipx inject ctxd litellm==1.106.2)"
+)
+"""What a call that needs litellm says when it is missing (ctxd installs without it; offline work needs none)."""
+
+
+class LiteLLMMissingError(ImportError):
+    """litellm is not installed (the ``llm`` extra); the message says how to get it."""
+
+
+def available() -> bool:
+    """Whether litellm can be imported, without importing it."""
+    import importlib.util
+
+    return _litellm is not None or importlib.util.find_spec("litellm") is not None
+
 
 def _load() -> Any:
     """Import and configure litellm once; later calls return the module."""
@@ -109,6 +126,8 @@ def _load() -> Any:
     with _load_lock:
         if _litellm is None:
             os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+            if not available():
+                raise LiteLLMMissingError(MISSING)
             with stdout_to_stderr():
                 import litellm
 
@@ -268,6 +287,8 @@ async def complete(
     """
     try:
         lm = await load_async()
+    except LiteLLMMissingError as exc:
+        raise LLMError("other", str(exc)) from None
     except Exception as exc:  # a broken install must fail the call, not the caller
         raise LLMError("other", f"litellm could not be loaded: {type(exc).__name__}: {exc}") from None
     kwargs: dict[str, Any] = {

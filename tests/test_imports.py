@@ -9,7 +9,7 @@ from pathlib import Path
 from conftest import REPO
 
 PKG = REPO / "ctxd"
-LAYERS = ["formats", "store", "tree", "context", "compaction", "service", "server", "cli"]
+LAYERS = ["formats", "store", "tree", "context", "compaction", "service", "server", "setup", "cli"]
 # A layer may import itself and anything before it; the CLI sits on top (it starts the server).
 RANK = {name: i for i, name in enumerate(LAYERS)}
 LEAF_MODULES = {"errors", "llm", "__init__", "__main__", "client"}

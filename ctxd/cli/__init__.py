@@ -93,6 +93,10 @@ def _parser() -> argparse.ArgumentParser:
     srv = sub.add_parser("serve", help="run the daemon (JSON-RPC over stdio)")
     srv.add_argument("--tcp", help="HOST:PORT on loopback, for debugging")
     srv.add_argument("--config", help="config file (JSON)")
+
+    from ctxd.cli.setup import add_parsers as add_setup_parsers
+
+    add_setup_parsers(sub)
     return p
 
 

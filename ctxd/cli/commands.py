@@ -196,3 +196,15 @@ def cmd_demo(args: argparse.Namespace) -> int:
     from ctxd.cli.demo import run_demo
 
     return run_demo()
+
+
+def cmd_setup(args: argparse.Namespace) -> int:
+    from ctxd.cli.setup import cmd_setup as run_setup
+
+    return run_setup(args)
+
+
+def cmd_doctor(args: argparse.Namespace) -> int:
+    from ctxd.cli.setup import cmd_doctor as run_doctor
+
+    return run_doctor(args)

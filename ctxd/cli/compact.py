@@ -84,6 +84,8 @@ def run_compact(args: argparse.Namespace) -> int:
         json.dump(redact_json(result), sys.stdout, indent=2)
         sys.stdout.write("\n")
     else:
+        for failure in outcome.failures:  # why a fallback made the summary (litellm missing, a model error, ...)
+            print(f"ctxd: {failure}", file=sys.stderr)
         print(
             f"compacted: entry {outcome.entryId}, tokens {outcome.tokensBefore:,} -> {outcome.tokensAfter:,}"
             f" via {outcome.path} ({outcome.summarizer}{'/' + outcome.model if outcome.model else ''})"

@@ -8,6 +8,7 @@
 #   CTXD_SERVER_COMMAND   how to start the daemon, space-separated (default: the repo's
 #                         .venv/bin/ctxd serve if it exists, else python3 -m ctxd serve)
 #   CTXD_SKIP_VSCODE_E2E  1 skips the end-to-end test
+#   CTXD_VSCODE_PACKAGE_ONLY  1 stops once the .vsix is packaged (make dist)
 # Downloads are cached in editors/vscode/node_modules and editors/vscode/.cache (git ignores both).
 set -euo pipefail
 
@@ -46,6 +47,10 @@ say "package the .vsix (vsce)"
 timeout 120 npx --no-install vsce package --no-dependencies --allow-missing-repository --out dist/ctxd.vsix </dev/null
 VSIX="$HERE/dist/ctxd.vsix"
 [ -s "$VSIX" ] || die "no .vsix was made"
+if [ "${CTXD_VSCODE_PACKAGE_ONLY:-0}" = "1" ]; then  # make dist: the .vsix only
+  say "packaged $VSIX"
+  exit 0
+fi
 
 # --- the daemon ----------------------------------------------------------------------------
 if [ -z "${CTXD_SERVER_COMMAND:-}" ]; then

@@ -67,6 +67,7 @@ class Pi:
         env: dict[str, str] | None = None,
         extensions: list[Path] | None = None,
         with_ctxd: bool = True,
+        write_settings: bool = True,
     ) -> None:
         self.home = home
         self.llm = llm
@@ -78,6 +79,8 @@ class Pi:
         self.compaction = {"reserveTokens": reserve, "keepRecentTokens": keep_recent}
         self.extra_env = env or {}
         self.extensions = ([EXTENSION] if with_ctxd else []) + (extensions or [])
+        self.write_settings = write_settings
+        """False: settings.json is left as the test (or `ctxd setup pi`) wrote it."""
         self.records: list[dict[str, Any]] = []
         self.stderr = bytearray()
         self.process: subprocess.Popen[bytes] | None = None
@@ -101,10 +104,11 @@ class Pi:
             }
         }
         (self.agent / "models.json").write_text(json.dumps(models))
-        path = self.agent / "settings.json"
-        settings = json.loads(path.read_text()) if path.exists() else {}  # e.g. packages `pi install` added
-        settings.update(compaction=self.compaction, ctxd=self.ctxd_settings)
-        path.write_text(json.dumps(settings))
+        if self.write_settings:
+            path = self.agent / "settings.json"
+            settings = json.loads(path.read_text()) if path.exists() else {}  # e.g. packages `pi install` added
+            settings.update(compaction=self.compaction, ctxd=self.ctxd_settings)
+            path.write_text(json.dumps(settings))
         env = {k: v for k, v in os.environ.items() if not k.startswith(("CTXD_", "PI_"))}
         env.update(
             PI_CODING_AGENT_DIR=str(self.agent),

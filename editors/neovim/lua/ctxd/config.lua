@@ -9,8 +9,12 @@ local H = {}
 
 --- The defaults. `nil` means "leave it to the daemon".
 M.defaults = {
-  -- How to start the daemon: a list of strings (or one string, split on whitespace).
-  cmd = { 'ctxd', 'serve' },
+  -- How to start the daemon: a list of strings (or one string, split on whitespace). Default: the ctxd that
+  -- `ctxd setup neovim` named in lua/ctxd/installed.lua, else `ctxd` on PATH.
+  cmd = (function()
+    local ok, installed = pcall(require, 'ctxd.installed')
+    return ok and type(installed) == 'table' and installed.cmd or { 'ctxd', 'serve' }
+  end)(),
   -- Extra environment variables and working directory for the daemon.
   cmd_env = nil,
   cmd_cwd = nil,

@@ -1,0 +1,70 @@
+"""``ctxd setup NAME`` and ``ctxd doctor``: the command line over :mod:`ctxd.setup`.
+
+Every ``ctxd`` run builds the parser, ``ctxd hook`` too, so this module imports nothing heavy at the top.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+NAMES = "claude-code | pi | vscode | neovim"
+"""The integrations ``ctxd setup`` knows (:data:`ctxd.setup.INTEGRATIONS`; a test keeps the two the same)."""
+
+
+def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    names = NAMES
+    s = sub.add_parser(
+        "setup",
+        help="install ctxd's integration for an agent or editor (with this ctxd's absolute path)",
+        description=f"Install ctxd's integration: {names}. Prints exactly what it changed; running it again "
+        "changes nothing. The integration runs this ctxd by its absolute path, from a copy in "
+        "$XDG_DATA_HOME/ctxd (never the clone).",
+    )
+    s.add_argument("integration", metavar="INTEGRATION", help=NAMES)
+    s.add_argument("--dry-run", action="store_true", help="say what would change, change nothing")
+    s.add_argument("--uninstall", action="store_true", help="remove it and put the settings files back as they were")
+    s.add_argument("--json", action="store_true")
+
+    d = sub.add_parser("doctor", help="check every installed integration end to end; exit 1 on a problem")
+    d.add_argument("--json", action="store_true")
+
+
+def cmd_setup(args: argparse.Namespace) -> int:
+    from ctxd.cli.render import dump
+    from ctxd.setup import INTEGRATIONS, SetupError, setup
+    from ctxd.setup.base import Context, ctxd_executable
+
+    if args.integration not in INTEGRATIONS:
+        raise SetupError(f"no integration named {args.integration!r}: ctxd setup {NAMES}")
+    ctx = Context(os.environ, ctxd_executable(), dry_run=args.dry_run)
+    lines = setup(args.integration, ctx, uninstall=args.uninstall)
+    if args.json:
+        dump({"integration": args.integration, "ctxd": ctx.ctxd, "dryRun": ctx.dry_run, "changes": lines})
+    else:
+        for line in lines:
+            print(line)
+    return 0
+
+
+def cmd_doctor(args: argparse.Namespace) -> int:
+    from ctxd.cli.render import dump
+    from ctxd.setup import doctor
+    from ctxd.setup.base import Context, ctxd_executable
+
+    ctx = Context(os.environ, ctxd_executable())
+    checks = doctor.run(ctx)
+    ok = all(c.ok for c in checks)
+    if args.json:
+        dump({"ok": ok, "ctxd": ctx.ctxd, "version": ctx.version, "checks": [c.to_json() for c in checks]})
+        return 0 if ok else 1
+    if not checks:
+        print("no integration is installed: `ctxd setup claude-code | pi | vscode | neovim`")
+    for c in checks:
+        print(f"{'ok  ' if c.ok else 'FAIL'} {c.integration}: {c.check}: {c.detail}")
+        if not c.ok and c.fix:
+            print(f"     fix: {c.fix}")
+    if not ok:
+        print(f"ctxd doctor: {sum(not c.ok for c in checks)} problem(s)", file=sys.stderr)
+    return 0 if ok else 1
