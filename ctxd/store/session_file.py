@@ -250,6 +250,7 @@ class SessionFile(SessionReader):
         identity = (st.st_dev, st.st_ino)
         if (current.st_dev, current.st_ino) != identity or identity != self._identity:
             return False
+        self.refresh()  # a file rewritten in place is read again before anything is written after it
         if self.version > CURRENT_VERSION:
             raise UnsupportedVersionError(
                 f"version {self.version} is newer than ctxd supports; not writing", path=self.path
@@ -361,3 +362,4 @@ class SessionFile(SessionReader):
             self._next_line += 1
             offset += length + 1
         self._end = offset
+        self._remark()
