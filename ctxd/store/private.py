@@ -2,7 +2,8 @@
 
 Kept files live under ``$XDG_CACHE_HOME/ctxd`` (default ``~/.cache/ctxd``): folders 0700 and owned by
 the user (a folder that is not is left alone: nothing is kept), files 0600, written whole to a
-temporary name and renamed, read only if regular and the user's, and framed with a magic string and
+temporary name and renamed, read only if regular and the user's (opened without blocking: a FIFO
+put there is a cache miss, logged, never waited on and never replaced), and framed with a magic string and
 a CRC-32 of the payload, so a damaged or foreign file reads as nothing. The CRC guards against damage,
 not against someone who can write the user's cache.
 
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import logging
 import os
 import stat
 import zlib
@@ -28,6 +30,8 @@ import zlib
 import msgspec
 
 from ctxd.store.files import atomic_write
+
+log = logging.getLogger(__name__)
 
 TAIL = 4096
 """Bytes at the start, and before a mark's end, whose hash must not have changed for the file to
@@ -64,12 +68,15 @@ def cache_dir(*parts: str, create: bool = False) -> str | None:
 def read_kept(path: str, magic: bytes) -> bytes | None:
     """The payload of a kept file, or None if it is missing, not the user's regular file, or damaged."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError:
         return None
     try:
         st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode) or st.st_uid != os.getuid():
+        if not stat.S_ISREG(st.st_mode):
+            log.warning("%s is not a regular file: not used as ctxd's cache", path)
+            return None
+        if st.st_uid != os.getuid():
             return None
         data = os.pread(fd, st.st_size, 0)
     except OSError:
@@ -92,7 +99,16 @@ def unframe(data: bytes, magic: bytes) -> bytes | None:
 
 
 def write_kept(path: str, payload: bytes, magic: bytes) -> bool:
-    """Write a kept file whole (0600, a temporary name renamed over ``path``); False if it cannot be."""
+    """Write a kept file whole (0600, a temporary name renamed over ``path``); False if it cannot be,
+    or if something other than a regular file is at ``path`` (it is left alone)."""
+    try:
+        if not stat.S_ISREG(os.lstat(path).st_mode):
+            log.warning("%s is not a regular file: ctxd's cache is not kept there", path)
+            return False
+    except FileNotFoundError:
+        pass
+    except OSError:
+        return False
     try:
         atomic_write(path, frame(payload, magic), durable=False)  # a cache: losing it costs a read
     except OSError:
