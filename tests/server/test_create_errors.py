@@ -1,0 +1,172 @@
+"""``session/create`` and ``session/fork`` answer a clean -31010 (never -32603 with a traceback)
+when the file cannot be written: a full disk, a read-only mount, no permission, an over-long or
+NUL ``cwd``, a root that is a file (issue 19, item 5) — as ``session/append`` does.  Each case is a
+real daemon subprocess; the mounts need root (skipped with the reason otherwise), and EACCES is
+real: the daemon runs as ``nobody`` (setpriv), since root is never refused by permissions."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import subprocess
+import tempfile
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pytest_lsp import ClientServerConfig, LanguageClient
+
+from ctxd.service import protocol as p
+
+from .harness import (
+    SERVER_COMMAND,
+    append,
+    assistant,
+    call,
+    call_error,
+    initialize,
+    make_client,
+    new_session,
+    server_env,
+    shutdown,
+    start_ctxd,
+    user,
+)
+
+NOBODY = 65534
+
+
+def needs_root() -> None:
+    if os.geteuid() != 0:
+        pytest.skip("mounting a tmpfs (and running the daemon as another user) needs root; CI runs as root")
+
+
+@pytest.fixture
+def tmpfs(tmp_path: Path) -> Iterator[Path]:
+    """A 2 MB tmpfs, unmounted in teardown."""
+    needs_root()
+    where = tmp_path / "tmpfs"
+    where.mkdir()
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(where)], capture_output=True)
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.decode(errors='replace').strip()}")
+    try:
+        yield where
+    finally:
+        subprocess.run(["umount", "-l", str(where)], check=False)
+
+
+def fill(where: Path) -> None:
+    """Leave no free byte on the file system at ``where``."""
+    for name, step in (("filler", 65536), ("filler2", 1)):
+        with open(where / name, "wb", buffering=0) as f, contextlib.suppress(OSError):
+            for _ in range(1 << 16):
+                f.write(b"\0" * step)
+
+
+def clean(error: Any) -> None:
+    assert error.code == -31010, (error.code, error.message)
+    assert "Traceback" not in str(error.message) and "internal error" not in str(error.message)
+
+
+async def refused_like_append(client: LanguageClient, path: str, root: Path, *, appends: bool = True) -> None:
+    """create (in the session's root) and fork answer -31010; so does an append that needs room
+    (a small one can fit in the file's last page), unless the daemon opened the file for appending
+    before it was made read-only (``appends``: False)."""
+    ids = (await call(client, p.SESSION_TREE, {"session": path, "collapse": 0}))["rows"]
+    clean(await call_error(client, p.SESSION_FORK, {"session": path, "entryId": ids[0]["id"]}))
+    clean(await call_error(client, p.SESSION_CREATE, {"cwd": "/proj", "root": str(root)}))
+    clean(await call_error(client, p.SESSION_CREATE, {"cwd": "/elsewhere", "root": str(root)}))
+    if appends:
+        clean(await call_error(client, p.SESSION_APPEND, {"session": path, "messages": [user("more " * 4000)]}))
+
+
+async def one_session(client: LanguageClient) -> str:
+    path = await new_session(client, cwd="/proj")
+    await append(client, path, user("hi"), assistant("hello"))
+    return path
+
+
+async def test_a_full_disk(tmpfs: Path) -> None:
+    root = tmpfs / "root"
+    root.mkdir()
+    async with start_ctxd({"roots": [str(root)], "watch": False}) as client:
+        path = await one_session(client)
+        fill(tmpfs)
+        await refused_like_append(client, path, root)
+
+
+@pytest.fixture
+def read_only(tmp_path: Path) -> Iterator[tuple[Path, Path]]:
+    """A folder and a read-only bind mount of it, unmounted in teardown."""
+    needs_root()
+    writable, ro = tmp_path / "writable", tmp_path / "ro"
+    writable.mkdir()
+    ro.mkdir()
+    mounted = subprocess.run(["mount", "--bind", str(writable), str(ro)], capture_output=True)
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot bind-mount here: {mounted.stderr.decode(errors='replace').strip()}")
+    try:
+        subprocess.run(["mount", "-o", "remount,bind,ro", str(ro)], check=True, capture_output=True)
+        yield writable, ro
+    finally:
+        subprocess.run(["umount", "-l", str(ro)], check=False)
+
+
+async def test_a_read_only_mount(read_only: tuple[Path, Path]) -> None:
+    writable, ro = read_only
+    async with start_ctxd({"roots": [str(writable)], "watch": False}) as client:
+        made = await one_session(client)
+    async with start_ctxd({"roots": [str(ro)], "watch": False}) as client:
+        path = str(ro / Path(made).relative_to(writable))
+        await refused_like_append(client, path, ro)
+
+
+@contextlib.asynccontextmanager
+async def as_nobody(options: dict[str, Any], home: Path) -> AsyncIterator[LanguageClient]:
+    command = ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", *SERVER_COMMAND]
+    env = server_env(HOME=str(home), XDG_CACHE_HOME=str(home / "cache"))
+    client = await ClientServerConfig(command, make_client, env).start()
+    try:
+        await initialize(client, options)
+        yield client
+    finally:
+        await shutdown(client)
+        await client.stop()
+
+
+async def test_no_permission() -> None:
+    needs_root()
+    if shutil.which("setpriv") is None:
+        pytest.skip("setpriv (util-linux) is needed to run the daemon as an unprivileged user")
+    base = Path(tempfile.mkdtemp(prefix="ctxd-eacces-"))  # not under pytest's 0700 folders
+    try:
+        base.chmod(0o755)
+        root, home = base / "root", base / "home"
+        for folder in (root, home):
+            folder.mkdir()
+            os.chown(folder, NOBODY, NOBODY)
+        async with as_nobody({"roots": [str(root)], "watch": False}, home) as client:
+            path = await one_session(client)
+            for folder in (root, Path(path).parent):
+                folder.chmod(0o555)
+            await refused_like_append(client, path, root, appends=False)
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+
+
+@pytest.mark.parametrize("cwd", ["/" + "a" * 5000, "/a/" + "b" * 300, "/a\x00b"], ids=["long", "long-name", "nul"])
+async def test_a_cwd_that_cannot_be_a_folder(tmp_path: Path, cwd: str) -> None:
+    async with start_ctxd({"roots": [str(tmp_path)], "watch": False}) as client:
+        clean(await call_error(client, p.SESSION_CREATE, {"cwd": cwd}))
+        path = await one_session(client)  # the daemon still serves
+        assert (await call(client, p.SESSION_OPEN, {"session": path}))["entries"] == 2
+
+
+async def test_a_root_that_is_a_file(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    root.write_text("not a folder\n")
+    async with start_ctxd({"roots": [str(root)], "watch": False}) as client:
+        clean(await call_error(client, p.SESSION_CREATE, {"cwd": "/proj"}))
