@@ -94,8 +94,20 @@ async def test_a_full_disk(tmpfs: Path) -> None:
     root.mkdir()
     async with start_ctxd({"roots": [str(root)], "watch": False}) as client:
         path = await one_session(client)
+        size = os.path.getsize(path)
         fill(tmpfs)
         await refused_like_append(client, path, root)
+        # The batch that did not fit is not on disk, nor in what the daemon serves (item 3).
+        batch = [user("big " * 1500) for _ in range(8)]
+        clean(await call_error(client, p.SESSION_APPEND, {"session": path, "messages": batch}))
+        assert os.path.getsize(path) == size
+        built = await call(client, p.CONTEXT_BUILD, {"session": path})
+        assert len(built["messages"]) == 2
+        for name in ("filler", "filler2"):
+            (tmpfs / name).unlink()
+        await append(client, path, *batch)
+        assert len((await call(client, p.CONTEXT_BUILD, {"session": path}))["messages"]) == 10
+        assert (await call(client, p.SESSION_CHECK, {"session": path}))["findings"] == []
 
 
 @pytest.fixture
