@@ -12,6 +12,7 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+import mounts
 import pytest
 from conftest import REPO
 
@@ -25,28 +26,8 @@ FREE = 12 << 10
 
 @pytest.fixture
 def full_tmpfs(tmp_path: Path) -> Iterator[Path]:
-    """A 2 MB tmpfs holding a filler file that leaves :data:`FREE` bytes."""
-    if os.geteuid() != 0:
-        pytest.skip("mounting a size-capped tmpfs needs root (CI runs the tests as root)")
-    where = tmp_path / "tmpfs"
-    where.mkdir()
-    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(where)], capture_output=True)
-    if mounted.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.decode(errors='replace').strip()}")
-    try:
+    with mounts.tmpfs(tmp_path / "tmpfs") as where:
         yield where
-    finally:
-        subprocess.run(["umount", "-l", str(where)], check=False)
-
-
-def fill(where: Path, leave: int) -> Path:
-    """Fill the file system up to ``leave`` free bytes."""
-    filler = where / "filler"
-    st = os.statvfs(where)
-    free = st.f_bavail * st.f_frsize
-    with open(filler, "wb") as f:
-        f.write(b"\0" * (free - leave))
-    return filler
 
 
 def entries(count: int, size: int, tag: str) -> list[dict[str, object]]:
@@ -68,7 +49,7 @@ def test_a_batch_that_does_not_fit_is_not_written_at_all(full_tmpfs: Path, durab
     sf = SessionFile.open(path, durability=durability)
     first = sf.append(entries(2, 100, "before"))
     size = os.path.getsize(path)
-    filler = fill(full_tmpfs, FREE)
+    filler = mounts.fill(full_tmpfs, FREE)[0]
     for _ in range(3):  # each attempt fails the same way, whatever landed before
         with pytest.raises(SessionError) as info:
             sf.append(entries(8, 3 << 10, "batch"))

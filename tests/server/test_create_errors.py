@@ -6,17 +6,17 @@ real: the daemon runs as ``nobody`` (setpriv), since root is never refused by pe
 
 from __future__ import annotations
 
-import contextlib
 import os
 import shutil
 import subprocess
 import tempfile
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import mounts
 import pytest
-from pytest_lsp import ClientServerConfig, LanguageClient
+from pytest_lsp import LanguageClient
 
 from ctxd.service import protocol as p
 
@@ -26,11 +26,7 @@ from .harness import (
     assistant,
     call,
     call_error,
-    initialize,
-    make_client,
     new_session,
-    server_env,
-    shutdown,
     start_ctxd,
     user,
 )
@@ -38,32 +34,10 @@ from .harness import (
 NOBODY = 65534
 
 
-def needs_root() -> None:
-    if os.geteuid() != 0:
-        pytest.skip("mounting a tmpfs (and running the daemon as another user) needs root; CI runs as root")
-
-
 @pytest.fixture
 def tmpfs(tmp_path: Path) -> Iterator[Path]:
-    """A 2 MB tmpfs, unmounted in teardown."""
-    needs_root()
-    where = tmp_path / "tmpfs"
-    where.mkdir()
-    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(where)], capture_output=True)
-    if mounted.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.decode(errors='replace').strip()}")
-    try:
+    with mounts.tmpfs(tmp_path / "tmpfs") as where:
         yield where
-    finally:
-        subprocess.run(["umount", "-l", str(where)], check=False)
-
-
-def fill(where: Path) -> None:
-    """Leave no free byte on the file system at ``where``."""
-    for name, step in (("filler", 65536), ("filler2", 1)):
-        with open(where / name, "wb", buffering=0) as f, contextlib.suppress(OSError):
-            for _ in range(1 << 16):
-                f.write(b"\0" * step)
 
 
 def clean(error: Any) -> None:
@@ -95,7 +69,7 @@ async def test_a_full_disk(tmpfs: Path) -> None:
     async with start_ctxd({"roots": [str(root)], "watch": False}) as client:
         path = await one_session(client)
         size = os.path.getsize(path)
-        fill(tmpfs)
+        mounts.fill(tmpfs)
         await refused_like_append(client, path, root)
         # The batch that did not fit is not on disk, nor in what the daemon serves (item 3).
         batch = [user("big " * 1500) for _ in range(8)]
@@ -113,7 +87,7 @@ async def test_a_full_disk(tmpfs: Path) -> None:
 @pytest.fixture
 def read_only(tmp_path: Path) -> Iterator[tuple[Path, Path]]:
     """A folder and a read-only bind mount of it, unmounted in teardown."""
-    needs_root()
+    mounts.needs_root()
     writable, ro = tmp_path / "writable", tmp_path / "ro"
     writable.mkdir()
     ro.mkdir()
@@ -136,21 +110,8 @@ async def test_a_read_only_mount(read_only: tuple[Path, Path]) -> None:
         await refused_like_append(client, path, ro)
 
 
-@contextlib.asynccontextmanager
-async def as_nobody(options: dict[str, Any], home: Path) -> AsyncIterator[LanguageClient]:
-    command = ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", *SERVER_COMMAND]
-    env = server_env(HOME=str(home), XDG_CACHE_HOME=str(home / "cache"))
-    client = await ClientServerConfig(command, make_client, env).start()
-    try:
-        await initialize(client, options)
-        yield client
-    finally:
-        await shutdown(client)
-        await client.stop()
-
-
 async def test_no_permission() -> None:
-    needs_root()
+    mounts.needs_root()
     if shutil.which("setpriv") is None:
         pytest.skip("setpriv (util-linux) is needed to run the daemon as an unprivileged user")
     base = Path(tempfile.mkdtemp(prefix="ctxd-eacces-"))  # not under pytest's 0700 folders
@@ -160,7 +121,9 @@ async def test_no_permission() -> None:
         for folder in (root, home):
             folder.mkdir()
             os.chown(folder, NOBODY, NOBODY)
-        async with as_nobody({"roots": [str(root)], "watch": False}, home) as client:
+        as_nobody = ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", *SERVER_COMMAND]
+        env = {"HOME": str(home), "XDG_CACHE_HOME": str(home / "cache")}
+        async with start_ctxd({"roots": [str(root)], "watch": False}, command=as_nobody, **env) as client:
             path = await one_session(client)
             for folder in (root, Path(path).parent):
                 folder.chmod(0o555)

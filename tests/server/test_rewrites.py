@@ -97,24 +97,23 @@ async def twenty(client: LanguageClient, tmp_path: Path) -> tuple[str, bytes]:
     return path, header
 
 
-async def test_rewrite_in_place_that_grows_is_read_again(daemon: tuple[LanguageClient, bool], tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("count", "word", "truncate_to"),
+    [(28, "newer", None), (31, "rewound", 0)],
+    ids=["rewritten-longer", "rewound-then-grown"],
+)
+async def test_rewrite_in_place_that_grows_is_read_again(
+    daemon: tuple[LanguageClient, bool], tmp_path: Path, count: int, word: str, truncate_to: int | None
+) -> None:
+    """The same header and ``count`` other entries written over the 20 (after cutting the file to
+    ``truncate_to`` bytes: rewound, then grown), by another process."""
     client, watch = daemon
     notes = client.notes  # type: ignore[attr-defined]
     path, header = await twenty(client, tmp_path)
     mark = notes.mark()
-    await rewrite(path, header + other_entries(28, "newer"))  # same header, 28 other entries, longer
+    await rewrite(path, header + other_entries(count, word), truncate_to=truncate_to)
     got = await served_after(client, watch, path, mark)
-    assert got == [f"newer {'question' if i % 2 == 0 else 'answer'} {i}" for i in range(28)]
-
-
-async def test_rewind_then_grow_is_read_again(daemon: tuple[LanguageClient, bool], tmp_path: Path) -> None:
-    client, watch = daemon
-    notes = client.notes  # type: ignore[attr-defined]
-    path, header = await twenty(client, tmp_path)
-    mark = notes.mark()
-    await rewrite(path, header + other_entries(31, "rewound"), truncate_to=0)
-    got = await served_after(client, watch, path, mark)
-    assert got == [f"rewound {'question' if i % 2 == 0 else 'answer'} {i}" for i in range(31)]
+    assert got == [f"{word} {'question' if i % 2 == 0 else 'answer'} {i}" for i in range(count)]
 
 
 async def test_same_length_edit_is_read_again(daemon: tuple[LanguageClient, bool], tmp_path: Path) -> None:
