@@ -25,10 +25,12 @@ import hashlib
 import logging
 import os
 import stat
+import time
 import zlib
 
 import msgspec
 
+from ctxd.errors import SessionError
 from ctxd.store.files import atomic_write
 
 log = logging.getLogger(__name__)
@@ -186,3 +188,24 @@ def sample_hash(fd: int, end: int) -> bytes | None:
     except OSError:
         return None
     return digest.digest()
+
+
+SAME_SIZE_POLLS = 5
+"""How many times (1 ms apart) a refresh looks again at a file whose mtime changed but not its size."""
+
+
+def grown_stat(path: str, st: os.stat_result) -> os.stat_result:
+    """``path``'s stat once it grew, if it does within a few milliseconds; else ``st``.
+
+    A ``write()`` at the end sets the mtime before the file grows, so a file seen written but not
+    grown may be an append under way (then it is read on as one) or an edit in place (then it is
+    read again whole)."""
+    for _ in range(SAME_SIZE_POLLS):
+        time.sleep(0.001)
+        try:
+            now = os.stat(path)
+        except FileNotFoundError as exc:
+            raise SessionError("session file disappeared", path=path) from exc
+        if now.st_size != st.st_size:
+            return now
+    return st

@@ -30,7 +30,7 @@ from ctxd.formats.migrate import migrate_body, migrate_head_roles, migrate_heads
 from ctxd.store import index_cache
 from ctxd.store.files import Clock, open_regular
 from ctxd.store.heads import Heads, HeadSink, read_heads
-from ctxd.store.private import FileMark
+from ctxd.store.private import FileMark, grown_stat
 from ctxd.store.scan import Diagnostic, ScannedLine, decode_bounded, note_kind, scan
 
 MAX_HEADER = 1 << 20
@@ -170,7 +170,7 @@ class SessionReader:
         if mark is not None and mark.unchanged(st):
             return RefreshResult(range(len(self.heads), len(self.heads)))  # nothing written since
         if mark is not None and st.st_size == mark.size:
-            st = _grown_stat(self.path, st)
+            st = grown_stat(self.path, st)
         if (st.st_dev, st.st_ino) != self._identity or st.st_size < self._end:
             return self._reload()
         fd = self._open_read()
@@ -474,27 +474,6 @@ class SessionReader:
 
     def close(self) -> None:
         """Release what the file holds open (nothing, for a reader)."""
-
-
-SAME_SIZE_POLLS = 5
-"""How many times (1 ms apart) a refresh looks again at a file whose mtime changed but not its size."""
-
-
-def _grown_stat(path: str, st: os.stat_result) -> os.stat_result:
-    """``path``'s stat once it grew, if it does within a few milliseconds; else ``st``.
-
-    A ``write()`` at the end sets the mtime before the file grows, so a file seen written but not
-    grown may be an append under way (then it is read on as one) or an edit in place (then it is
-    read again whole)."""
-    for _ in range(SAME_SIZE_POLLS):
-        time.sleep(0.001)
-        try:
-            now = os.stat(path)
-        except FileNotFoundError as exc:
-            raise SessionError("session file disappeared", path=path) from exc
-        if now.st_size != st.st_size:
-            return now
-    return st
 
 
 def _copy(body: dict[str, Any]) -> dict[str, Any]:
