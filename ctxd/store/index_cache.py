@@ -153,7 +153,11 @@ def save(reader: SessionReader, extra: dict[str, Any]) -> bool:
         if (st.st_dev, st.st_ino) != reader._identity or st.st_size < reader._end:
             return False  # changed since it was read: the next open reads it again anyway
         header_line = os.pread(fd, MAX_HEADER_LINE, 0).split(b"\n", 1)[0] + b"\n"
-        mark = FileMark.take(fd, st, reader._end)
+        # The reader's own mark was taken when it read: one taken now could vouch for bytes
+        # rewritten since (and never read).
+        mark = reader._mark if reader._mark is not None and reader._mark.end == reader._end else None
+        if mark is None or not mark.appended_only(fd, st):
+            return False
     except OSError:
         return False
     finally:
