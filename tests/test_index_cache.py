@@ -285,3 +285,35 @@ def test_two_objects_on_a_line_the_first_of_an_unexpected_shape(tmp_path: Path) 
     s = Session.open(str(path))
     assert s.path_ids() == ["a1", "a2"]
     assert [d.kind for d in s.file.diagnostics] == ["two-objects"]
+
+
+def test_a_rewrite_in_place_that_grows_is_not_taken_for_an_append(
+    gen: Any, tmp_path: Path, cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The header line and the last 8 KB before the indexed end unchanged, two lines of different
+    lengths in the middle swapped (so every offset between them moves), and a line appended: the
+    cache is not used (issue 19, item 2)."""
+    path = tmp_path / "s.jsonl"
+    gen.generate(path, 400, seed=8)
+    original = path.read_bytes()
+    assert Session.open(str(path)).file.restored is None
+    assert Session.open(str(path)).file.restored is not None
+    lines = original.split(b"\n")
+    first = 40
+    last = next(k for k in range(len(lines) - 60, 50, -1) if len(lines[k]) != len(lines[first]))
+    assert len(b"\n".join(lines[last + 1 :])) > 8192
+    lines[first], lines[last] = lines[last], lines[first]
+    data = b"\n".join(lines)
+    assert len(data) == len(original) and data[-8192:] == original[-8192:] and data != original
+    entry = {
+        "type": "custom",
+        "customType": "x",
+        "id": "appended",
+        "parentId": None,
+        "timestamp": "2026-01-01T00:00:00Z",
+    }
+    with open(path, "r+b") as f:
+        f.write(data + json.dumps(entry).encode() + b"\n")
+    s = Session.open(str(path))
+    assert s.file.restored is None
+    assert snapshot(s) == snapshot(full_read(str(path), monkeypatch))

@@ -182,3 +182,36 @@ def test_rows_handed_out_are_copies(tmp_path: Path) -> None:
     row.path = "/changed"
     again = cache.summarize(str(path), "r", os.stat(path))
     assert again.archives == [] and again.path == str(path)
+
+
+def test_a_rewrite_in_place_that_grows_is_read_again(tmp_path: Path) -> None:
+    """Two lines near the start rewritten in place as one of the same length (the header line and
+    the bytes before the old end unchanged), then a line appended: the row is read again, not
+    folded in as an append (issue 19, item 2)."""
+    path = tmp_path / "s.jsonl"
+    with open(path, "wb") as f:
+        f.write(json.dumps(header()).encode() + b"\n")
+        for k in range(300):
+            f.write(_line("user" if k % 2 == 0 else "assistant", k, k))
+    cache = listing_cache.ListingCache()
+    before = cache.summarize(str(path), "root", os.stat(path))
+    assert before.entries == 300
+    data = path.read_bytes()
+    start = data.index(b"\n") + 1
+    for _ in range(10):
+        start = data.index(b"\n", start) + 1
+    end = data.index(b"\n", data.index(b"\n", start) + 1)  # two lines, without the last newline
+    merged = json.loads(_line("user", 3, 77777))
+    merged["message"]["content"] = ""
+    short = len(json.dumps(merged, separators=(",", ":")))
+    merged["message"]["content"] = "z" * (end - start - short)
+    one = json.dumps(merged, separators=(",", ":")).encode()
+    assert len(one) == end - start
+    with open(path, "r+b") as f:
+        f.seek(start)
+        f.write(one)
+        f.seek(0, 2)
+        f.write(_line("name", 9, 88888))
+    kept = cache.summarize(str(path), "root", os.stat(path))
+    assert kept.entries == 300 and kept.name == "name 9"
+    assert _row(kept) == _row(summarize_file(str(path), "root"))

@@ -177,3 +177,28 @@ def test_a_deep_line_in_another_agents_transcript_is_pruned_and_reported(tmp_pat
     assert ctx.messages and all(deepest(m.message) <= MAX_DEPTH for m in ctx.messages)
     json.dumps(ctx.to_json())
     assert any(d["line"] == user_line + 1 and "nested deeper" in d["message"] for d in ctx.diagnostics)
+
+
+@pytest.mark.parametrize(
+    "middle",
+    [b"[" * 100_000, b'{"type":"custom","x":' + b"[" * 100_000, b"{" * 50_000 + b"[" * 50_000],
+    ids=["brackets", "in-an-object", "mixed"],
+)
+def test_a_line_of_unclosed_brackets_is_reported_and_the_rest_served(tmp_path: Path, middle: bytes) -> None:
+    """Issue 19, item 7: a line of 100,000 unclosed brackets is one malformed line, not a session
+    that cannot be read (the store, then the CLI's context and check)."""
+    a, c = chain(user, user)
+    path = write_raw(tmp_path / "s.jsonl", line(a), middle + b"\n", line(c))
+    session = Session.open(path)
+    assert [h.id for h in session.file.heads] == [a["id"], c["id"]]
+    found = [d for d in session.diagnostics() if d.line == 3]
+    assert [d.kind for d in found] == ["malformed"] and "nested more than 100 levels" in found[0].message
+    ctx = build_context(session.file, session.tree, estimates=session.estimates)
+    assert [m.entryId for m in ctx.messages] == [a["id"], c["id"]]
+    out = ctxd("context", path, "--json")
+    assert out.returncode == 0, out.stderr[-2000:]
+    data = json.loads(out.stdout)
+    assert [m["entryId"] for m in data["messages"]] == [a["id"], c["id"]]
+    assert [d["line"] for d in data["diagnostics"]] == [3]
+    check = ctxd("check", path)
+    assert check.returncode == 1 and "line 3" in check.stdout and "Traceback" not in check.stderr

@@ -134,3 +134,21 @@ def test_listing_shows_transcripts_with_their_names(tmp_path: Path) -> None:
     found = {s.agent: s for s in list_sessions([str(tmp_path)])}
     assert found["claude"].readOnly and found["claude"].id.startswith("9eda1058") and found["claude"].name
     assert found["codex"].readOnly and found["codex"].title
+
+
+def test_a_same_length_edit_in_place_reloads(tmp_path: Path) -> None:
+    """Issue 19, item 2, for transcripts: an edit that keeps the size is seen by its stat."""
+    data = reference("claude", "session-9eda1058.jsonl").read_bytes()
+    path = tmp_path / "agent-x.jsonl"
+    path.write_bytes(data)
+    s = Session.open(str(path))
+    before = build_context(s.file, s.tree).to_json()
+    at = data.index(b'"content":"') + len(b'"content":"')
+    assert data[at : at + 1].isalpha()
+    edited = data[:at] + (b"Q" if data[at : at + 1] != b"Q" else b"R") + data[at + 1 :]
+    with open(path, "r+b") as f:
+        f.write(edited)
+    result, _ = s.refresh()
+    assert result.reloaded
+    fresh = Session.open(str(path))
+    assert build_context(s.file, s.tree).to_json() == build_context(fresh.file, fresh.tree).to_json() != before

@@ -74,5 +74,11 @@ def prune(data: bytes, limit: int = MAX_DEPTH, placeholder: str = PLACEHOLDER) -
                 copied = m.end()
                 cut_from = -1
             level -= 1
+    if cut_from >= 0:
+        # A value opened deeper than the limit and never closed: the line is not JSON anyway; cut
+        # it there so that it fails to decode as such instead of recursing through every bracket.
+        out.append(data[copied:cut_from])
+        out.append(quoted)
+        return b"".join(out)
     out.append(data[copied:])
     return b"".join(out)

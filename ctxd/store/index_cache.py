@@ -6,7 +6,8 @@ by a hash of the session's real path; never next to the session; kept as :mod:`c
 keeps files (0700 folders, 0600 files written whole, a checksum). ``CTXD_INDEX_CACHE=0`` turns it off.
 
 A cache file holds the session's real path and header line, the file's mark when it was written
-(device, inode, size, mtime, a hash of the last 4 KB indexed: :class:`ctxd.store.private.FileMark`)
+(device, inode, size, mtime, ctime, a hash of sampled bytes before the end indexed: the header, the
+last 4 KB and blocks spread between: :class:`ctxd.store.private.FileMark`)
 and the index: entry ids, byte offsets, lengths and line numbers, the heads a line alone cannot
 give back, recovered bodies, diagnostics, and what the layers above add (``extra``: the tree, token
 estimates). Heads are not stored: they are decoded from
@@ -34,7 +35,7 @@ from ctxd.store.scan import Diagnostic
 if TYPE_CHECKING:
     from ctxd.store.reader import SessionReader
 
-FORMAT = 3
+FORMAT = 4
 MAGIC = b"ctxd-index\x00"
 MIN_ENTRIES = 2000
 """Smaller files are read whole every time (it takes a few milliseconds)."""
@@ -152,7 +153,11 @@ def save(reader: SessionReader, extra: dict[str, Any]) -> bool:
         if (st.st_dev, st.st_ino) != reader._identity or st.st_size < reader._end:
             return False  # changed since it was read: the next open reads it again anyway
         header_line = os.pread(fd, MAX_HEADER_LINE, 0).split(b"\n", 1)[0] + b"\n"
-        mark = FileMark.take(fd, st, reader._end)
+        # The reader's own mark was taken when it read: one taken now could vouch for bytes
+        # rewritten since (and never read).
+        mark = reader._mark if reader._mark is not None and reader._mark.end == reader._end else None
+        if mark is None or not mark.appended_only(fd, st):
+            return False
     except OSError:
         return False
     finally:

@@ -1,7 +1,10 @@
 """Reading one session file: its index, incremental refresh and on-demand bodies.
 
 Reading never modifies the file, and never consumes a final line that lacks its newline (it may
-still be being written).  Writing is :class:`ctxd.store.session_file.SessionFile`'s.
+still be being written).  A refresh reads on from where the last read stopped only when the file's
+mark (:class:`ctxd.store.private.FileMark`: its stat and sampled bytes before that point) says the
+file was only appended to; a file rewritten in place, grown or not, is read again whole.  Writing
+is :class:`ctxd.store.session_file.SessionFile`'s.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from ctxd.formats.migrate import migrate_body, migrate_head_roles, migrate_heads
 from ctxd.store import index_cache
 from ctxd.store.files import Clock, open_regular
 from ctxd.store.heads import Heads, HeadSink, read_heads
+from ctxd.store.private import FileMark, grown_stat
 from ctxd.store.scan import Diagnostic, ScannedLine, decode_bounded, note_kind, scan
 
 MAX_HEADER = 1 << 20
@@ -100,6 +104,8 @@ class SessionReader:
         self._next_line = 2
         self._identity: tuple[int, int] = (0, 0)
         self._header_bytes = b""
+        self._mark: FileMark | None = None
+        """The file as last read (stat taken before reading, sampled bytes up to ``_end``)."""
         self.last_scan = (0, 0)
         """The bytes the last read indexed (start, end): a reopen from the cache reads only the new ones."""
         self.restored: tuple[int, dict[str, Any]] | None = None
@@ -143,6 +149,7 @@ class SessionReader:
                     gc.enable()
             if not restored:
                 self._finish_migration(0)
+            self._mark = FileMark.take(fd, st, self._end)
             self.generation += 1
         except BaseException:
             # A reload that fails (a file caught half-rewritten) leaves the last good state.
@@ -153,32 +160,46 @@ class SessionReader:
             os.close(fd)
 
     def refresh(self) -> RefreshResult:
-        """Read only what was appended since the last read; reload fully if the file was truncated
-        or replaced."""
+        """Read only what was appended since the last read; read the whole file again if it was
+        truncated, replaced or rewritten in place (see :class:`ctxd.store.private.FileMark`)."""
         try:
             st = os.stat(self.path)
         except FileNotFoundError as exc:
             raise SessionError("session file disappeared", path=self.path) from exc
-        if st.st_size == self._end and (st.st_dev, st.st_ino) == self._identity:
-            return RefreshResult(range(len(self.heads), len(self.heads)))
+        mark = self._mark
+        if mark is not None and mark.unchanged(st):
+            return RefreshResult(range(len(self.heads), len(self.heads)))  # nothing written since
+        if mark is not None and st.st_size == mark.size:
+            st = grown_stat(self.path, st)
         if (st.st_dev, st.st_ino) != self._identity or st.st_size < self._end:
-            self.load()
-            return RefreshResult(range(len(self.heads)), reloaded=True)
+            return self._reload()
         fd = self._open_read()
         try:
-            if os.pread(fd, len(self._header_bytes), 0) != self._header_bytes:
-                changed = True  # rewritten in place: read it all again
+            if mark is None or not mark.appended_only(fd, st):
+                changed = True  # rewritten in place (maybe grown too): read it all again
             else:
                 changed = False
                 start = len(self.heads)
                 self._scan_from(fd, self._end)
                 self._finish_migration(start)
+                self._mark = FileMark.take(fd, st, self._end)
         finally:
             os.close(fd)
         if changed:
-            self.load()
-            return RefreshResult(range(len(self.heads)), reloaded=True)
+            return self._reload()
         return RefreshResult(range(start, len(self.heads)))
+
+    def _reload(self) -> RefreshResult:
+        self.load()
+        return RefreshResult(range(len(self.heads)), reloaded=True)
+
+    def _remark(self) -> None:
+        """Note the file as it is now, after a write of our own that was indexed as written."""
+        fd = self._open_read()
+        try:
+            self._mark = FileMark.take(fd, os.fstat(fd), self._end)
+        finally:
+            os.close(fd)
 
     def _restore(self, fd: int, st: os.stat_result) -> bool:
         """The index as the cache kept it, when it still describes this file (see index_cache)."""

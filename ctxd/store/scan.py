@@ -58,7 +58,7 @@ def decode_bounded(data: bytes | memoryview) -> tuple[Any, str | None]:
 
     A value nested deeper than :data:`ctxd.formats.depth.MAX_DEPTH` is pruned to that depth;
     invalid UTF-8 inside strings is replaced.  Raises ValueError (msgspec.DecodeError) for a line
-    that is not JSON at all.
+    that is not JSON at all (brackets opened deeper than the limit and never closed included).
     """
     raw = bytes(data)
     if depth.too_deep(raw):
@@ -68,6 +68,8 @@ def decode_bounded(data: bytes | memoryview) -> tuple[Any, str | None]:
         note = None
     try:
         return decode_any(raw), note
+    except RecursionError as exc:  # cannot happen after prune; never let one line break the file
+        raise ValueError("nested too deeply to read") from exc
     except ValueError:  # msgspec.DecodeError, or UnicodeDecodeError inside a string
         text = raw.decode("utf-8", errors="replace")
         if "\ufffd" not in text:
@@ -149,7 +151,8 @@ def parse_line(
         sink(ScannedLine(head_from_dict(obj), offset, len(data), line, body=obj))
         return
     if depth.too_deep(raw):
-        diagnostics.append(Diagnostic(path, line, f"malformed JSON: {error}", severity="error", kind="malformed"))
+        message = f"malformed JSON nested more than {depth.MAX_DEPTH} levels deep ({error})"
+        diagnostics.append(Diagnostic(path, line, message, severity="error", kind="malformed"))
         return
     text = raw.decode("utf-8", errors="replace")
     values = _split_objects(text)

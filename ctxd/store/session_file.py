@@ -9,6 +9,7 @@ in :mod:`ctxd.store.tail`.
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 import time
@@ -24,6 +25,8 @@ from ctxd.store.files import Clock, atomic_write, iso_timestamp, locked, new_ent
 from ctxd.store.reader import LEAF_MARKER, PIN_MARKER, Durability, RefreshResult, SessionReader
 from ctxd.store.scan import Diagnostic
 from ctxd.store.validate import check_depth, validate_entries
+
+log = logging.getLogger(__name__)
 
 HEAL_ATTEMPTS = 8
 """How many times in a row a heal (rule 4 of :mod:`ctxd.store.tail`) is retried when it is glued
@@ -124,11 +127,43 @@ class SessionFile(SessionReader):
         # One write() for the batch (rule 4 of ctxd.store.tail); fsync mode writes (and syncs) line by line.
         chunks = lines if mode is Durability.FSYNC and len(lines) > 1 else [b"".join(lines)]
         glued: list[tuple[int, int]] = []
+        before = (self._end, len(self.heads))
         try:
             self._write_chunks_locked(fd, prepared, lines, chunks, mode, glued)
         except tail.Replaced as exc:
             raise SessionError("the file was replaced while appending", path=self.path) from exc
+        except OSError:
+            self._take_back_locked(fd, before, b"".join(lines))
+            raise
         return [e["id"] for e in prepared]
+
+    def _take_back_locked(self, fd: int, before: tuple[int, int], data: bytes) -> None:
+        """A batch failed part way (a full disk): cut the file back to its length ``before[0]``
+        before the batch, and forget what was indexed of it, so that the batch is all or nothing.
+
+        Only bytes that are exactly a beginning of the batch's own ``data`` are cut; if anything
+        else lies after ``before[0]`` (another writer's), nothing is cut, and it is reported."""
+        end, count = before
+        try:
+            size = os.fstat(fd).st_size
+            if size > end:
+                rfd = self._open_read()
+                try:
+                    landed = os.pread(rfd, size - end, end)
+                finally:
+                    os.close(rfd)
+                if not data.startswith(landed):
+                    log.warning("%s: a failed append could not be taken back: another writer wrote after it", self.path)
+                    self.refresh()
+                    return
+                os.ftruncate(fd, end)
+        except OSError as exc:
+            log.warning("%s: a failed append could not be taken back: %s", self.path, exc.strerror or exc)
+            return
+        if len(self.heads) != count or self._end != end:
+            self.load()  # some of the batch was read back (fsync mode writes line by line)
+        else:
+            self._remark()
 
     def _write_chunks_locked(
         self,
@@ -285,6 +320,7 @@ class SessionFile(SessionReader):
         identity = (st.st_dev, st.st_ino)
         if (current.st_dev, current.st_ino) != identity or identity != self._identity:
             return False
+        self.refresh()  # a file rewritten in place is read again before anything is written after it
         if self.version > CURRENT_VERSION:
             raise UnsupportedVersionError(
                 f"version {self.version} is newer than ctxd supports; not writing", path=self.path
@@ -396,3 +432,4 @@ class SessionFile(SessionReader):
             self._next_line += 1
             offset += length + 1
         self._end = offset
+        self._remark()

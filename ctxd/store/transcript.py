@@ -35,16 +35,19 @@ class TranscriptFile(SessionFile):
         self.kind = ""
         self._leaf: str | None = None
         self._fingerprint = b""
+        self._stamp: tuple[int, int, int] = (-1, -1, -1)
+        """Size, mtime and ctime when last read: a write that keeps the size (an edit in place) is seen."""
         self._bodies_list: list[dict[str, Any]] = []
 
     def load(self) -> None:
-        data, identity = self._read()
+        data, identity, stamp = self._read()
         transcript = map_transcript(data, self.path)
         if transcript is None:
             raise BadHeaderError("not a pi, Claude Code or Codex session file; refusing it", path=self.path, line=1)
         self._reset()  # only now: a file that fails to map leaves the last good state
         self._identity = identity
         self._install(transcript, data)
+        self._stamp = stamp
         self.generation += 1
 
     def release_heads(self) -> None:
@@ -55,9 +58,10 @@ class TranscriptFile(SessionFile):
             st = os.stat(self.path)
         except FileNotFoundError as exc:
             raise SessionError("session file disappeared", path=self.path) from exc
-        if (st.st_dev, st.st_ino) == self._identity and st.st_size == self._end:
+        unchanged = (st.st_size, st.st_mtime_ns, st.st_ctime_ns) == self._stamp
+        if (st.st_dev, st.st_ino) == self._identity and st.st_size == self._end and unchanged:
             return RefreshResult(range(len(self.heads), len(self.heads)))
-        data, identity = self._read()
+        data, identity, stamp = self._read()
         start = max(0, self._end - FINGERPRINT)
         same_prefix = identity == self._identity and data[start : self._end] == self._fingerprint
         transcript = map_transcript(data, self.path)
@@ -72,10 +76,12 @@ class TranscriptFile(SessionFile):
             self._end = data.rfind(b"\n") + 1
             self._fingerprint = data[max(0, self._end - FINGERPRINT) : self._end]
             self._diagnose(transcript)
+            self._stamp = stamp
             return RefreshResult(range(first, len(self.heads)))
         self._reset()
         self._identity = identity
         self._install(transcript, data)
+        self._stamp = stamp
         self.generation += 1
         return RefreshResult(range(len(self.heads)), reloaded=True)
 
@@ -95,7 +101,7 @@ class TranscriptFile(SessionFile):
 
     # --- internals ----------------------------------------------------------------------------
 
-    def _read(self) -> tuple[bytes, tuple[int, int]]:
+    def _read(self) -> tuple[bytes, tuple[int, int], tuple[int, int, int]]:
         fd = self._open_read()
         try:
             st = os.fstat(fd)
@@ -105,7 +111,7 @@ class TranscriptFile(SessionFile):
         if len(data) > MAX_TRANSCRIPT:
             message = f"larger than {MAX_TRANSCRIPT >> 20} MB: too large to map as a transcript"
             raise SessionError(message, path=self.path)
-        return data, (st.st_dev, st.st_ino)
+        return data, (st.st_dev, st.st_ino), (st.st_size, st.st_mtime_ns, st.st_ctime_ns)
 
     def _install(self, transcript: Transcript, data: bytes) -> None:
         self.kind = transcript.kind

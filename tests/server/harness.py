@@ -162,9 +162,13 @@ async def shutdown(client: LanguageClient) -> None:
 
 
 @contextlib.asynccontextmanager
-async def start_ctxd(options: dict[str, Any], **env: str) -> AsyncIterator[LanguageClient]:
-    """A daemon of its own for one test, with these initializationOptions (and extra env)."""
-    config = CONFIG if not env else ClientServerConfig(SERVER_COMMAND, make_client, server_env(**env))
+async def start_ctxd(
+    options: dict[str, Any], *, command: list[str] | None = None, **env: str
+) -> AsyncIterator[LanguageClient]:
+    """A daemon of its own for one test, with these initializationOptions (and extra env; and
+    another ``command`` that runs ``SERVER_COMMAND``, e.g. as another user)."""
+    same = not env and command is None
+    config = CONFIG if same else ClientServerConfig(command or SERVER_COMMAND, make_client, server_env(**env))
     client = await config.start()
     try:
         await initialize(client, options)

@@ -188,3 +188,14 @@ async def test_session_check_reports_and_repairs_without_rewriting(ctxd: Languag
     assert opened["leafId"] == b["id"]
     error = await call_error(ctxd, p.SESSION_CHECK, {"session": path, "repair": "yes"})
     assert error.code == -32602
+
+
+async def test_a_line_of_unclosed_brackets_leaves_the_session_usable(ctxd: LanguageClient) -> None:
+    """Issue 19, item 7: 100,000 ``[`` on one line is reported with its line; the rest is served."""
+    root = Path(ctxd.root)  # type: ignore[attr-defined]
+    a, b = chain(user, user)
+    path = write_raw(root / "brackets.jsonl", line(a), b"[" * 100_000 + b"\n", line(b), hdr=header(id="sess-br"))
+    opened = await call(ctxd, p.SESSION_OPEN, {"session": path}, timeout=ANSWER)
+    assert opened["entries"] == 2 and lines_reported(opened["diagnostics"]) == {3}
+    ctx = await call(ctxd, p.CONTEXT_BUILD, {"session": path}, timeout=ANSWER)
+    assert [m["entryId"] for m in ctx["messages"]] == [a["id"], b["id"]]
