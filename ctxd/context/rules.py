@@ -13,6 +13,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from ctxd.formats.codec import LineHead
+from ctxd.llm import is_overflow_text
 
 TURN_START_ROLES = frozenset({"user", "bashExecution", "custom", "branchSummary", "compactionSummary"})
 """pi's ``isTurnStartMessage``: a turn begins with input, not with the model's reply."""
@@ -32,6 +33,14 @@ def may_yield(head: LineHead) -> bool:
     if kind == "message":
         return head.message is not None
     return kind in MESSAGE_TYPES
+
+
+def is_overflow_message(message: Mapping[str, Any]) -> bool:
+    """An assistant error saying the context overflowed (by its text or its error class)."""
+    if message.get("role") != "assistant" or message.get("stopReason") != "error":
+        return False
+    error_class = str(message.get("errorType") or message.get("errorName") or "")
+    return is_overflow_text(str(message.get("errorMessage") or "")) or "ContextWindowExceeded" in error_class
 
 
 def is_system(head: LineHead) -> bool:

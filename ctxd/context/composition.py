@@ -1,0 +1,298 @@
+"""What fills a context: its per-message estimates split by part, and the entries that weigh most.
+
+Each context message's estimate (the ``tokens`` ``context/build`` reports) is split over the parts
+its characters belong to (pi's estimator counts characters; see ``ctxd.context.tokens``): an
+assistant message's text, thinking and tool calls, a tool result's text (under its tool's name) and
+images, a system message's prompt and its tools. The split of one message rounds so that its parts
+add up to its estimate exactly, so the parts of a context add up to its ``estimatedTokens``.
+
+A message whose entry is pinned counts as ``pinned`` whole (carried after a summary or not).
+
+Computed from :class:`ctxd.context.live.LiveContext`'s kept state: a message's split is kept by the
+message (the kept state shares its dicts between answers), so after an append only the new messages
+are split; the sums are one pass over the context.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from collections.abc import Mapping
+from typing import Any
+
+import attrs
+
+from ctxd.context.live import live_context
+from ctxd.context.live_state import State
+from ctxd.context.pins import pinned
+from ctxd.context.timeline import Marker, TimelinePoint, timeline
+from ctxd.context.tokens import IMAGE_CHARS, js_json_len, js_len, js_truthy
+from ctxd.tree.session import Session
+
+__all__ = ["PARTS", "Composition", "Parts", "TopEntry", "composition", "parts_of", "split_message", "top_entries"]
+
+PARTS = (
+    "system",
+    "tools",
+    "summary",
+    "branchSummary",
+    "pinned",
+    "user",
+    "assistant",
+    "thinking",
+    "toolCalls",
+    "toolResults",
+    "images",
+    "custom",
+    "bashExecution",
+)
+"""The parts, in the order a bar stacks them."""
+
+Split = tuple[tuple[str, str | None, int], ...]
+"""One message's split: (part, tool name for tool results, tokens)."""
+
+
+@attrs.define
+class Parts:
+    """Tokens by part (every part of :data:`PARTS`, 0 when absent) and tool results by tool name."""
+
+    parts: dict[str, int]
+    toolResultsByTool: dict[str, int]
+
+    @property
+    def total(self) -> int:
+        return sum(self.parts.values())
+
+
+@attrs.define
+class TopEntry:
+    entryId: str
+    line: int
+    role: str
+    tool: str | None
+    """The tool of a tool result, or the first tool an assistant message calls."""
+    tokens: int
+    pinned: bool = False
+
+
+def _chars(message: Mapping[str, Any]) -> list[tuple[str, str | None, int]]:
+    """(part, tool, characters) as pi's estimator counts them (``message_chars``), by part."""
+    role = message.get("role")
+    content = message.get("content")
+    if role in ("user", "toolResult", "custom"):
+        part = {"user": "user", "toolResult": "toolResults", "custom": "custom"}[role]
+        tool = _name(message.get("toolName")) if role == "toolResult" else None
+        if isinstance(content, str):
+            return [(part, tool, js_len(content))]
+        text = images = 0
+        for block in content if isinstance(content, list) else ():
+            if isinstance(block, Mapping):
+                if block.get("type") == "text" and isinstance(block.get("text"), str):
+                    text += js_len(block["text"])
+                elif block.get("type") == "image":
+                    images += IMAGE_CHARS
+        return [(part, tool, text), ("images", None, images)]
+    if role == "assistant":
+        text = thinking = calls = 0
+        for block in content if isinstance(content, list) else ():
+            if not isinstance(block, Mapping):
+                continue
+            kind = block.get("type")
+            if kind == "text":
+                text += _len(block.get("text"))
+            elif kind == "thinking":
+                thinking += _len(block.get("thinking"))
+            elif kind == "toolCall":
+                calls += _len(block.get("name")) + js_json_len(block.get("arguments", {}))
+        return [("assistant", None, text), ("thinking", None, thinking), ("toolCalls", None, calls)]
+    if role == "bashExecution":
+        return [("bashExecution", None, _len(message.get("command")) + _len(message.get("output")))]
+    if role in ("branchSummary", "compactionSummary"):
+        return [("summary" if role == "compactionSummary" else "branchSummary", None, _len(message.get("summary")))]
+    if role == "system":
+        return _system_chars(message)
+    return []
+
+
+def _system_chars(message: Mapping[str, Any]) -> list[tuple[str, str | None, int]]:
+    content = message.get("content")
+    prompt = images = 0
+    if isinstance(content, str):
+        prompt = js_len(content)
+    for block in content if isinstance(content, list) else ():
+        if isinstance(block, Mapping):
+            if block.get("type") == "text" and isinstance(block.get("text"), str):
+                prompt += js_len(block["text"])
+            elif block.get("type") == "image":
+                images += IMAGE_CHARS
+    sections = message.get("sections")
+    if isinstance(sections, Mapping):
+        prompt += sum(js_len(v) for v in sections.values() if isinstance(v, str))
+    added = message.get("toolsAdded")
+    tools = js_json_len(added) if js_truthy(added) else 0
+    return [("system", None, prompt), ("tools", None, tools), ("images", None, images)]
+
+
+def _len(value: Any) -> int:
+    return js_len(value) if isinstance(value, str) else 0
+
+
+def _name(value: Any) -> str:
+    return value if isinstance(value, str) and value else "(unnamed)"
+
+
+def split_message(message: Mapping[str, Any], tokens: int) -> Split:
+    """``tokens`` (the message's estimate) split over its parts: each part gets what its characters
+    add to the rounded-up running total, so the parts add up to ``ceil(chars / 4)``; an estimate that
+    differs from that (an edited message estimated apart) puts the difference on the largest part."""
+    found = [c for c in _chars(message) if c[2] > 0]
+    if not found:
+        role = message.get("role")
+        fallback = {"user": "user", "custom": "custom", "toolResult": "toolResults"}.get(str(role), "assistant")
+        tool = _name(message.get("toolName")) if role == "toolResult" else None
+        return ((fallback, tool, tokens),) if tokens else ()
+    out: list[tuple[str, str | None, int]] = []
+    running = given = 0
+    for part, tool, chars in found:
+        running += chars
+        share = math.ceil(running / 4) - given
+        given += share
+        out.append((part, tool, share))
+    if given != tokens:
+        big = max(range(len(out)), key=lambda j: out[j][2])
+        part, tool, share = out[big]
+        out[big] = (part, tool, share + tokens - given)
+    return tuple(out)
+
+
+def _splits(state: State, cache: dict[int, tuple[Any, int, Split]]) -> list[Split]:
+    """Each context message's split; ``cache`` keeps them by message (id -> (message, tokens, split))
+    and is pruned to the context's messages when it has grown past twice their number."""
+    out: list[Split] = []
+    for row in state.messages:
+        message = row.message
+        key = id(message)
+        kept = cache.get(key)
+        if kept is None or kept[0] is not message or kept[1] != row.tokens:
+            kept = cache[key] = (message, row.tokens, split_message(message, row.tokens))
+        out.append(kept[2])
+    if len(cache) > 2 * len(state.messages) + 64:
+        live = {id(row.message) for row in state.messages}
+        for key in [k for k in cache if k not in live]:
+            del cache[key]
+    return out
+
+
+def parts_of(state: State, splits: list[Split], pinned: set[str]) -> Parts:
+    """The context's tokens by part: the messages' splits summed, pinned entries' messages whole."""
+    parts = dict.fromkeys(PARTS, 0)
+    by_tool: dict[str, int] = {}
+    ids = state.ids
+    for p, split in enumerate(splits):
+        if pinned and ids[p] in pinned:
+            parts["pinned"] += state.messages[p].tokens
+            continue
+        for part, tool, tokens in split:
+            parts[part] += tokens
+            if tool is not None:
+                by_tool[tool] = by_tool.get(tool, 0) + tokens
+    ordered = dict(sorted(by_tool.items(), key=lambda kv: (-kv[1], kv[0])))
+    return Parts(parts, ordered)
+
+
+def top_entries(state: State, count: int, pinned: set[str]) -> list[TopEntry]:
+    """The ``count`` entries whose messages weigh most in the context, heaviest first (an entry's
+    messages are adjacent; pinned messages carried after a summary are entries of their own)."""
+    if count <= 0 or not state.messages:
+        return []
+    groups: list[tuple[int, int, int]] = []  # (tokens, first message, end)
+    ids, cum = state.ids, state.cum
+    start = 0
+    n = len(ids)
+    for p in range(1, n + 1):
+        if p == n or ids[p] != ids[start]:
+            groups.append((cum[p] - cum[start], start, p))
+            start = p
+    out = []
+    for tokens, _, end in heapq.nlargest(count, groups, key=lambda g: (g[0], -g[1])):
+        last = state.messages[end - 1]
+        out.append(
+            TopEntry(
+                entryId=last.entryId,
+                line=last.line,
+                role=last.role,
+                tool=_tool_of(last.message),
+                tokens=tokens,
+                pinned=last.entryId in pinned,
+            )
+        )
+    return out
+
+
+def _tool_of(message: Mapping[str, Any]) -> str | None:
+    if message.get("role") == "toolResult":
+        return _name(message.get("toolName"))
+    if message.get("role") == "assistant":
+        for block in message.get("content") or ():
+            if isinstance(block, Mapping) and block.get("type") == "toolCall":
+                return _name(block.get("name"))
+    return None
+
+
+@attrs.define
+class Composition:
+    """What fills the context at ``leafId`` and how it grew (``context/composition``'s answer)."""
+
+    leafId: str | None
+    revision: str
+    """``context/build``'s revision of the same context."""
+    window: int
+    threshold: int
+    """The size above which a compaction is due (``window - reserve``, or the trigger share)."""
+    reserve: int
+    """Tokens kept free for the model's answer (``reserveTokens``)."""
+    contextTokens: int
+    """The context's size as auto-compaction judges it (``context/build``'s ``contextTokens``)."""
+    estimatedTokens: int
+    """The sum of the messages' estimates, which the parts add up to."""
+    percent: float
+    parts: dict[str, int]
+    toolResultsByTool: dict[str, int]
+    top: list[TopEntry]
+    timeline: list[TimelinePoint]
+    markers: list[Marker]
+
+    def to_json(self) -> dict[str, Any]:
+        return attrs.asdict(self)
+
+
+def composition(
+    session: Session, leaf_id: str | None = None, *, window: int, threshold: int, reserve: int, top: int = 10
+) -> Composition:
+    """The composition of the context at ``leaf_id`` (default: the leaf), from the kept context."""
+    live = live_context(session)
+    state = live.at(leaf_id)
+    revision = live.revision()
+    if state is None:
+        empty = dict.fromkeys(PARTS, 0)
+        return Composition(None, revision, window, threshold, reserve, 0, 0, 0.0, empty, {}, [], [], [])
+    cache = session.derived.setdefault("composition", {})
+    chosen = pinned(session.file)
+    found = parts_of(state, _splits(state, cache), chosen)
+    tokens = state.tokens()
+    points, markers = timeline(session, state.leaf, tokens)
+    return Composition(
+        leafId=session.tree.id_of(state.leaf),
+        revision=revision,
+        window=window,
+        threshold=threshold,
+        reserve=reserve,
+        contextTokens=tokens,
+        estimatedTokens=state.cum[-1],
+        percent=round(100.0 * tokens / window, 1) if window else 0.0,
+        parts=found.parts,
+        toolResultsByTool=found.toolResultsByTool,
+        top=top_entries(state, top, chosen),
+        timeline=points,
+        markers=markers,
+    )
