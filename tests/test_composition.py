@@ -101,3 +101,19 @@ def test_a_message_splits_by_part_and_adds_up() -> None:
     system = {"role": "system", "content": "p" * 8, "toolsAdded": [{"name": "t"}]}
     split = split_message(system, estimate_tokens(system))
     assert dict((s[0], s[2]) for s in split) == {"system": 2, "tools": 4}  # 8 + 14 characters: ceil(22 / 4) = 6
+
+
+def test_an_overflow_left_behind_and_a_compaction_are_marked(tmp_path: Path) -> None:
+    s = Session.open(create_session(str(tmp_path), "/w"))
+    (asked,) = s.append([{"type": "message", "message": {"role": "user", "content": "x" * 400}}])
+    error = {"role": "assistant", "content": [], "stopReason": "error", "errorMessage": "prompt is too long: 9 > 8"}
+    (failed,) = s.append([{"type": "message", "message": error}])
+    summary = {"type": "compaction", "summary": "s" * 40, "firstKeptEntryId": asked, "tokensBefore": 900}
+    (compacted,) = s.append([summary], parent_id=asked)  # the overflow leaves the context
+    (after,) = s.append([{"type": "message", "message": {"role": "user", "content": "y" * 8}}])
+    got = _composition(s)
+    kinds = [(m.kind, m.entryId) for m in got.markers]
+    assert ("overflow", failed) in kinds and ("branch", asked) in kinds and ("compaction", compacted) in kinds
+    mark = next(m for m in got.markers if m.kind == "compaction")
+    assert mark.tokensBefore == 900 and mark.tokensAfter == 10 + 100  # the summary and the kept message
+    assert got.timeline[mark.at].kind == "compaction" and got.timeline[-1].entryId == after

@@ -22,6 +22,7 @@ import attrs
 from ctxd.context.build import _estimate, _trusted_usage
 from ctxd.context.rules import TURN_START_ROLES, USAGE_INVALIDATORS, is_overflow_message, is_system, may_yield
 from ctxd.context.tokens import estimate_tokens
+from ctxd.formats.codec import MessageHead
 from ctxd.tree.index import NONE
 from ctxd.tree.session import Session
 
@@ -175,13 +176,23 @@ def _advance(session: Session, walk: _Walk, new: list[int]) -> None:
             used = _trusted_usage(head)
             if used is not None:
                 walk.usage = (used, walk.running)
-            fields = {"role": role, "stopReason": message.stopReason, "errorMessage": message.errorMessage}
-            if is_overflow_message(fields):
+            if _overflowed(message):
                 walk.markers.append(Marker("overflow", at, tree.id_of(i), detail=(message.errorMessage or "")[:200]))
         others = [c for c in tree.child_ids(i) if not tree.is_bookkeeping(c)]
         if len(others) > 1:
             n = len(others) - 1
             walk.markers.append(Marker("branch", at, tree.id_of(i), detail=f"{n} other branch{'es' if n > 1 else ''}"))
+            # An overflow leaves the context (the compaction starts from the entry before it): it
+            # shows as a child of the path that the path does not take.
+            for c in others:
+                error = heads[c].message
+                if error is not None and not tree.is_ancestor(c, new[-1]) and _overflowed(error):
+                    walk.markers.append(Marker("overflow", at, tree.id_of(c), detail=(error.errorMessage or "")[:200]))
+
+
+def _overflowed(message: MessageHead) -> bool:
+    fields = {"role": message.role, "stopReason": message.stopReason, "errorMessage": message.errorMessage}
+    return is_overflow_message(fields)
 
 
 def _close_turn(walk: _Walk, id_of: Any) -> None:
