@@ -196,3 +196,9 @@ def cmd_demo(args: argparse.Namespace) -> int:
     from ctxd.cli.demo import run_demo
 
     return run_demo()
+
+
+def cmd_stats(args: argparse.Namespace) -> int:
+    from ctxd.cli.stats import run_stats
+
+    return run_stats(args)
