@@ -40,6 +40,7 @@ fi
 # --- build and package ---------------------------------------------------------------------
 say "type-check (tsc, strict)"
 timeout 180 npx --no-install tsc -p . --noEmit
+timeout 180 npx --no-install tsc -p webview --noEmit
 say "bundle (esbuild)"
 timeout 120 node scripts/build.mjs --minify
 say "package the .vsix (vsce)"
