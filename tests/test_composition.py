@@ -52,9 +52,12 @@ def _check(s: Session) -> None:
     # The timeline: its last turn is the context's size now; the kept walk equals a fresh one.
     if got.timeline and got.timeline[-1].kind == "turn":
         assert got.timeline[-1].tokens == got.contextTokens
+    # What is kept with the session (the walk, the sums) equals a computation from scratch.
     s.derived.pop("timeline", None)
+    s.derived.pop("composition", None)
     again = _composition(s)
     assert again.timeline == got.timeline and again.markers == got.markers
+    assert (again.parts, again.toolResultsByTool, again.top) == (got.parts, got.toolResultsByTool, got.top)
     assert all(0 <= m.at < len(got.timeline) for m in got.markers)
 
 

@@ -8,14 +8,13 @@ add up to its estimate exactly, so the parts of a context add up to its ``estima
 
 A message whose entry is pinned counts as ``pinned`` whole (carried after a summary or not).
 
-Computed from :class:`ctxd.context.live.LiveContext`'s kept state: a message's split is kept by the
-message (the kept state shares its dicts between answers), so after an append only the new messages
-are split; the sums are one pass over the context.
+Computed from :class:`ctxd.context.live.LiveContext`'s kept state; the sums are kept with the
+session (:class:`ctxd.context.tally.Tally`) and redone only from the first message that changed,
+so after an append only the new messages are looked at.
 """
 
 from __future__ import annotations
 
-import heapq
 import math
 from collections.abc import Mapping
 from typing import Any
@@ -25,6 +24,7 @@ import attrs
 from ctxd.context.live import live_context
 from ctxd.context.live_state import State
 from ctxd.context.pins import pinned
+from ctxd.context.tally import Split, Tally
 from ctxd.context.timeline import Marker, TimelinePoint, timeline
 from ctxd.context.tokens import IMAGE_CHARS, js_json_len, js_len, js_truthy
 from ctxd.tree.session import Session
@@ -47,9 +47,6 @@ PARTS = (
     "bashExecution",
 )
 """The parts, in the order a bar stacks them."""
-
-Split = tuple[tuple[str, str | None, int], ...]
-"""One message's split: (part, tool name for tool results, tokens)."""
 
 
 @attrs.define
@@ -165,56 +162,17 @@ def split_message(message: Mapping[str, Any], tokens: int) -> Split:
     return tuple(out)
 
 
-def _splits(state: State, cache: dict[int, tuple[Any, int, Split]]) -> list[Split]:
-    """Each context message's split; ``cache`` keeps them by message (id -> (message, tokens, split))
-    and is pruned to the context's messages when it has grown past twice their number."""
-    out: list[Split] = []
-    for row in state.messages:
-        message = row.message
-        key = id(message)
-        kept = cache.get(key)
-        if kept is None or kept[0] is not message or kept[1] != row.tokens:
-            kept = cache[key] = (message, row.tokens, split_message(message, row.tokens))
-        out.append(kept[2])
-    if len(cache) > 2 * len(state.messages) + 64:
-        live = {id(row.message) for row in state.messages}
-        for key in [k for k in cache if k not in live]:
-            del cache[key]
-    return out
+def parts_of(tally: Tally) -> Parts:
+    """The kept tokens by part, and tool results by tool (heaviest first)."""
+    ordered = dict(sorted(tally.by_tool.items(), key=lambda kv: (-kv[1], kv[0])))
+    return Parts(dict(tally.parts), ordered)
 
 
-def parts_of(state: State, splits: list[Split], pinned: set[str]) -> Parts:
-    """The context's tokens by part: the messages' splits summed, pinned entries' messages whole."""
-    parts = dict.fromkeys(PARTS, 0)
-    by_tool: dict[str, int] = {}
-    ids = state.ids
-    for p, split in enumerate(splits):
-        if pinned and ids[p] in pinned:
-            parts["pinned"] += state.messages[p].tokens
-            continue
-        for part, tool, tokens in split:
-            parts[part] += tokens
-            if tool is not None:
-                by_tool[tool] = by_tool.get(tool, 0) + tokens
-    ordered = dict(sorted(by_tool.items(), key=lambda kv: (-kv[1], kv[0])))
-    return Parts(parts, ordered)
-
-
-def top_entries(state: State, count: int, pinned: set[str]) -> list[TopEntry]:
+def top_entries(state: State, tally: Tally, count: int, pinned: set[str]) -> list[TopEntry]:
     """The ``count`` entries whose messages weigh most in the context, heaviest first (an entry's
     messages are adjacent; pinned messages carried after a summary are entries of their own)."""
-    if count <= 0 or not state.messages:
-        return []
-    groups: list[tuple[int, int, int]] = []  # (tokens, first message, end)
-    ids, cum = state.ids, state.cum
-    start = 0
-    n = len(ids)
-    for p in range(1, n + 1):
-        if p == n or ids[p] != ids[start]:
-            groups.append((cum[p] - cum[start], start, p))
-            start = p
     out = []
-    for tokens, _, end in heapq.nlargest(count, groups, key=lambda g: (g[0], -g[1])):
+    for tokens, _, end in tally.top(count):
         last = state.messages[end - 1]
         out.append(
             TopEntry(
@@ -276,9 +234,12 @@ def composition(
     if state is None:
         empty = dict.fromkeys(PARTS, 0)
         return Composition(None, revision, window, threshold, reserve, 0, 0, 0.0, empty, {}, [], [], [])
-    cache = session.derived.setdefault("composition", {})
+    tally = session.derived.get("composition")
+    if not isinstance(tally, Tally):
+        tally = session.derived["composition"] = Tally(dict.fromkeys(PARTS, 0))
     chosen = pinned(session.file)
-    found = parts_of(state, _splits(state, cache), chosen)
+    tally.update(state, chosen, split_message)
+    found = parts_of(tally)
     tokens = state.tokens()
     points, markers = timeline(session, state.leaf, tokens)
     return Composition(
@@ -292,7 +253,7 @@ def composition(
         percent=round(100.0 * tokens / window, 1) if window else 0.0,
         parts=found.parts,
         toolResultsByTool=found.toolResultsByTool,
-        top=top_entries(state, top, chosen),
+        top=top_entries(state, tally, top, chosen),
         timeline=points,
         markers=markers,
     )
