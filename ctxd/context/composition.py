@@ -26,7 +26,7 @@ from ctxd.context.live_state import State
 from ctxd.context.pins import pinned
 from ctxd.context.tally import Split, Tally
 from ctxd.context.timeline import Marker, TimelinePoint, timeline
-from ctxd.context.tokens import IMAGE_CHARS, js_json_len, js_len, js_truthy
+from ctxd.context.tokens import assistant_chars, js_json_len, js_len, js_truthy, text_and_image_chars
 from ctxd.tree.session import Session
 
 __all__ = ["PARTS", "Composition", "Parts", "TopEntry", "composition", "parts_of", "split_message", "top_entries"]
@@ -79,55 +79,24 @@ def _chars(message: Mapping[str, Any]) -> list[tuple[str, str | None, int]]:
     if role in ("user", "toolResult", "custom"):
         part = {"user": "user", "toolResult": "toolResults", "custom": "custom"}[role]
         tool = _name(message.get("toolName")) if role == "toolResult" else None
-        if isinstance(content, str):
-            return [(part, tool, js_len(content))]
-        text = images = 0
-        for block in content if isinstance(content, list) else ():
-            if isinstance(block, Mapping):
-                if block.get("type") == "text" and isinstance(block.get("text"), str):
-                    text += js_len(block["text"])
-                elif block.get("type") == "image":
-                    images += IMAGE_CHARS
+        text, images = text_and_image_chars(content)
         return [(part, tool, text), ("images", None, images)]
     if role == "assistant":
-        text = thinking = calls = 0
-        for block in content if isinstance(content, list) else ():
-            if not isinstance(block, Mapping):
-                continue
-            kind = block.get("type")
-            if kind == "text":
-                text += _len(block.get("text"))
-            elif kind == "thinking":
-                thinking += _len(block.get("thinking"))
-            elif kind == "toolCall":
-                calls += _len(block.get("name")) + js_json_len(block.get("arguments", {}))
+        text, thinking, calls = assistant_chars(content)
         return [("assistant", None, text), ("thinking", None, thinking), ("toolCalls", None, calls)]
     if role == "bashExecution":
         return [("bashExecution", None, _len(message.get("command")) + _len(message.get("output")))]
     if role in ("branchSummary", "compactionSummary"):
         return [("summary" if role == "compactionSummary" else "branchSummary", None, _len(message.get("summary")))]
     if role == "system":
-        return _system_chars(message)
+        prompt, images = text_and_image_chars(content)
+        sections = message.get("sections")
+        if isinstance(sections, Mapping):
+            prompt += sum(js_len(v) for v in sections.values() if isinstance(v, str))
+        added = message.get("toolsAdded")
+        tools = js_json_len(added) if js_truthy(added) else 0
+        return [("system", None, prompt), ("tools", None, tools), ("images", None, images)]
     return []
-
-
-def _system_chars(message: Mapping[str, Any]) -> list[tuple[str, str | None, int]]:
-    content = message.get("content")
-    prompt = images = 0
-    if isinstance(content, str):
-        prompt = js_len(content)
-    for block in content if isinstance(content, list) else ():
-        if isinstance(block, Mapping):
-            if block.get("type") == "text" and isinstance(block.get("text"), str):
-                prompt += js_len(block["text"])
-            elif block.get("type") == "image":
-                images += IMAGE_CHARS
-    sections = message.get("sections")
-    if isinstance(sections, Mapping):
-        prompt += sum(js_len(v) for v in sections.values() if isinstance(v, str))
-    added = message.get("toolsAdded")
-    tools = js_json_len(added) if js_truthy(added) else 0
-    return [("system", None, prompt), ("tools", None, tools), ("images", None, images)]
 
 
 def _len(value: Any) -> int:

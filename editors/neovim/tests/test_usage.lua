@@ -23,14 +23,7 @@ local function float_lines()
   return T.lines(buf)
 end
 
-local function groups_on(lnum)
-  local marks = vim.api.nvim_buf_get_extmarks(buf, usage.ns, { lnum - 1, 0 }, { lnum - 1, -1 }, { details = true })
-  local groups = {}
-  for _, m in ipairs(marks) do
-    groups[m[4].hl_group] = true
-  end
-  return groups
-end
+local function groups_on(lnum) return T.groups_at(buf, lnum, usage.ns) end
 
 T.test(':Ctxd usage opens a float with the window bar, the parts, the heaviest entries and the timeline', function()
   ctxd.open_tree({ session = s.path })

@@ -57,6 +57,7 @@ export class Commands implements vscode.Disposable {
     register(Command.loadMore, () => this.deps.store.loadMore());
     register(Command.revealLeaf, this.revealLeaf);
     register(Command.revealEntry, this.revealEntry);
+    register(Command.showComposition, () => vscode.commands.executeCommand(`${View.context}.focus`));
     register(Command.closeSession, () => this.deps.store.close());
     this.disposables.push(
       this.deps.store.onDidChangeStatus(() => {

@@ -35,6 +35,7 @@ export const Command = {
   revealLeaf: 'ctxd.revealLeaf',
   closeSession: 'ctxd.closeSession',
   revealEntry: 'ctxd.revealEntry',
+  showComposition: 'ctxd.showComposition',
 } as const;
 
 export const Config = {

@@ -84,9 +84,9 @@ function page(webview: vscode.Webview, dist: vscode.Uri): string {
 <div id="empty" class="empty">Open a session to see what fills its context.</div>
 <main id="main" hidden>
   <p id="headline" class="headline"></p>
-  <section><h2>Window</h2><div class="bar"><canvas id="bar" aria-label="the context window by part"></canvas></div></section>
-  <section><h2>Timeline <span id="timeline-summary" class="muted"></span></h2><div class="line"><canvas id="timeline" aria-label="context tokens per turn"></canvas></div></section>
-  <section><h2>Heaviest entries</h2><ol id="top" class="top"></ol></section>
+  <section id="window"><h2>Window</h2><div class="bar"><canvas id="bar" aria-label="the context window by part"></canvas></div></section>
+  <section id="timeline-section"><h2>Timeline <span id="timeline-summary" class="muted"></span></h2><div class="line"><canvas id="timeline" aria-label="context tokens per turn"></canvas></div></section>
+  <section id="top-section"><h2>Heaviest entries</h2><ol id="top" class="top"></ol></section>
 </main>
 <script nonce="${nonce}" src="${script}"></script>
 </body>

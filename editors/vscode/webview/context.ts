@@ -263,8 +263,13 @@ function render(): void {
   drawBar(m);
   drawTimeline(m);
   drawTop(m);
+  // What the view shows, for tests and assistive tools: the leaf, the compactions, and where the
+  // last compaction's marker is drawn (canvas pixels) so that a pointer can hover it.
   document.body.dataset.leaf = m.leafId ?? '';
   document.body.dataset.compactions = String(m.timeline.marks.filter((x) => x.kind === 'compaction').length);
+  const marks = line?.getDatasetMeta(2).data.filter((_, i) => m.timeline.marks.some((x) => x.kind === 'compaction' && x.index === i));
+  const last = marks?.[marks.length - 1];
+  document.body.dataset.compactionMarker = last ? `${Math.round(last.x)},${Math.round(last.y)}` : '';
 }
 
 window.addEventListener('message', (event: MessageEvent<{ type: string; model: CompositionModel | null }>) => {
