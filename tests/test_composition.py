@@ -120,3 +120,16 @@ def test_an_overflow_left_behind_and_a_compaction_are_marked(tmp_path: Path) -> 
     mark = next(m for m in got.markers if m.kind == "compaction")
     assert mark.tokensBefore == 900 and mark.tokensAfter == 10 + 100  # the summary and the kept message
     assert got.timeline[mark.at].kind == "compaction" and got.timeline[-1].entryId == after
+
+
+def test_a_branch_continued_from_the_leaf_marker_is_marked(tmp_path: Path) -> None:
+    """Another process continues from the last line, which may be ctxd's leaf marker (pi does)."""
+    s = Session.open(create_session(str(tmp_path), "/w"))
+    (first,) = s.append([{"type": "message", "message": {"role": "user", "content": "one"}}])
+    s.append([{"type": "message", "message": {"role": "user", "content": "two"}}])
+    assert _composition(s).markers == []  # walked once: the kept walk must notice the new branch
+    marker = s.move_leaf(first)
+    assert _composition(s).markers == []  # a bare marker is no branch yet
+    s.append([{"type": "message", "message": {"role": "user", "content": "other"}}], parent_id=marker)
+    got = _composition(s)
+    assert [(m.kind, m.entryId, m.detail) for m in got.markers] == [("branch", first, "1 other branch")]

@@ -125,7 +125,7 @@ def _extension(session: Session, walk: _Walk, leaf: int) -> list[int] | None:
         return []
     if walk.leaf == NONE or tree.depth[leaf] < tree.depth[walk.leaf]:
         return None
-    if len([c for c in tree.child_ids(walk.leaf) if not tree.is_bookkeeping(c)]) > 1:
+    if len(_branches(session, walk.leaf)) > 1:
         return None  # the walked leaf became a branch point: its marker is new
     segment = _down(session, walk.leaf, leaf)
     if len(segment) != tree.depth[leaf] - tree.depth[walk.leaf]:
@@ -178,7 +178,7 @@ def _advance(session: Session, walk: _Walk, new: list[int]) -> None:
                 walk.usage = (used, walk.running)
             if _overflowed(message):
                 walk.markers.append(Marker("overflow", at, tree.id_of(i), detail=(message.errorMessage or "")[:200]))
-        others = [c for c in tree.child_ids(i) if not tree.is_bookkeeping(c)]
+        others = _branches(session, i)
         if len(others) > 1:
             n = len(others) - 1
             walk.markers.append(Marker("branch", at, tree.id_of(i), detail=f"{n} other branch{'es' if n > 1 else ''}"))
@@ -188,6 +188,13 @@ def _advance(session: Session, walk: _Walk, new: list[int]) -> None:
                 error = heads[c].message
                 if error is not None and not tree.is_ancestor(c, new[-1]) and _overflowed(error):
                     walk.markers.append(Marker("overflow", at, tree.id_of(c), detail=(error.errorMessage or "")[:200]))
+
+
+def _branches(session: Session, i: int) -> list[int]:
+    """The children of ``i`` that start a branch: a leaf marker or a pin counts only once something
+    follows it (another process continues from the last line, which may be ctxd's leaf marker)."""
+    tree = session.tree
+    return [c for c in tree.child_ids(i) if not tree.is_bookkeeping(c) or tree.child_ids(c)]
 
 
 def _overflowed(message: MessageHead) -> bool:

@@ -227,9 +227,11 @@ async function docsPicture(p: Page, name: string): Promise<void> {
   if (!panel || !sidebar) {
     throw new Error('no panel or sidebar to picture');
   }
-  const x = sidebar.x;
-  const y = sidebar.y;
-  const clip = { x, y, width: panel.x + panel.width - x, height: panel.y + panel.height - y };
+  const x = Math.min(sidebar.x, panel.x);
+  const y = Math.min(sidebar.y, panel.y);
+  const right = Math.max(sidebar.x + sidebar.width, panel.x + panel.width);
+  const bottom = Math.max(sidebar.y + sidebar.height, panel.y + panel.height);
+  const clip = { x, y, width: right - x, height: bottom - y };
   await p.screenshot({ path: join(dir, `${name}.png`), clip, timeout: 15_000 });
   log(`docs picture ${join(dir, `${name}.png`)}`);
 }
@@ -546,7 +548,7 @@ async function main(): Promise<void> {
   });
 
   await step('the Context view draws the window by part, the timeline and the heaviest entries', async () => {
-    await runCommand(p, 'ctxd: Show Context Composition');
+    await runCommand(p, 'ctxd: Show What Fills the Context');
     const view = contextFrame(p);
     await view.locator('#headline', { hasText: /^112k of 200k tokens \(56%\) · compaction at 184k · reserve 16k$/ }).waitFor({ timeout: 30_000 });
     for (const id of ['#bar', '#timeline']) {
@@ -623,6 +625,10 @@ async function main(): Promise<void> {
     const leaf = writer.assistant('The tax column rounds half-even now.', 31_000);
     await view.locator(`body[data-leaf="${leaf}"]`).waitFor({ timeout: 30_000 });
     await view.locator('#headline', { hasText: /^31k of 200k tokens/ }).waitFor({ timeout: 10_000 });
+    // The pictures: no toasts, the panel maximised, the pointer on the compaction's marker.
+    await runCommand(p, 'Notifications: Clear All Notifications');
+    await runCommand(p, 'View: Toggle Maximized Panel');
+    await p.waitForTimeout(800);
     await hoverCompaction(p);
     await screenshot('context-compaction-dark');
     await docsPicture(p, 'context-view-dark');
@@ -632,6 +638,8 @@ async function main(): Promise<void> {
     await hoverCompaction(p);
     await screenshot('context-compaction-light');
     await docsPicture(p, 'context-view-light');
+    await runCommand(p, 'View: Toggle Maximized Panel');
+    await p.waitForTimeout(500);
     // A click on a heaviest entry selects it in the Conversation tree.
     await view.locator('#top button').first().click();
     await pane(p, 'Conversation').locator('.monaco-list-row.selected').first().waitFor({ timeout: 15_000 });
