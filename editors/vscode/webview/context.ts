@@ -125,6 +125,17 @@ function drawBar(m: CompositionModel): void {
   });
 }
 
+/** Where the last compaction's marker is drawn (canvas pixels, after every layout), so that a
+ * pointer can be put on it: body[data-compaction-marker="x,y"]. */
+const markerSpot: Plugin<'line'> = {
+  id: 'ctxdMarkerSpot',
+  afterRender(chart) {
+    const points = chart.getDatasetMeta(2).data.filter((_, i) => (chart.data.datasets[2]?.data[i] ?? null) !== null);
+    const last = points[points.length - 1];
+    document.body.dataset.compactionMarker = last ? `${Math.round(last.x)},${Math.round(last.y)}` : '';
+  },
+};
+
 function drawTimeline(m: CompositionModel): void {
   const foreground = css('--vscode-foreground');
   const grid = css('--vscode-widget-border', css('--vscode-panel-border', '#8884'));
@@ -187,6 +198,7 @@ function drawTimeline(m: CompositionModel): void {
   line = new Chart(el<HTMLCanvasElement>('timeline'), {
     type: 'line',
     data: { labels: m.timeline.labels, datasets },
+    plugins: [markerSpot],
     options: {
       animation: false,
       maintainAspectRatio: false,
@@ -263,13 +275,11 @@ function render(): void {
   drawBar(m);
   drawTimeline(m);
   drawTop(m);
-  // What the view shows, for tests and assistive tools: the leaf, the compactions, and where the
-  // last compaction's marker is drawn (canvas pixels) so that a pointer can hover it.
+  // What the view shows, for tests and assistive tools: the leaf and the compactions (and, from
+  // markerSpot, where the last compaction's marker is drawn).
   document.body.dataset.leaf = m.leafId ?? '';
   document.body.dataset.compactions = String(m.timeline.marks.filter((x) => x.kind === 'compaction').length);
-  const marks = line?.getDatasetMeta(2).data.filter((_, i) => m.timeline.marks.some((x) => x.kind === 'compaction' && x.index === i));
-  const last = marks?.[marks.length - 1];
-  document.body.dataset.compactionMarker = last ? `${Math.round(last.x)},${Math.round(last.y)}` : '';
+
 }
 
 window.addEventListener('message', (event: MessageEvent<{ type: string; model: CompositionModel | null }>) => {
