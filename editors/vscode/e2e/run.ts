@@ -630,14 +630,14 @@ async function main(): Promise<void> {
     await runCommand(p, 'View: Toggle Maximized Panel');
     await p.waitForTimeout(800);
     await hoverCompaction(p);
+    await docsPicture(p, 'context-view-dark'); // first: screenshot() moves the pointer away
     await screenshot('context-compaction-dark');
-    await docsPicture(p, 'context-view-dark');
     await setTheme(p, 'Light Modern');
     await view.locator('body.vscode-light').waitFor({ timeout: 20_000 });
     await p.waitForTimeout(500);
     await hoverCompaction(p);
-    await screenshot('context-compaction-light');
     await docsPicture(p, 'context-view-light');
+    await screenshot('context-compaction-light');
     await runCommand(p, 'View: Toggle Maximized Panel');
     await p.waitForTimeout(500);
     // A click on a heaviest entry selects it in the Conversation tree.
