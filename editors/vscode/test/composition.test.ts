@@ -68,7 +68,7 @@ describe('projectComposition', () => {
     assert.deepEqual(m.timeline.tokens, [9000, 17_000, 3000, 12_500]);
     assert.deepEqual(m.timeline.labels, ['turn 1', 'turn 2', 'compaction after turn 2', 'turn 3']);
     assert.deepEqual(m.timeline.marks, [
-      { index: 2, tokens: 3000, kind: 'compaction', text: 'Compaction: 17,000 → 3,000 tokens · trigger: threshold · summariser: offline' },
+      { index: 2, tokens: 3000, kind: 'compaction', text: 'Compaction: 17,000 → 3,000 tokens\ntrigger: threshold\nsummariser: offline' },
       { index: 1, tokens: 17_000, kind: 'branch', text: 'Branch: 1 other branch' },
     ]);
     assert.equal(m.timelineSummary, '1 compaction · 1 branch · 0 overflows');
@@ -146,7 +146,7 @@ describe('CompositionFeed against ctxd serve', { timeout: 120_000 }, () => {
     await until(() => feed.latest!.markers.some((m) => m.kind === 'compaction'), 30_000, 'the compaction in the timeline');
     const m = projectComposition(feed.latest!);
     const mark = m.timeline.marks.find((x) => x.kind === 'compaction')!;
-    assert.match(mark.text, /^Compaction: 11,000 → [\d,]+ tokens · trigger: threshold · summariser: offline$/);
+    assert.match(mark.text, /^Compaction: 11,000 → [\d,]+ tokens\ntrigger: threshold\nsummariser: offline$/);
     assert.ok(m.segments.some((s) => s.part === 'summary'));
   });
 });

@@ -39,7 +39,7 @@ export interface TimelineMark {
   index: number;
   tokens: number;
   kind: 'compaction' | 'overflow' | 'branch';
-  /** What a hover says (for a compaction: tokens before → after, trigger, summariser). */
+  /** What a hover says, one line each (for a compaction: tokens before → after, trigger, summariser). */
   text: string;
 }
 
@@ -132,7 +132,7 @@ export function projectComposition(c: Composition): CompositionModel {
 function markText(m: Composition['markers'][number]): string {
   if (m.kind === 'compaction') {
     const how = [m.trigger ? `trigger: ${m.trigger}` : '', m.summarizer ? `summariser: ${m.summarizer}` : ''].filter(Boolean);
-    return `Compaction: ${formatInt(m.tokensBefore)} → ${formatInt(m.tokensAfter)} tokens${how.length ? ` · ${how.join(' · ')}` : ''}`;
+    return [`Compaction: ${formatInt(m.tokensBefore)} → ${formatInt(m.tokensAfter)} tokens`, ...how].join('\n');
   }
   if (m.kind === 'overflow') {
     return `Overflow${m.detail ? `: ${m.detail}` : ''}`;
