@@ -58,6 +58,7 @@ class Composing(ServiceBase):
             self._pending.discard(path)
             opened = self.registry.get(path)
             if opened is None:
+                self._followed.pop(path, None)  # closed or deleted: nothing left to follow
                 return
             top = self._followed.get(path, 10)
             async with opened.lock:
