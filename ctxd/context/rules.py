@@ -13,7 +13,6 @@ from datetime import UTC, datetime
 from typing import Any
 
 from ctxd.formats.codec import LineHead
-from ctxd.llm import is_overflow_text
 
 TURN_START_ROLES = frozenset({"user", "bashExecution", "custom", "branchSummary", "compactionSummary"})
 """pi's ``isTurnStartMessage``: a turn begins with input, not with the model's reply."""
@@ -39,6 +38,8 @@ def is_overflow_message(message: Mapping[str, Any]) -> bool:
     """An assistant error saying the context overflowed (by its text or its error class)."""
     if message.get("role") != "assistant" or message.get("stopReason") != "error":
         return False
+    from ctxd.llm import is_overflow_text  # here: reading sessions needs none of ctxd.llm's imports
+
     error_class = str(message.get("errorType") or message.get("errorName") or "")
     return is_overflow_text(str(message.get("errorMessage") or "")) or "ContextWindowExceeded" in error_class
 
