@@ -50,3 +50,21 @@ def history_entry(op: str, n: int, path: list[str]) -> dict[str, Any] | None:
     if op == "label" and pick is not None:
         return {"type": "label", "targetId": pick, "label": "l"}
     return None
+
+
+def rich_entry(op: str, n: int) -> dict[str, Any] | None:
+    """Entries with every part a context's composition tells apart (thinking, tool calls, images in
+    tool results, shell runs), for the composition's property test; None for another op."""
+    if op == "assistant_thinking_call":
+        call = {"type": "toolCall", "id": f"c{n}", "name": f"tool{n % 3}", "arguments": {"n": n, "s": "é" * (n % 5)}}
+        blocks = [{"type": "thinking", "thinking": "t" * n}, {"type": "text", "text": "a" * (n % 7)}, call]
+        said = {"role": "assistant", "content": blocks, "stopReason": "toolUse", "timestamp": 1}
+        return {"type": "message", "message": said}
+    if op == "tool_result_image":
+        content = [{"type": "text", "text": "r" * n}, {"type": "image", "data": "aGk=", "mimeType": "image/png"}]
+        result = {"role": "toolResult", "toolCallId": f"c{n}", "toolName": f"tool{n % 3}", "content": content}
+        return {"type": "message", "message": {**result, "timestamp": 1}}
+    if op == "bash_execution":
+        run = {"role": "bashExecution", "command": "ls " * (n % 4), "output": "o" * n, "exitCode": 0, "timestamp": 1}
+        return {"type": "message", "message": run}
+    return None

@@ -87,6 +87,14 @@ def _parser() -> argparse.ArgumentParser:
 
     sub.add_parser("demo", help="show what ctxd does on a sample session")
 
+    st = sub.add_parser("stats", help="what fills a session's context: the window by part, top entries, timeline")
+    st.add_argument("file")
+    st.add_argument("--json", action="store_true", help="the composition, as the daemon's context/composition")
+    st.add_argument("--ascii", action="store_true", help="plain ASCII (the default when stdout is not a terminal)")
+    st.add_argument("--top", type=count(0), default=10, help="how many of the heaviest entries (default 10)")
+    st.add_argument("--window", type=count(1), help="the context window (default: the configured one)")
+    st.add_argument("--width", type=count(20), default=72, help="columns of the bar and the timeline (default 72)")
+
     hk = sub.add_parser("hook", help="run one Claude Code hook (JSON on stdin); see integrations/claude-code")
     hk.add_argument("event", help="PreCompact, SessionStart, PostCompact, UserPromptSubmit, PostToolUse, SessionEnd")
 

@@ -208,3 +208,9 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     from ctxd.cli.setup import cmd_doctor as run_doctor
 
     return run_doctor(args)
+
+
+def cmd_stats(args: argparse.Namespace) -> int:
+    from ctxd.cli.stats import run_stats
+
+    return run_stats(args)

@@ -9,17 +9,11 @@ from typing import Any, Literal
 import attrs
 
 from ctxd.compaction.settings import CompactionSettings
-from ctxd.llm import is_overflow_text
+from ctxd.context.rules import is_overflow_message
+
+__all__ = ["Decision", "Trigger", "decide", "is_overflow_message"]
 
 Trigger = Literal["threshold", "overflow", "manual"]
-
-
-def is_overflow_message(message: Mapping[str, Any]) -> bool:
-    """An assistant error saying the context overflowed (by its text or its error class)."""
-    if message.get("role") != "assistant" or message.get("stopReason") != "error":
-        return False
-    error_class = str(message.get("errorType") or message.get("errorName") or "")
-    return is_overflow_text(str(message.get("errorMessage") or "")) or "ContextWindowExceeded" in error_class
 
 
 @attrs.frozen

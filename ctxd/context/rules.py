@@ -34,6 +34,16 @@ def may_yield(head: LineHead) -> bool:
     return kind in MESSAGE_TYPES
 
 
+def is_overflow_message(message: Mapping[str, Any]) -> bool:
+    """An assistant error saying the context overflowed (by its text or its error class)."""
+    if message.get("role") != "assistant" or message.get("stopReason") != "error":
+        return False
+    from ctxd.llm import is_overflow_text  # here: reading sessions needs none of ctxd.llm's imports
+
+    error_class = str(message.get("errorType") or message.get("errorName") or "")
+    return is_overflow_text(str(message.get("errorMessage") or "")) or "ContextWindowExceeded" in error_class
+
+
 def is_system(head: LineHead) -> bool:
     """A ``message`` entry holding a system message (prompt state, not conversation)."""
     return head.type == "message" and head.message is not None and head.message.role == "system"

@@ -123,7 +123,15 @@ def _text_and_images(content: Any) -> int:
     """pi's ``estimateTextAndImageContentChars``: a string, or text blocks plus 4800 per image block."""
     if isinstance(content, str):
         return js_len(content)
-    chars = 0
+    text, images = text_and_image_chars(content)
+    return text + images
+
+
+def text_and_image_chars(content: Any) -> tuple[int, int]:
+    """(text, image) characters of a content as ``_text_and_images`` counts them."""
+    if isinstance(content, str):
+        return js_len(content), 0
+    chars = images = 0
     if isinstance(content, list):
         for block in content:
             if not isinstance(block, Mapping):
@@ -134,27 +142,32 @@ def _text_and_images(content: Any) -> int:
                 if isinstance(text, str):
                     chars += js_len(text)
             elif kind == "image":
-                chars += IMAGE_CHARS
-    return chars
+                images += IMAGE_CHARS
+    return chars, images
 
 
 def _assistant_chars(content: Any) -> int:
+    return sum(assistant_chars(content))
+
+
+def assistant_chars(content: Any) -> tuple[int, int, int]:
+    """(text, thinking, tool call) characters of an assistant message's content, as pi counts them."""
     # pi iterates the content as blocks: a string content has no blocks (each character's
     # ``type`` is undefined), so it counts 0; images are never counted here.
+    text = thinking = calls = 0
     if not isinstance(content, list):
-        return 0
-    chars = 0
+        return 0, 0, 0
     for block in content:
         if not isinstance(block, Mapping):
             continue
         kind = block.get("type")
         if kind == "text":
-            chars += _str_len(block.get("text"))
+            text += _str_len(block.get("text"))
         elif kind == "thinking":
-            chars += _str_len(block.get("thinking"))
+            thinking += _str_len(block.get("thinking"))
         elif kind == "toolCall":
-            chars += _str_len(block.get("name")) + js_json_len(block.get("arguments", {}))
-    return chars
+            calls += _str_len(block.get("name")) + js_json_len(block.get("arguments", {}))
+    return text, thinking, calls
 
 
 def _system_chars(message: Mapping[str, Any]) -> int:

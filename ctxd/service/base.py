@@ -50,6 +50,11 @@ class ServiceBase:
             self.notify(method, redact_json(p.to_json(payload)))
         except Exception:  # a broken client connection must not break the operation
             log.exception("could not send %s", method)
+        if method == p.DID_CHANGE:
+            self._session_changed(payload.session)
+
+    def _session_changed(self, path: str) -> None:
+        """A session changed (after its ``session/didChange``): views that follow it update (see Composing)."""
 
     def run_task(self, coro: Awaitable[Any], name: str) -> asyncio.Task[Any]:
         """Run a background task, keep a reference, log its failure."""

@@ -19,6 +19,7 @@ BRANCH = "branch"
 COMPACT_SUMMARIZE = "compact/summarize"
 BRANCH_SUMMARIZE = "branch/summarize"
 CONTEXT_TRUNCATE = "context/truncate"
+CONTEXT_COMPOSITION = "context/composition"
 METHODS = (
     SESSION_LIST,
     SESSION_OPEN,
@@ -38,6 +39,7 @@ METHODS = (
     COMPACT_SUMMARIZE,
     BRANCH_SUMMARIZE,
     CONTEXT_TRUNCATE,
+    CONTEXT_COMPOSITION,
 )
 
 DID_CHANGE = "session/didChange"
@@ -45,7 +47,8 @@ DID_CREATE = "session/didCreate"
 DID_DELETE = "session/didDelete"
 COMPACTION_STATUS = "compaction/status"
 CONTEXT_USAGE = "context/usage"
-NOTIFICATIONS = (DID_CHANGE, DID_CREATE, DID_DELETE, COMPACTION_STATUS, CONTEXT_USAGE)
+COMPOSITION_CHANGED = "context/compositionChanged"
+NOTIFICATIONS = (DID_CHANGE, DID_CREATE, DID_DELETE, COMPACTION_STATUS, CONTEXT_USAGE, COMPOSITION_CHANGED)
 
 COMPACT_WILL_RUN = "compact/willRun"
 """Server -> client request before a compaction, when the client declared support."""
@@ -57,7 +60,9 @@ __all__ = [
     "COMPACTION_STATUS",
     "COMPACT_SUMMARIZE",
     "COMPACT_WILL_RUN",
+    "COMPOSITION_CHANGED",
     "CONTEXT_BUILD",
+    "CONTEXT_COMPOSITION",
     "CONTEXT_TRUNCATE",
     "CONTEXT_USAGE",
     "DID_CHANGE",

@@ -204,6 +204,15 @@ class BranchSummarizeParams:
 
 
 @attrs.define
+class ContextCompositionParams:
+    session: str
+    leafId: str | None = None
+    """The context at this entry (default: the leaf); only the leaf's is followed by notifications."""
+    top: int = attrs.field(default=10, metadata={"min": 0, "max": 100})
+    """How many of the heaviest entries to list."""
+
+
+@attrs.define
 class ContextTruncateParams:
     messages: list[dict[str, Any]]
     contextWindow: int
@@ -355,6 +364,8 @@ def _check_limits(name: str, limits: Any, value: Any) -> None:
         return
     if "min" in limits and value < limits["min"]:
         raise InvalidParams(f"invalid value for field {name!r}: must be at least {limits['min']}, got {value}", name)
+    if "max" in limits and value > limits["max"]:
+        raise InvalidParams(f"invalid value for field {name!r}: must be at most {limits['max']}, got {value}", name)
     if "min_len" in limits and len(value) < limits["min_len"]:
         raise InvalidParams(f"invalid value for field {name!r}: must not be empty", name)
     if "max_len" in limits and len(value) > limits["max_len"]:

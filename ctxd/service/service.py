@@ -22,6 +22,7 @@ from ctxd.errors import InvalidEntryError, SessionNotFoundError
 from ctxd.service import protocol as p
 from ctxd.service.base import ServiceBase
 from ctxd.service.compacting import Compacting
+from ctxd.service.composing import Composing
 from ctxd.service.live import Live
 from ctxd.service.registry import OpenSession, Registry, inside, only_inside
 from ctxd.service.summarize import Summarizing
@@ -32,7 +33,7 @@ from ctxd.store.listing import cwd_dirname, list_sessions
 log = logging.getLogger(__name__)
 
 
-class Service(Writing, Compacting, Live, Summarizing, ServiceBase):
+class Service(Writing, Compacting, Live, Summarizing, Composing, ServiceBase):
     """Every daemon method (the server's handlers call these)."""
 
     # --- sessions -----------------------------------------------------------------------------

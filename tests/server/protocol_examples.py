@@ -385,6 +385,17 @@ async def record(rec: Recorder) -> None:
         await asyncio.sleep(0.3)
         rec.stop()
 
+        # What fills the context and how it grew (two compactions, an overflow); followed from then on.
+        await call("context/composition", "context/composition", {"session": auto["path"], "top": 3})
+        rec.start("context/compositionChanged", only("context/compositionChanged"))
+        mark = client.mark()
+        await client.request(
+            "session/append", {"session": auto["path"], "messages": [msg("user", "Thanks. Now the index, please.")]}
+        )
+        await client.wait_for("context/compositionChanged", lambda c: True, since=mark)
+        await asyncio.sleep(0.3)
+        rec.stop()
+
         # The hook: the client supplies the summary.
         client.on_request("compact/willRun", lambda params: {"summary": "## Goal\nSummary written by the client."})
         await client.request(

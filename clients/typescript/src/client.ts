@@ -30,6 +30,7 @@ import {
   type CompactResult,
   type CompactionPlan,
   type CompactionStatus,
+  type Composition,
   type ContextBuildParams,
   type ContextBuildResult,
   type ContextUsage,
@@ -189,6 +190,7 @@ export class CtxdClient {
   private readonly didDeleteEmitter = new Emitter<DidDelete>();
   private readonly compactionEmitter = new Emitter<CompactionStatus>();
   private readonly usageEmitter = new Emitter<ContextUsage>();
+  private readonly compositionEmitter = new Emitter<Composition>();
   private readonly logEmitter = new Emitter<{ type: number; message: string }>();
   private readonly exitEmitter = new Emitter<ExitInfo>();
 
@@ -197,6 +199,8 @@ export class CtxdClient {
   readonly onDidDelete: Event<DidDelete> = this.didDeleteEmitter.event;
   readonly onCompactionStatus: Event<CompactionStatus> = this.compactionEmitter.event;
   readonly onContextUsage: Event<ContextUsage> = this.usageEmitter.event;
+  /** context/compositionChanged: a followed session's composition after a change. */
+  readonly onCompositionChanged: Event<Composition> = this.compositionEmitter.event;
   /** window/logMessage from the daemon (type: 1 error, 2 warning, 3 info, 4 log). */
   readonly onLogMessage: Event<{ type: number; message: string }> = this.logEmitter.event;
   readonly onExit: Event<ExitInfo> = this.exitEmitter.event;
@@ -272,6 +276,7 @@ export class CtxdClient {
     connection.onNotification(Notification.didDelete, (p: DidDelete) => this.didDeleteEmitter.fire(p));
     connection.onNotification(Notification.compactionStatus, (p: CompactionStatus) => this.compactionEmitter.fire(p));
     connection.onNotification(Notification.contextUsage, (p: ContextUsage) => this.usageEmitter.fire(p));
+    connection.onNotification(Notification.compositionChanged, (p: Composition) => this.compositionEmitter.fire(p));
     connection.onNotification('window/logMessage', (p: { type: number; message: string }) => {
       this.log(`[server] ${p.message}`);
       this.logEmitter.fire(p);
@@ -387,6 +392,7 @@ export class CtxdClient {
       this.didChangeEmitter,
       this.didCreateEmitter,
       this.didDeleteEmitter,
+      this.compositionEmitter,
       this.compactionEmitter,
       this.usageEmitter,
       this.logEmitter,
@@ -466,6 +472,12 @@ export class CtxdClient {
   /** session/ledger: every compaction, newest first (daemons that advertise it). */
   ledger(session: string): Promise<LedgerResult> {
     return this.request(Method.sessionLedger, { session });
+  }
+
+  /** context/composition: what fills the context, its heaviest entries, how it grew. Asked at the
+   * leaf, the daemon follows the session: see onCompositionChanged. */
+  composition(session: string, params: { leafId?: string; top?: number } = {}): Promise<Composition> {
+    return this.request(Method.contextComposition, { ...params, session });
   }
 
   buildContext(params: ContextBuildParams): Promise<ContextBuildResult> {

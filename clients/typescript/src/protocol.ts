@@ -24,6 +24,7 @@ export const Method = {
   compactSummarize: 'compact/summarize',
   branchSummarize: 'branch/summarize',
   contextTruncate: 'context/truncate',
+  contextComposition: 'context/composition',
 } as const;
 
 export const Notification = {
@@ -32,6 +33,7 @@ export const Notification = {
   didDelete: 'session/didDelete',
   compactionStatus: 'compaction/status',
   contextUsage: 'context/usage',
+  compositionChanged: 'context/compositionChanged',
 } as const;
 
 /** JSON-RPC error codes ctxd uses (docs/protocol.md, "Errors"). */
@@ -561,4 +563,72 @@ export interface WorkDoneProgress {
   title?: string;
   message?: string;
   percentage?: number;
+}
+
+// --- context/composition (ctxd/context/composition.py, ctxd/context/timeline.py) ---------------
+
+/** The parts a context's per-message estimates are split into, in the order a bar stacks them. */
+export const COMPOSITION_PARTS = [
+  'system',
+  'tools',
+  'summary',
+  'branchSummary',
+  'pinned',
+  'user',
+  'assistant',
+  'thinking',
+  'toolCalls',
+  'toolResults',
+  'images',
+  'custom',
+  'bashExecution',
+] as const;
+
+export type CompositionPart = (typeof COMPOSITION_PARTS)[number];
+
+export interface CompositionTopEntry {
+  entryId: string;
+  line: number;
+  role: string;
+  tool: string | null;
+  tokens: number;
+  pinned: boolean;
+}
+
+export interface TimelinePoint {
+  turn: number;
+  entryId: string;
+  tokens: number;
+  source: 'usage' | 'estimate' | 'compaction';
+  kind: 'turn' | 'compaction';
+}
+
+export interface TimelineMarker {
+  kind: 'compaction' | 'branch' | 'overflow';
+  /** Index of the point it belongs to. */
+  at: number;
+  entryId: string;
+  tokensBefore: number | null;
+  tokensAfter: number | null;
+  trigger: string | null;
+  summarizer: string | null;
+  detail: string | null;
+}
+
+/** context/composition's result and context/compositionChanged's payload. */
+export interface Composition {
+  session: string;
+  leafId: string | null;
+  revision: string;
+  window: number;
+  threshold: number;
+  reserve: number;
+  contextTokens: number;
+  estimatedTokens: number;
+  percent: number;
+  parts: Record<CompositionPart, number>;
+  toolResultsByTool: Record<string, number>;
+  top: CompositionTopEntry[];
+  timeline: TimelinePoint[];
+  markers: TimelineMarker[];
 }

@@ -9,6 +9,6 @@ end
 
 vim.api.nvim_create_user_command('Ctxd', function(args) require('ctxd').command(args) end, {
   nargs = '*',
-  desc = 'ctxd: sessions, tree, compact, preview, context, ledger, status',
+  desc = 'ctxd: sessions, tree, compact, preview, context, ledger, status, usage',
   complete = function(arglead, cmdline, pos) return require('ctxd').complete(arglead, cmdline, pos) end,
 })

@@ -100,9 +100,9 @@ function T.line_of(buf, text)
   end
 end
 
---- Highlight groups of the extmarks of a tree line.
-function T.groups_at(buf, lnum)
-  local ns = require('ctxd.tree').ns
+--- Highlight groups of the extmarks of a line (of a tree, or of the namespace `ns`).
+function T.groups_at(buf, lnum, ns)
+  ns = ns or require('ctxd.tree').ns
   local marks = vim.api.nvim_buf_get_extmarks(buf, ns, { lnum - 1, 0 }, { lnum - 1, -1 }, { details = true })
   local groups = {}
   for _, m in ipairs(marks) do

@@ -21,7 +21,7 @@ import { createWriteStream, existsSync, mkdirSync, readdirSync, readFileSync, rm
 import { createServer as createHttpServer } from 'node:http';
 import { createServer } from 'node:net';
 import { join, resolve } from 'node:path';
-import { chromium, type BrowserContext, type Locator, type Page } from 'playwright-core';
+import { chromium, type BrowserContext, type FrameLocator, type Locator, type Page } from 'playwright-core';
 import { writeSampleSession, SessionWriter } from '../test/fixtures';
 
 const HERE = resolve(__dirname, '../..'); // editors/vscode (this file runs from out/e2e)
@@ -188,6 +188,54 @@ function fakeModel(delayMs: number): Promise<{ url: string; requests: () => numb
 }
 
 // --- VS Code helpers ----------------------------------------------------------------------------
+
+/** The Context view's page (a webview: an iframe inside an iframe). */
+function contextFrame(p: Page): FrameLocator {
+  return p.frameLocator('iframe.webview.ready').frameLocator('#active-frame');
+}
+
+/** Switch the colour theme through the palette (Preferences: Color Theme). */
+async function setTheme(p: Page, theme: string): Promise<void> {
+  await runCommand(p, 'Preferences: Color Theme');
+  const input = quickInput(p);
+  await input.waitFor({ state: 'visible', timeout: 10_000 });
+  await input.fill(theme);
+  await p.locator('.quick-input-widget .monaco-list-row', { hasText: theme }).first().waitFor({ timeout: 10_000 });
+  await p.keyboard.press('Enter');
+}
+
+/** Point at the timeline's last compaction marker (its tooltip: tokens before → after, trigger, summariser). */
+async function hoverCompaction(p: Page): Promise<void> {
+  const view = contextFrame(p);
+  const at = await view.locator('body').getAttribute('data-compaction-marker');
+  const box = await view.locator('#timeline').boundingBox();
+  if (!at || !box) {
+    throw new Error(`no compaction marker to hover (${at}, ${JSON.stringify(box)})`);
+  }
+  const [x, y] = at.split(',').map(Number) as [number, number];
+  await p.mouse.move(box.x + x - 3, box.y + y - 3);
+  await p.mouse.move(box.x + x, box.y + y, { steps: 3 });
+  await p.waitForTimeout(400);
+}
+
+/** A picture of the window for docs/images/ (the page, scaled down to keep the file small). */
+async function docsPicture(p: Page, name: string): Promise<void> {
+  const dir = join(REPO, 'docs', 'images');
+  mkdirSync(dir, { recursive: true });
+  const panel = await p.locator('.part.panel').boundingBox();
+  const sidebar = await p.locator('.part.sidebar').boundingBox();
+  if (!panel || !sidebar) {
+    throw new Error('no panel or sidebar to picture');
+  }
+  const x = Math.min(sidebar.x, panel.x);
+  const y = Math.min(sidebar.y, panel.y);
+  const right = Math.max(sidebar.x + sidebar.width, panel.x + panel.width);
+  const bottom = Math.max(sidebar.y + sidebar.height, panel.y + panel.height);
+  const clip = { x, y, width: right - x, height: bottom - y };
+  await p.screenshot({ path: join(dir, `${name}.png`), clip, timeout: 15_000 });
+  log(`docs picture ${join(dir, `${name}.png`)}`);
+}
+
 
 function pane(p: Page, title: string): Locator {
   return p.locator('.pane', { has: p.locator('.pane-header', { hasText: title }) }).first();
@@ -499,6 +547,32 @@ async function main(): Promise<void> {
     await screenshot('live-append');
   });
 
+  await step('the Context view draws the window by part, the timeline and the heaviest entries', async () => {
+    await runCommand(p, 'ctxd: Show What Fills the Context');
+    const view = contextFrame(p);
+    await view.locator('#headline', { hasText: /^112k of 200k tokens \(56%\) · compaction at 184k · reserve 16k$/ }).waitFor({ timeout: 30_000 });
+    for (const id of ['#bar', '#timeline']) {
+      const box = await view.locator(id).boundingBox();
+      if (!box || box.width < 100 || box.height < 60) {
+        throw new Error(`the chart ${id} is not drawn: ${JSON.stringify(box)}`);
+      }
+    }
+    const top = view.locator('#top button');
+    if ((await top.count()) < 3) {
+      throw new Error('fewer than three heaviest entries');
+    }
+    const first = (await top.first().innerText()).replace(/\s+/g, ' ');
+    log(`heaviest entry: ${first}`);
+    if (!/toolResult read/.test(first)) {
+      throw new Error(`the heaviest entry is not a tool result: ${first}`);
+    }
+    if ((await view.locator('body').getAttribute('data-csp-violations')) !== '0') {
+      throw new Error('the webview reported content security policy violations');
+    }
+    await p.waitForTimeout(300);
+    await screenshot('context-view');
+  });
+
   await step('Preview Compaction shows what would be summarised, tokens before and after', async () => {
     await runCommand(p, 'ctxd: Preview Compaction');
     const text = await editorText(p, 'tokens after (estimated)');
@@ -532,6 +606,8 @@ async function main(): Promise<void> {
       throw new Error(`ledger row lacks its columns: ${description}`);
     }
     await row(pane(p, 'Conversation'), /COMPACTION/).waitFor({ timeout: 10_000 });
+    // The Context view follows: the compaction is in its timeline, without asking.
+    await contextFrame(p).locator('body[data-compactions="1"]').waitFor({ timeout: 30_000 });
     await waitForStatus(p, /^ctxd \d+k\/200k \(\d+%\)$/);
     await p.waitForTimeout(300);
     await screenshot('compacted-ledger');
@@ -541,6 +617,38 @@ async function main(): Promise<void> {
     await p.waitForTimeout(300);
     await screenshot('ledger-summary');
   });
+
+  await step('the Context view follows the live session: a turn after the compaction, the marker, light and dark', async () => {
+    const view = contextFrame(p);
+    const writer = SessionWriter.reopen(session.path);
+    writer.user('Round the tax column too.');
+    const leaf = writer.assistant('The tax column rounds half-even now.', 31_000);
+    await view.locator(`body[data-leaf="${leaf}"]`).waitFor({ timeout: 30_000 });
+    await view.locator('#headline', { hasText: /^31k of 200k tokens/ }).waitFor({ timeout: 10_000 });
+    // The pictures: no toasts, the panel maximised, the pointer on the compaction's marker.
+    await runCommand(p, 'Notifications: Clear All Notifications');
+    await runCommand(p, 'View: Toggle Maximized Panel');
+    await p.waitForTimeout(800);
+    await hoverCompaction(p);
+    await docsPicture(p, 'context-view-dark'); // first: screenshot() moves the pointer away
+    await screenshot('context-compaction-dark');
+    await setTheme(p, 'Light Modern');
+    await view.locator('body.vscode-light').waitFor({ timeout: 20_000 });
+    await p.waitForTimeout(500);
+    await hoverCompaction(p);
+    await docsPicture(p, 'context-view-light');
+    await screenshot('context-compaction-light');
+    await runCommand(p, 'View: Toggle Maximized Panel');
+    await p.waitForTimeout(500);
+    // A click on a heaviest entry selects it in the Conversation tree.
+    await view.locator('#top button').first().click();
+    await pane(p, 'Conversation').locator('.monaco-list-row.selected').first().waitFor({ timeout: 15_000 });
+    await setTheme(p, 'Dark Modern');
+    await view.locator('body.vscode-dark').waitFor({ timeout: 20_000 });
+    if ((await view.locator('body').getAttribute('data-csp-violations')) !== '0') {
+      throw new Error('the webview reported content security policy violations');
+    }
+  }, 90_000);
 
   await step('Branch Here from the context menu of an entry inside a collapsed run', async () => {
     const conversation = pane(p, 'Conversation');

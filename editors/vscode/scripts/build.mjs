@@ -1,5 +1,5 @@
 // Bundle the extension (and, with --tests, the unit tests) with esbuild.
-//   node scripts/build.mjs            -> dist/extension.js (what the .vsix ships)
+//   node scripts/build.mjs            -> dist/extension.js, dist/webview.{js,css} (what the .vsix ships)
 //   node scripts/build.mjs --tests    -> out/test/*.test.js, with `vscode` swapped for test/vscode-mock.ts
 //   node scripts/build.mjs --e2e      -> out/e2e/run.js (the end-to-end driver)
 import { build } from 'esbuild';
@@ -25,6 +25,10 @@ if (args.has('--tests')) {
 } else if (args.has('--e2e')) {
   await build({ ...common, entryPoints: [join(root, 'e2e/run.ts')], outfile: join(root, 'out/e2e/run.js'), external: ['playwright-core'] });
 } else {
+  // The Context view's page (Chart.js bundled in) and its stylesheet: dist/webview.js, dist/webview.css.
+  const page = { bundle: true, platform: 'browser', target: 'es2022', logLevel: 'warning', minify: args.has('--minify') };
+  await build({ ...page, entryPoints: [join(root, 'webview/context.ts')], outfile: join(root, 'dist/webview.js'), format: 'iife' });
+  await build({ ...page, entryPoints: [join(root, 'webview/context.css')], outfile: join(root, 'dist/webview.css') });
   await build({
     ...common,
     entryPoints: [join(root, 'src/extension.ts')],

@@ -41,6 +41,7 @@ fi
 # --- build and package ---------------------------------------------------------------------
 say "type-check (tsc, strict)"
 timeout 180 npx --no-install tsc -p . --noEmit
+timeout 180 npx --no-install tsc -p webview --noEmit
 say "bundle (esbuild)"
 timeout 120 node scripts/build.mjs --minify
 say "package the .vsix (vsce)"
@@ -107,6 +108,6 @@ fi
 say "end-to-end test in code-server $CODE_SERVER_VERSION (VS Code $(node -p "require('$CACHE/code-server/node_modules/code-server/lib/vscode/package.json').version" 2>/dev/null || echo '?'))"
 timeout 60 node scripts/build.mjs --e2e
 PATH="$NODE24_DIR/bin:$PATH" NODE24="$NODE24" CODE_SERVER="$CODE_SERVER" VSIX="$VSIX" \
-  E2E_TIMEOUT_MS=360000 timeout 420 node out/e2e/run.js || die "end-to-end test (screenshots and logs: $REPO/artifacts/vscode-e2e)"
+  E2E_TIMEOUT_MS=480000 timeout 540 node out/e2e/run.js || die "end-to-end test (screenshots and logs: $REPO/artifacts/vscode-e2e)"
 
 say "all passed in $(($(date +%s) - START)) s; screenshots in $REPO/artifacts/vscode-e2e"

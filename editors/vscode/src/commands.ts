@@ -56,6 +56,8 @@ export class Commands implements vscode.Disposable {
     register(Command.showLog, () => this.deps.output.show(true));
     register(Command.loadMore, () => this.deps.store.loadMore());
     register(Command.revealLeaf, this.revealLeaf);
+    register(Command.revealEntry, this.revealEntry);
+    register(Command.showComposition, () => vscode.commands.executeCommand(`${View.context}.focus`));
     register(Command.closeSession, () => this.deps.store.close());
     this.disposables.push(
       this.deps.store.onDidChangeStatus(() => {
@@ -198,6 +200,17 @@ export class Commands implements vscode.Disposable {
     const leaf = this.deps.conversation.leaf;
     if (leaf) {
       await this.deps.conversationView.reveal(leaf, { select: true, focus: true, expand: true });
+    }
+  }
+
+  /** Select an entry in the Conversation view (the Context view's heaviest entries), expanding the
+   * collapsed run that holds it; an entry the tree does not show opens as a document instead. */
+  async revealEntry(entryId?: string): Promise<void> {
+    const node = entryId ? await this.deps.conversation.find(entryId) : undefined;
+    if (node) {
+      await this.deps.conversationView.reveal(node, { select: true, focus: true, expand: true });
+    } else if (entryId) {
+      await this.showEntry(entryId);
     }
   }
 

@@ -10,6 +10,7 @@ export const View = {
   sessions: 'ctxd.sessions',
   conversation: 'ctxd.conversation',
   compactions: 'ctxd.compactions',
+  context: 'ctxd.context',
 } as const;
 
 export const Command = {
@@ -33,6 +34,8 @@ export const Command = {
   loadMore: 'ctxd.loadMore',
   revealLeaf: 'ctxd.revealLeaf',
   closeSession: 'ctxd.closeSession',
+  revealEntry: 'ctxd.revealEntry',
+  showComposition: 'ctxd.showComposition',
 } as const;
 
 export const Config = {

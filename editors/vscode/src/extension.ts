@@ -2,6 +2,8 @@
 
 import * as vscode from 'vscode';
 import { Commands } from './commands';
+import { CompositionFeed } from './compositionFeed';
+import { ContextViewProvider } from './contextView';
 import { Config, DOC_SCHEME, OUTPUT_CHANNEL, View } from './constants';
 import { Documents } from './documents';
 import { LedgerProvider } from './ledgerView';
@@ -33,6 +35,8 @@ export function activate(context: vscode.ExtensionContext): CtxdApi {
   const ledger = new LedgerProvider(store);
   const ledgerView = vscode.window.createTreeView(View.compactions, { treeDataProvider: ledger });
   const statusBar = new StatusBar(store);
+  const feed = new CompositionFeed(store, () => server.client);
+  const contextView = new ContextViewProvider(context.extensionUri, feed, output);
   const commands = new Commands({
     store,
     client: () => server.client,
@@ -77,6 +81,9 @@ export function activate(context: vscode.ExtensionContext): CtxdApi {
     errors,
     vscode.workspace.registerTextDocumentContentProvider(DOC_SCHEME, documents),
     vscode.window.registerFileDecorationProvider(new NodeDecorations()),
+    feed,
+    contextView,
+    vscode.window.registerWebviewViewProvider(View.context, contextView),
   );
   void server.start();
   return { store, statusText: () => statusBar.text };

@@ -59,6 +59,20 @@ export class ConversationProvider implements vscode.TreeDataProvider<Conversatio
     return this.projection.byKey.get(key) ?? this.expanded.get(key);
   }
 
+  /** The node of an entry, expanding the collapsed runs (and their chunks) that may hold it. */
+  async find(entryId: string): Promise<ConversationNode | undefined> {
+    const queue: ConversationNode[] = [...this.projection.byKey.values()].filter((n) => n.kind === 'collapsed');
+    for (let found = this.node(entryId); !found; found = this.node(entryId)) {
+      const next = queue.shift();
+      if (!next) {
+        return undefined;
+      }
+      const children = await this.getChildren(next);
+      queue.push(...children.filter((n) => n.kind === 'collapsed' || n.kind === 'chunk'));
+    }
+    return this.node(entryId);
+  }
+
   getTreeItem(node: ConversationNode): vscode.TreeItem {
     const p = present(node);
     const label: vscode.TreeItemLabel = p.highlight ? { label: p.label, highlights: [[0, p.label.length]] } : { label: p.label };

@@ -1,7 +1,7 @@
 --- ctxd.nvim: the live conversation tree, the compaction status and the actions of the ctxd daemon.
 ---
 --- Public API (see :h ctxd-api): setup(), statusline(), sessions(), open_tree(), compact(),
---- preview(), context(), ledger(), status(), stop(), restart(), request(), current_session().
+--- preview(), context(), ledger(), status(), stop(), restart(), request(), current_session(), usage().
 
 local M = {}
 local H = {}
@@ -50,6 +50,24 @@ M.highlights = {
   CtxdPinned = 'Special', -- the pin of a pinned message
   CtxdFold = 'Folded', -- runs the daemon collapsed
   CtxdCompacting = 'WarningMsg', -- for statuslines: a compaction runs
+  -- :Ctxd usage (the float): one group per part of the context, the threshold, the timeline
+  CtxdPartSystem = 'Statement',
+  CtxdPartTools = 'PreProc',
+  CtxdPartSummary = 'Special',
+  CtxdPartPinned = 'Label',
+  CtxdPartUser = 'String',
+  CtxdPartAssistant = 'Function',
+  CtxdPartThinking = 'Comment',
+  CtxdPartToolCalls = 'Type',
+  CtxdPartToolResults = 'Constant',
+  CtxdPartImages = 'Character',
+  CtxdPartCustom = 'Identifier',
+  CtxdPartShell = 'Keyword',
+  CtxdThreshold = 'WarningMsg', -- the threshold line, and timeline points above it
+  CtxdReserve = 'NonText', -- the reserve, past the threshold
+  CtxdFree = 'NonText', -- free space before the threshold
+  CtxdSpark = 'Number', -- the timeline's sparkline
+  CtxdMarker = 'Special', -- compaction, overflow and branch marks under it
 }
 
 function H.define_highlights()
@@ -286,6 +304,15 @@ function H.ledger_from_tree(path, cb)
   end)
 end
 
+--- What fills the context, in a float that follows the session (context/composition).
+---@param opts table|nil { session }
+---@param cb fun(err, composition, buf)|nil
+function M.usage(opts, cb)
+  H.ensure_setup()
+  opts = opts or {}
+  H.resolve(opts, function(path) require('ctxd.usage').open(path, cb) end)
+end
+
 --- The compaction ledger (newest first) in a Markdown scratch buffer.
 function M.ledger(opts, cb)
   H.ensure_setup()
@@ -387,6 +414,7 @@ M.subcommands = {
   status = function() M.status() end,
   stop = function() M.stop() end,
   restart = function() M.restart() end,
+  usage = function() M.usage() end,
 }
 
 --- Run `:Ctxd {args}` (args as the user command gives them).
