@@ -25,9 +25,14 @@ from ctxd.compaction.summarizers.mining import (
     CONSTRAINT_RE,
     CORRECTION_RE,
     DECISION_RE,
+    ERROR_WORD_RE,
+    FIXED_ANY_RE,
     FIXED_RE,
     MINE_CHARS,
     NEXT_RE,
+    STATED_RE,
+    TOKEN_RE,
+    WITHDRAW_RE,
     error_line,
     exit_codes,
     head,
@@ -45,6 +50,9 @@ _RUNNING_RE = re.compile(r"Process running with session ID (\d+)")
 EARLY_TEXTS = 50
 LATE_TEXTS = 250
 """Decisions are mined from the agent's first and latest this-many texts, constraints from the user's."""
+MAX_FIXED = 200
+"""Texts saying something was fixed, kept per scan (the newest)."""
+STATED_PER_MESSAGE = 4
 LONG_MESSAGE = 2_000
 """User messages longer than this are treated as pastes: their error lines become facts of their own."""
 
@@ -191,7 +199,14 @@ class Facts:
     """The agent's last stated plan: the next-step sentences of its most recent text that has any."""
     last_assistant_text: str | None = None
     reported: list[str] = attrs.field(factory=list)
-    """Error lines the user pasted (long messages only)."""
+    """Error lines the user pasted or stated (a one-sentence report of an error that names it counts)."""
+    stated: list[tuple[int, str]] = attrs.field(factory=list)
+    """``(index, sentence)``: user sentences worth keeping whatever the message's length: a path, a `command`,
+    how to validate the work (constraints are listed apart)."""
+    fixed: list[tuple[int, str]] = attrs.field(factory=list)
+    """``(index, text head)``: texts (the agent's or the user's) that say something was fixed, newest last."""
+    withdrawn: list[tuple[int, str]] = attrs.field(factory=list)
+    """``(index, sentence)``: user sentences that take back an earlier constraint."""
 
     @property
     def first_request(self) -> str | None:
@@ -245,6 +260,7 @@ class _Scanner:
         self.late_user: deque[tuple[int, str]] = deque(maxlen=LATE_TEXTS)
         self.early: list[str] = []
         self.late: deque[str] = deque(maxlen=LATE_TEXTS)
+        self.fixed: deque[tuple[int, str]] = deque(maxlen=MAX_FIXED)
 
     def error(self, index: int, key: str | None, label: str, line: str) -> None:
         fact = ErrorFact(index, key, short(label, 200), head(line, 240), self.exchange)
@@ -353,7 +369,10 @@ class _Scanner:
                 self.early.append(text)
             else:
                 self.late.append(text)
-            if self.open_errors and _may_say_fixed(text) and FIXED_RE.search(text[:MINE_CHARS].lower()):
+            said_fixed = _may_say_fixed(text) and FIXED_RE.search(text[:MINE_CHARS].lower()) is not None
+            if said_fixed:
+                self.fixed.append((index, text[:MINE_CHARS]))
+            if self.open_errors and said_fixed:
                 # The agent says it fixed something: this exchange's open failures are behind it.
                 for fact in facts.errors[-self.open_errors :]:
                     if not fact.resolved and fact.exchange == self.exchange and fact.key != "model":
@@ -388,9 +407,31 @@ class _Scanner:
                 self.late_user.append((index, text))
         if len(text) > 200 and "\n" in text:
             for line in key_lines(text):
-                facts.reported.append(line)
-                self.error(index, None, "User reported", line)
-                facts.errors[-1].reported = True  # what the user reported is context, not an open failure
+                self.reported(index, line)
+        self.statements(index, text)
+
+    def reported(self, index: int, line: str) -> None:
+        self.facts.reported.append(line)
+        self.error(index, None, "User reported", line)
+        self.facts.errors[-1].reported = True  # what the user reported is context, not an open failure
+
+    def statements(self, index: int, text: str) -> None:
+        """The user's one-sentence facts, whatever the message's length: an error they name, a path, a
+        `command`, how to validate; and sentences taking back a constraint."""
+        head = text[:MINE_CHARS]
+        if ERROR_WORD_RE.search(head) and TOKEN_RE.search(head):
+            known = set(self.facts.reported)
+            for sentence in sentences(text, ERROR_WORD_RE, STATED_PER_MESSAGE):
+                if TOKEN_RE.search(sentence) and sentence not in known:
+                    self.reported(index, sentence)
+        if STATED_RE.search(head):
+            for sentence in sentences(text, STATED_RE, STATED_PER_MESSAGE):
+                if not CONSTRAINT_RE.search(sentence) and not ERROR_WORD_RE.search(sentence):
+                    self.facts.stated.append((index, sentence))
+        if WITHDRAW_RE.search(head):
+            self.facts.withdrawn.extend((index, s) for s in sentences(text, WITHDRAW_RE, STATED_PER_MESSAGE))
+        if _may_say_fixed(head) and FIXED_ANY_RE.search(head):
+            self.fixed.append((index, head))
 
     def bash(self, index: int, message: Message) -> None:
         command = str(message.get("command") or "").strip()
@@ -438,6 +479,7 @@ def scan(messages: Sequence[Message]) -> Facts:
         for text in (*scanner.early, *scanner.late):
             if DECISION_RE.search(text, 0, MINE_CHARS):
                 facts.decisions.extend(sentences(text, DECISION_RE, 2, max_len=240))
+        facts.fixed = list(scanner.fixed)
         for text in reversed(scanner.exchange_texts):
             if NEXT_RE.search(text, 0, MINE_CHARS):
                 facts.plan = sentences(text, NEXT_RE, 3, max_len=240)
