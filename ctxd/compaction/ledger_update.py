@@ -21,6 +21,8 @@ from ctxd.compaction.ledger import Ledger, LedgerFact, Seen
 from ctxd.compaction.mustkeep import Fact, FactSheet, must_keep_facts, sheet_of, text_probes
 from ctxd.compaction.summarizers.facts import Facts, scan
 from ctxd.compaction.summarizers.mining import same_subject, short
+from ctxd.compaction.summarizers.serialize import content_text
+from ctxd.formats.injected import CTXD_MARK, ctxd_blocks
 
 MAX_CLOSED = 100
 """Resolved and superseded facts kept (the newest): history, not what a summary must keep."""
@@ -91,6 +93,13 @@ def advance(
 
     newest = {f.kind for f in sheet.facts if f.kind in _SUPERSEDED_BY_NEWER}
     by_key = {(_family(f.kind), f.probes[0]): f for f in ledger.facts if f.probes}
+    for block_fact in seed(None, None, _reinjected(messages)).facts:
+        # Facts ctxd re-injected into the range: ctxd's words, carried (kept open) but never the user's.
+        family = (_family(block_fact.kind), block_fact.probes[0])
+        if block_fact.kind != "goal" and family not in by_key:
+            block_fact.firstSeen = block_fact.lastSeen = Seen(compaction=number)
+            ledger.facts.append(block_fact)
+            by_key[family] = block_fact
     carried_before = list(ledger.facts)
     for fact in sheet.facts:
         found = by_key.get((_family(fact.kind), fact.probes[0]))
@@ -126,6 +135,17 @@ def advance(
             check.append(carried.fact())
     ordered = sorted(enumerate(check), key=lambda pair: (_rank_of(pair[1]), pair[0]))
     return Advanced(ledger, FactSheet(tuple(f for _, f in ordered)))
+
+
+def _reinjected(messages: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The blocks of facts ctxd re-injected into user messages of the range."""
+    blocks: list[str] = []
+    for message in messages:
+        if message.get("role") == "user":
+            text = content_text(message.get("content"))
+            if CTXD_MARK in text:
+                blocks.extend(ctxd_blocks(text))
+    return blocks
 
 
 def _family(kind: str) -> str:
