@@ -1,0 +1,243 @@
+"""Five compactions in one real Claude Code session (manual ``/compact`` and automatic, mixed) with the ctxd plugin:
+the facts the user planted before the first one (a path, a validation command, a hard constraint, an error
+stated in one sentence) reach the model in the first request after *each* compaction, though the (fake) summary
+keeps only the path; the goal stays the session's first request.
+
+With ``CTXD_LEDGER_TRANSCRIPT=FILE`` set, the test writes the conversation as markdown to FILE: the prompts, each
+compaction, the facts ctxd re-injected after it and the session's ledger in ctxd's notes (for the closing note).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import attrs
+import pytest
+from fakes.anthropic_server import FakeAnthropicServer, RecordedRequest, ToolUse, Turn, call, say
+
+from .harness import ClaudeCode
+
+GOAL = "Build the zeta config loader in loader.py and keep its tests green."
+PLANTED = (
+    "The deploy manifest lives at deploy/zeta/manifest.toml. "
+    "Validate every step with `make verify-zeta` before you report it done. "
+    "Never push to the release branch."
+)
+ERROR = "The last CI run failed with ERR_ZETA_4711 from the config loader."
+FACTS = ("deploy/zeta/manifest.toml", "make verify-zeta", "Never push to the release branch.", "ERR_ZETA_4711")
+SUMMARY = "<summary>Work on the loader goes on; the manifest is deploy/zeta/manifest.toml.</summary>"
+"""The fake summary: it keeps only the path."""
+AUTO = ("Run the checks.", "Run the checks again.")
+"""The prompts whose turn Claude Code compacts by itself (a response reports a context near the window)."""
+NEAR_WINDOW = 195_000
+"""A response reporting this many input tokens makes Claude Code (window 200,000) compact at once."""
+
+
+@attrs.define
+class Session:
+    claude: ClaudeCode
+    server: FakeAnthropicServer
+    results: list[dict[str, Any]]
+    ledgers: list[tuple[int, dict[str, Any]]]
+    """``(prompt number, the ledger in ctxd's notes)`` after every prompt."""
+    prompts: list[str]
+
+    @property
+    def session_id(self) -> str:
+        return str(self.results[0]["session_id"])
+
+    def firsts_after_compactions(self) -> list[RecordedRequest]:
+        """The first main request after each summary request."""
+        requests = self.server.requests
+        out = []
+        for i, request in enumerate(requests):
+            if request.kind == "summary":
+                out.append(next(r for r in requests[i + 1 :] if r.kind == "main"))
+        return out
+
+
+def _auto(command: str) -> Turn:
+    """A tool call whose response reports a context near the window: Claude Code compacts before going on."""
+    return Turn(tools=(ToolUse("Bash", {"command": command}),), input_tokens=NEAR_WINDOW)
+
+
+@pytest.fixture(scope="module")
+def session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Session]:
+    from .harness import PLUGIN
+
+    with FakeAnthropicServer() as server:
+        claude = ClaudeCode(tmp_path_factory.mktemp("ledger"), server, plugin_dir=PLUGIN)
+        claude.extra_env["CLAUDE_CODE_AUTO_COMPACT_WINDOW"] = "200000"
+        server.summary_text = SUMMARY
+        server.script(
+            call("Bash", command="echo loader-start"),
+            say("Started the loader."),
+            say("Noted the CI failure."),
+            # /compact (1)
+            call("Bash", command="echo parser"),
+            say("Parser added."),
+            call("Bash", command="echo check-one"),
+            _auto("echo check-two"),  # automatic (2), then the turn goes on
+            say("Checks ran."),
+            call("Bash", command="echo cache-module"),
+            say("Cache module written."),
+            # /compact (3)
+            call("Bash", command="echo cache-test"),
+            say("Cache tested."),
+            call("Bash", command="echo check-three"),
+            _auto("echo check-four"),  # automatic (4)
+            say("Checks ran again."),
+            call("Bash", command="echo docs"),
+            say("Docs updated."),
+            # /compact (5)
+            say("Next: wire the loader into the CLI."),
+        )
+        prompts = [
+            f"{GOAL} {PLANTED}",
+            ERROR,
+            "/compact",
+            "Add the parser for the manifest.",
+            AUTO[0],
+            "Write the cache module.",
+            "/compact",
+            "Test the cache.",
+            AUTO[1],
+            "Update the docs.",
+            "/compact",
+            "What is next?",
+        ]
+        ledgers: list[tuple[int, dict[str, Any]]] = []
+        notes = claude.state / "ctxd" / "claude"
+
+        def after(i: int, result: dict[str, Any]) -> None:
+            path = notes / f"{result.get('session_id')}.json"
+            if path.exists():
+                ledgers.append((i, json.loads(path.read_text(encoding="utf-8")).get("ledger") or {}))
+
+        results = claude.converse(*prompts, timeout=300, after=after)
+        made = Session(claude, server, results, ledgers, prompts)
+        out = os.environ.get("CTXD_LEDGER_TRANSCRIPT")
+        if out:
+            Path(out).write_text(_transcript(made), encoding="utf-8")
+        yield made
+
+
+def test_five_compactions_manual_and_automatic_ran(session: Session) -> None:
+    assert [r.get("result") for r in session.results] == [
+        "Started the loader.",
+        "Noted the CI failure.",
+        "",
+        "Parser added.",
+        "Checks ran.",
+        "Cache module written.",
+        "",
+        "Cache tested.",
+        "Checks ran again.",
+        "Docs updated.",
+        "",
+        "Next: wire the loader into the CLI.",
+    ], "\n".join(
+        f"{r.kind} {r.response.text if r.response else ''} {r.response.tools if r.response else ''}"
+        for r in session.server.requests
+        if r.kind != "other"
+    )
+    assert len(session.server.of_kind("summary")) == 5
+    log = session.claude.log_text()
+    assert "error" not in log.lower(), log
+    assert log.count("PreCompact: ") == 5
+
+
+def test_every_planted_fact_reaches_the_first_request_after_each_compaction(session: Session) -> None:
+    firsts = session.firsts_after_compactions()
+    assert len(firsts) == 5
+    for n, request in enumerate(firsts, 1):
+        text = request.text
+        for fact in FACTS:
+            assert fact in text, f"compaction {n}: {fact!r} is not in the next request"
+        block = _block(request)
+        assert block, f"compaction {n}: no ctxd block"
+        # The goal stays the session's first request (the fake summary lacks it, so ctxd sends it).
+        assert f"- Goal: {GOAL}" in block, f"compaction {n}:\n{block}"
+        for later in ("Add the parser", "Run the checks", "Write the cache", "Test the cache", "Update the docs"):
+            assert f"- Goal: {later}" not in block
+
+
+def test_the_ledger_in_ctxds_notes_carries_the_facts_with_where_they_were_seen(session: Session) -> None:
+    ledger = session.ledgers[-1][1]
+    assert ledger["compactions"] == 5 and ledger["goal"].startswith(GOAL)
+    by_text = {f["text"]: f for f in ledger["facts"]}
+    constraint = by_text["Never push to the release branch."]
+    assert constraint["kind"] == "constraint" and constraint["status"] == "open"
+    assert constraint["firstSeen"]["compaction"] == 1 and constraint["firstSeen"]["entryId"]
+    assert constraint["firstSeen"]["line"] > 1 and constraint["firstSeen"]["time"]
+    (error,) = [f for f in ledger["facts"] if f["kind"] == "error" and "ERR_ZETA_4711" in f["text"]]
+    assert error["status"] == "open" and error["text"] == f"User reported: {ERROR}"
+    stated = {f["text"] for f in ledger["facts"] if f["kind"] == "stated"}
+    assert "The deploy manifest lives at deploy/zeta/manifest.toml." in stated
+    assert any("make verify-zeta" in s for s in stated)
+    # Requests later ones replaced are superseded, not open.
+    requests = [f for f in ledger["facts"] if f["kind"] == "request"]
+    assert [f["status"] for f in requests].count("open") == 1
+    assert all(f["why"].startswith("replaced by: ") for f in requests if f["status"] == "superseded")
+
+
+def _block(request: RecordedRequest) -> str:
+    for text in _texts(request):
+        if "## Must keep (ctxd)" in text:
+            return text[text.index("## Must keep (ctxd)") :].split("\n\n")[0]
+    return ""
+
+
+def _texts(request: RecordedRequest) -> list[str]:
+    out = []
+    for message in request.messages:
+        content = message.get("content")
+        texts = (
+            [content] if isinstance(content, str) else [b.get("text", "") for b in content or [] if isinstance(b, dict)]
+        )
+        out += [t for t in texts if isinstance(t, str)]
+    return out
+
+
+def _transcript(made: Session) -> str:
+    """The conversation as markdown: prompts, compactions, what ctxd re-injected, the ledger after each."""
+    from ctxd.compaction.ledger import Ledger
+
+    firsts = made.firsts_after_compactions()
+    lines = [
+        f"# One Claude Code {made.claude.binary.split('claude-code-')[-1].split('/')[0]} session, 5 compactions",
+        "",
+    ]
+    lines += ["Fake summary (keeps only the path):", "", "```", SUMMARY, "```", ""]
+    compaction = 0
+    ledgers = dict(made.ledgers)
+    for i, prompt in enumerate(made.prompts):
+        lines += [f"## Prompt {i + 1}: `{prompt[:200]}`", ""]
+        result = made.results[i].get("result") if i < len(made.results) else None
+        if prompt == "/compact" or prompt in AUTO:
+            compaction += 1
+            kind = "manual /compact" if prompt == "/compact" else "automatic (a response near the window)"
+            lines += [f"**Compaction {compaction}** ({kind}).", ""]
+            ledger = Ledger.from_json(ledgers.get(i))
+            if ledger is not None:
+                counts = ledger.counts()
+                lines += [
+                    f"Ledger after it (ctxd's notes): {ledger.compactions} compactions, goal kept, "
+                    f"{counts['open']} open / {counts['resolved']} resolved / {counts['superseded']} superseded:",
+                    "",
+                    "```",
+                    ledger.render(2_500, heading="## Ledger (open facts)"),
+                    *[f"- ({f.status}) {f.kind}: {f.text[:100]} -- {f.why}" for f in ledger.facts if not f.is_open],
+                    "```",
+                    "",
+                ]
+            if compaction <= len(firsts):
+                lines += ["First request after it: ctxd's block, as the model got it:", "", "```"]
+                lines += [_block(firsts[compaction - 1])[:2_500], "```", ""]
+        if result:
+            lines += [f"Answer: {result}", ""]
+    return "\n".join(lines)
