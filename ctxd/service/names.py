@@ -19,6 +19,7 @@ BRANCH = "branch"
 COMPACT_SUMMARIZE = "compact/summarize"
 BRANCH_SUMMARIZE = "branch/summarize"
 CONTEXT_TRUNCATE = "context/truncate"
+SESSION_FACTS = "session/facts"
 METHODS = (
     SESSION_LIST,
     SESSION_OPEN,
@@ -38,6 +39,7 @@ METHODS = (
     COMPACT_SUMMARIZE,
     BRANCH_SUMMARIZE,
     CONTEXT_TRUNCATE,
+    SESSION_FACTS,
 )
 
 DID_CHANGE = "session/didChange"
@@ -69,6 +71,7 @@ __all__ = [
     "SESSION_CHECK",
     "SESSION_CREATE",
     "SESSION_ENTRY",
+    "SESSION_FACTS",
     "SESSION_FORK",
     "SESSION_LABEL",
     "SESSION_LEDGER",

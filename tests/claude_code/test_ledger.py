@@ -185,6 +185,23 @@ def test_the_ledger_in_ctxds_notes_carries_the_facts_with_where_they_were_seen(s
     assert all(f["why"].startswith("replaced by: ") for f in requests if f["status"] == "superseded")
 
 
+def test_session_facts_reads_the_hooks_ledger_or_seeds_one_from_the_transcript(
+    session: Session, tmp_path: Path
+) -> None:
+    from ctxd.service.facts import session_facts
+
+    transcript = str(session.claude.transcript(session.session_id))
+    ledger = session_facts(transcript, state_dir=str(session.claude.state / "ctxd"))
+    assert ledger.compactions == 5 and ledger.goal is not None and ledger.goal.startswith(GOAL)
+    assert any(f.text == "Never push to the release branch." and f.is_open for f in ledger.facts)
+    # Without ctxd's notes (another machine, a lost state dir): the goal is the transcript's first request and
+    # the facts come back from the blocks ctxd re-injected (Claude Code records them as attachments).
+    seeded = session_facts(transcript, state_dir=str(tmp_path))
+    assert seeded.goal is not None and seeded.goal.startswith(GOAL)
+    for fact in FACTS:
+        assert any(fact in f.text and f.is_open and f.kind != "goal" for f in seeded.facts), fact
+
+
 def _block(request: RecordedRequest) -> str:
     for text in _texts(request):
         if "## Must keep (ctxd)" in text:
