@@ -53,7 +53,10 @@ def iso_time(value: Any) -> str | None:
 def message_where(messages: Sequence[Mapping[str, Any]], entry_ids: Sequence[str] = ()) -> list[Seen | None]:
     """Where each message was seen, from what it carries (its time) and ``entry_ids`` when given (parallel)."""
     ids = list(entry_ids) if len(entry_ids) == len(messages) else []
-    return [Seen(entryId=ids[i] if ids else None, time=iso_time(m.get("timestamp"))) for i, m in enumerate(messages)]
+    return [
+        Seen(entryId=(ids[i] or None) if ids else None, time=iso_time(m.get("timestamp")))
+        for i, m in enumerate(messages)
+    ]
 
 
 def plan_where(session: Session, plan: CompactionPlan) -> list[Seen | None]:

@@ -190,6 +190,9 @@ class CompactSummarizeParams:
     modelWindow: int | None = None
     """The summarising model's window, when the caller knows it."""
     workDoneToken: str | int | None = None
+    entryIds: list[str] = attrs.field(factory=list)
+    """The entry id of each of ``messages`` ("" where unknown): where the fact ledger's facts were seen."""
+    turnPrefixEntryIds: list[str] = attrs.field(factory=list)
 
 
 @attrs.define

@@ -463,6 +463,9 @@ export interface CompactSummarizeParams {
   /** The summarising model's window, when known. */
   modelWindow?: number | null;
   workDoneToken?: string | number | null;
+  /** The entry id of each of `messages` ('' where unknown): where the fact ledger's facts were seen. */
+  entryIds?: string[];
+  turnPrefixEntryIds?: string[];
 }
 
 /** pi's Usage shape. */

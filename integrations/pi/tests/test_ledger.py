@@ -38,7 +38,8 @@ def test_three_compactions_carry_every_fact_of_the_first(tmp_path: Path, llm: Fa
             pi.prompt(step)
         before = len(llm.requests)
         pi.prompt("What is next?")
-        entries = [e for e in pi.entries() if e["type"] == "compaction"]
+        all_entries = pi.entries()
+        entries = [e for e in all_entries if e["type"] == "compaction"]
 
     assert len(entries) == 3 and all(e["fromHook"] is True for e in entries)
     ledgers = [Ledger.from_json(e["details"]["ctxd"]["ledger"]) for e in entries]
@@ -53,6 +54,10 @@ def test_three_compactions_carry_every_fact_of_the_first(tmp_path: Path, llm: Fa
             carried = kept[(fact.kind, fact.text)]
             assert carried.is_open or carried.why, carried
             assert carried.firstSeen.compaction == 1 and carried.firstSeen.time
+    # Where: the entry pi wrote for the message (the extension sends the entry ids), its time.
+    (first_user,) = [e for e in all_entries if e["type"] == "message" and GOAL in str(e["message"]["content"])]
+    constraint = next(f for f in last.facts if f.kind == "constraint")
+    assert constraint.firstSeen.entryId == first_user["id"] and constraint.firstSeen.time
     planted = [f for f in last.facts if any(p in f.text for p in FACTS) and f.kind != "goal"]
     assert {f.kind for f in planted} >= {"constraint", "stated", "error"}
     assert all(f.is_open for f in planted if f.kind != "request"), planted
