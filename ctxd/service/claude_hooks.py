@@ -3,9 +3,10 @@
 ==================  ===========================================================================================
 event               what ctxd does
 ==================  ===========================================================================================
-PreCompact          archives the transcript, works out the conversation's must-keep facts, saves them in the
-                    session's notes and prints them: Claude Code adds a PreCompact hook's output to the
-                    summarisation request as "Additional Instructions"
+PreCompact          archives the transcript, moves the session's fact ledger on by the conversation since the
+                    last compaction (every open fact of earlier ranges stays must-keep), saves it and this
+                    compaction's facts in the session's notes and prints them: Claude Code adds a PreCompact
+                    hook's output to the summarisation request as "Additional Instructions"
 SessionStart        ``compact``: re-injects (``additionalContext``) the facts the new summary lacks, when the
                     summary can be read; Claude Code 2.1.330 runs this hook before it writes the summary or
                     runs PostCompact, so after a manual ``/compact`` the check waits for PostCompact and the
@@ -18,8 +19,10 @@ PostToolUse         replaces an oversized tool output (``updatedToolOutput``, sa
 SessionEnd          archives the transcript
 ==================  ===========================================================================================
 
-Per-session notes live in ``<state>/claude/<session id>.json`` (0600). Every function here may raise: the CLI
-(:mod:`ctxd.cli.hook`) turns any error into a silent exit 0 and a line in ctxd's log.
+Per-session notes live in ``<state>/claude/<session id>.json`` (0600): ``ledger`` (the fact ledger, see
+:mod:`ctxd.compaction.ledger`), ``precompact`` (this compaction's facts), ``postcompact``, ``awaiting`` and
+``pending`` (the facts waiting for the next prompt; changed only through :func:`facts_waiting`). Every function
+here may raise: the CLI (:mod:`ctxd.cli.hook`) turns any error into a silent exit 0 and a line in ctxd's log.
 """
 
 from __future__ import annotations
