@@ -10,17 +10,13 @@ re-injected into the transcript, and the session's first request (the goal).
 
 from __future__ import annotations
 
-from typing import Any
-
 import attrs
 
 from ctxd.compaction.fileops import extract_file_ops, file_lists
 from ctxd.compaction.goal import first_request
-from ctxd.compaction.ledger import Ledger, Seen
+from ctxd.compaction.ledger import Ledger
 from ctxd.compaction.ledger_update import advance, seed
 from ctxd.compaction.mustkeep import FactSheet
-from ctxd.compaction.plan_ledger import iso_time
-from ctxd.context.build import build_context
 from ctxd.formats.injected import CTXD_MARK, ctxd_blocks
 from ctxd.tree.session import Session
 
@@ -42,18 +38,11 @@ class TranscriptFacts:
 def transcript_facts(path: str, ledger: Ledger | None = None) -> TranscriptFacts:
     """The fact sheet of the context at the transcript's leaf with ``ledger`` (the session's, from the notes)
     carried, and what the transcript says of its compactions."""
+    from ctxd.service.facts import since_compaction
+
     session = Session.open(path)
-    ctx = build_context(session.file, session.tree, estimates=session.estimates)
-    previous: str | None = None
-    messages: list[dict[str, Any]] = []
-    where: list[Seen | None] = []
-    for m in ctx.messages:
-        if m.role == "compactionSummary":
-            summary = m.message.get("summary")
-            previous = summary if isinstance(summary, str) else None
-        else:
-            messages.append(m.message)
-            where.append(Seen(entryId=m.entryId, line=m.line, time=iso_time(m.message.get("timestamp"))))
+    since = since_compaction(session)
+    previous, messages = since.summary, since.messages
     compactions, newest = compaction_summaries(session)
     goal: str | None = None
     if ledger is None and compactions:
@@ -65,7 +54,7 @@ def transcript_facts(path: str, ledger: Ledger | None = None) -> TranscriptFacts
     advanced = advance(
         ledger,
         messages,
-        where=where,
+        where=since.where,
         previous_summary=previous,
         read_files=read,
         modified_files=modified,

@@ -15,6 +15,8 @@ import os
 import re
 from typing import Any
 
+import attrs
+
 from ctxd.compaction.fileops import extract_file_ops, file_lists
 from ctxd.compaction.goal import first_request
 from ctxd.compaction.ledger import Ledger, Seen
@@ -41,10 +43,20 @@ def notes_ledger(state: str, agent: str, session_id: str) -> Ledger | None:
     return Ledger.from_json(notes.get("ledger")) if isinstance(notes, dict) else None
 
 
-def session_facts(path: str, *, state_dir: str | None = None, session: Session | None = None) -> Ledger:
-    """The session's ledger now: the stored one (see the module doc) with the messages since its newest
-    compaction taken in. Writes nothing."""
-    session = session or Session.open(path)
+@attrs.frozen
+class SinceCompaction:
+    """The context at the leaf, split at its newest compaction."""
+
+    summary: str | None
+    compaction_id: str | None
+    messages: list[dict[str, Any]]
+    """The messages after the summary, oldest first."""
+    where: list[Seen | None]
+    """Where each of ``messages`` lies in the session."""
+
+
+def since_compaction(session: Session) -> SinceCompaction:
+    """The newest compaction's summary in the context at the leaf, and the messages after it with where each is."""
     ctx = build_context(session.file, session.tree, estimates=session.estimates)
     summary: str | None = None
     compaction_id: str | None = None
@@ -58,6 +70,15 @@ def session_facts(path: str, *, state_dir: str | None = None, session: Session |
         else:
             messages.append(m.message)
             where.append(Seen(entryId=m.entryId, line=m.line, time=iso_time(m.message.get("timestamp"))))
+    return SinceCompaction(summary, compaction_id, messages, where)
+
+
+def session_facts(path: str, *, state_dir: str | None = None, session: Session | None = None) -> Ledger:
+    """The session's ledger now: the stored one (see the module doc) with the messages since its newest
+    compaction taken in. Writes nothing."""
+    session = session or Session.open(path)
+    since = since_compaction(session)
+    summary, compaction_id, messages, where = since.summary, since.compaction_id, since.messages, since.where
     header = session.file.header
     agent, session_id = str(header.get("agent") or "pi"), str(header.get("id") or "")
     ledger: Ledger | None = None

@@ -18,17 +18,11 @@ from typing import Any
 import attrs
 import pytest
 from fakes.anthropic_server import FakeAnthropicServer, RecordedRequest, ToolUse, Turn, call, say
+from planted import ERROR, FACTS, GOAL, NEVER, PATH, PLANTED
 
 from .harness import ClaudeCode
+from .test_compaction import _texts
 
-GOAL = "Build the zeta config loader in loader.py and keep its tests green."
-PLANTED = (
-    "The deploy manifest lives at deploy/zeta/manifest.toml. "
-    "Validate every step with `make verify-zeta` before you report it done. "
-    "Never push to the release branch."
-)
-ERROR = "The last CI run failed with ERR_ZETA_4711 from the config loader."
-FACTS = ("deploy/zeta/manifest.toml", "make verify-zeta", "Never push to the release branch.", "ERR_ZETA_4711")
 SUMMARY = "<summary>Work on the loader goes on; the manifest is deploy/zeta/manifest.toml.</summary>"
 """The fake summary: it keeps only the path."""
 AUTO = ("Run the checks.", "Run the checks again.")
@@ -170,14 +164,14 @@ def test_the_ledger_in_ctxds_notes_carries_the_facts_with_where_they_were_seen(s
     ledger = session.ledgers[-1][1]
     assert ledger["compactions"] == 5 and ledger["goal"].startswith(GOAL)
     by_text = {f["text"]: f for f in ledger["facts"]}
-    constraint = by_text["Never push to the release branch."]
+    constraint = by_text[NEVER]
     assert constraint["kind"] == "constraint" and constraint["status"] == "open"
     assert constraint["firstSeen"]["compaction"] == 1 and constraint["firstSeen"]["entryId"]
     assert constraint["firstSeen"]["line"] > 1 and constraint["firstSeen"]["time"]
     (error,) = [f for f in ledger["facts"] if f["kind"] == "error" and "ERR_ZETA_4711" in f["text"]]
     assert error["status"] == "open" and error["text"] == f"User reported: {ERROR}"
     stated = {f["text"] for f in ledger["facts"] if f["kind"] == "stated"}
-    assert "The deploy manifest lives at deploy/zeta/manifest.toml." in stated
+    assert PATH in stated
     assert any("make verify-zeta" in s for s in stated)
     # Requests later ones replaced are superseded, not open.
     requests = [f for f in ledger["facts"] if f["kind"] == "request"]
@@ -193,7 +187,7 @@ def test_session_facts_reads_the_hooks_ledger_or_seeds_one_from_the_transcript(
     transcript = str(session.claude.transcript(session.session_id))
     ledger = session_facts(transcript, state_dir=str(session.claude.state / "ctxd"))
     assert ledger.compactions == 5 and ledger.goal is not None and ledger.goal.startswith(GOAL)
-    assert any(f.text == "Never push to the release branch." and f.is_open for f in ledger.facts)
+    assert any(f.text == NEVER and f.is_open for f in ledger.facts)
     # Without ctxd's notes (another machine, a lost state dir): the goal is the transcript's first request and
     # the facts come back from the blocks ctxd re-injected (Claude Code records them as attachments).
     seeded = session_facts(transcript, state_dir=str(tmp_path))
@@ -207,17 +201,6 @@ def _block(request: RecordedRequest) -> str:
         if "## Must keep (ctxd)" in text:
             return text[text.index("## Must keep (ctxd)") :].split("\n\n")[0]
     return ""
-
-
-def _texts(request: RecordedRequest) -> list[str]:
-    out = []
-    for message in request.messages:
-        content = message.get("content")
-        texts = (
-            [content] if isinstance(content, str) else [b.get("text", "") for b in content or [] if isinstance(b, dict)]
-        )
-        out += [t for t in texts if isinstance(t, str)]
-    return out
 
 
 def _transcript(made: Session) -> str:

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from factories import assistant, tool_result, user, write
+from planted import ERROR, GOAL, NEVER, PATH, VALIDATE
 
 from ctxd.compaction.engine import compact
 from ctxd.compaction.external import Preparation, summarize_preparation
@@ -18,12 +19,6 @@ from ctxd.compaction.settings import CompactionSettings
 from ctxd.compaction.summarizers import OfflineSummarizer
 from ctxd.compaction.summarizers.facts import scan, user_words
 from ctxd.tree.session import Session
-
-GOAL = "Build the zeta config loader in loader.py and keep its tests green."
-PATH = "The deploy manifest lives at deploy/zeta/manifest.toml."
-VALIDATE = "Validate every step with `make verify-zeta` before you report it done."
-NEVER = "Never push to the release branch."
-ERROR = "The last CI run failed with ERR_ZETA_4711 from the config loader."
 
 
 def u(text: str, **kw: Any) -> dict[str, Any]:

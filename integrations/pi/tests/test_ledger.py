@@ -9,17 +9,10 @@ from typing import Any
 
 from fakes.openai_server import FakeOpenAIServer, reply
 from pi_harness import Pi, chat_requests, text_of
+from planted import ERROR, FACTS, GOAL, PLANTED
 
 from ctxd.compaction.ledger import Ledger
 
-GOAL = "Build the zeta config loader in loader.py and keep its tests green."
-PLANTED = (
-    "The deploy manifest lives at deploy/zeta/manifest.toml. "
-    "Validate every step with `make verify-zeta` before you report it done. "
-    "Never push to the release branch."
-)
-ERROR = "The last CI run failed with ERR_ZETA_4711 from the config loader."
-FACTS = ("deploy/zeta/manifest.toml", "make verify-zeta", "Never push to the release branch.", "ERR_ZETA_4711")
 SUMMARY = "## Goal\nWork on the loader goes on.\n\n## Progress\n- The manifest is deploy/zeta/manifest.toml."
 """The fake model's summary (ctxd's summariser uses pi's model): it keeps only the path."""
 
