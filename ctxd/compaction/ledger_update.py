@@ -24,11 +24,12 @@ from ctxd.compaction.summarizers.mining import same_subject, short
 from ctxd.compaction.summarizers.serialize import content_text
 from ctxd.formats.injected import CTXD_MARK, ctxd_blocks
 
-MAX_CLOSED = 100
+MAX_CLOSED = 60
 """Resolved and superseded facts kept (the newest): history, not what a summary must keep."""
-MAX_OPEN = {"file-read": 200, "command": 120, "decision": 40, "file-modified": 300, "stated": 100, "error": 100}
+MAX_OPEN = {"file-read": 60, "command": 60, "decision": 20, "file-modified": 150, "stated": 60, "error": 60}
 """Open facts kept per kind for the kinds that grow with every range (the newest): a bound for sessions of
-thousands of ranges; every other open fact stays."""
+thousands of ranges (the ledger is written into every compaction entry, so it stays under about 100 KB);
+every other open fact stays. The file lists themselves are carried whole in ``details``."""
 _SUPERSEDED_BY_NEWER = ("request", "next")
 """Kinds of which only the newest range's facts are current."""
 _RESOLVABLE = ("constraint", "correction", "stated")
