@@ -112,7 +112,7 @@ class Ledger:
                 fact = _converter.structure(item, LedgerFact)
             except (cattrs.BaseValidationError, TypeError, ValueError, AttributeError):
                 continue
-            if fact.status in STATUSES and all(isinstance(p, str) for p in fact.probes):
+            if fact.status in STATUSES and fact.probes and all(isinstance(p, str) and p for p in fact.probes):
                 facts.append(fact)
         goal = value.get("goal")
         compactions = value.get("compactions")

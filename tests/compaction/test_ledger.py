@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from factories import assistant, tool_result, user, write
+from factories import assistant, entry, tool_result, user, write
 from planted import ERROR, GOAL, NEVER, PATH, VALIDATE
 
 from ctxd.compaction.engine import compact
@@ -18,6 +18,7 @@ from ctxd.compaction.mustkeep import patch_summary
 from ctxd.compaction.settings import CompactionSettings
 from ctxd.compaction.summarizers import OfflineSummarizer
 from ctxd.compaction.summarizers.facts import scan, user_words
+from ctxd.service.facts import session_facts
 from ctxd.tree.session import Session
 
 
@@ -163,8 +164,9 @@ def test_a_damaged_ledger_reads_as_none_or_without_the_damaged_facts() -> None:
     good = advance(None, first_range()).ledger.to_json()
     good["facts"].append({"kind": 3, "text": None})
     good["facts"].append({"kind": "error", "text": "x", "probes": ["x"], "status": "weird"})
+    good["facts"].append({"kind": "error", "text": "x", "probes": []})
     back = Ledger.from_json(good)
-    assert back is not None and len(back.facts) == len(good["facts"]) - 2
+    assert back is not None and len(back.facts) == len(good["facts"]) - 3
 
 
 def test_open_facts_render_first_within_the_patch_budget() -> None:
@@ -230,3 +232,28 @@ async def test_an_agents_compactions_carry_the_ledger_through_previous_details()
     for piece, kind in ((NEVER, "constraint"), (PATH, "stated"), (VALIDATE, "stated"), (ERROR, "error")):
         assert by_text(last, piece, kind).status == "open"
     assert summary is not None and NEVER in summary  # the third summary keeps what the first range said
+
+
+async def test_a_session_compacted_before_ledgers_is_read_and_carried(tmp_path: Path) -> None:
+    """An old compaction entry (details.ctxd with a goal, no ledger; the summary's own Must keep section): the
+    next compaction seeds the ledger from it, and session_facts reads it the same way."""
+    first = user(None, GOAL)
+    ok = assistant(first["id"], "Starting.")
+    summary = f"## Goal\n- {GOAL}\n\n## Progress\n- Some done.\n\n## Must keep\n- User constraint: {NEVER}"
+    old = entry("compaction", ok["id"], summary=summary, firstKeptEntryId=ok["id"], tokensBefore=900)
+    old["details"] = {"readFiles": [], "modifiedFiles": [], "ctxd": {"goal": GOAL, "trigger": "manual"}}
+    entries = [first, ok, old]
+    entries += turn(old["id"], 0, "Add the parser.")
+    entries += turn(entries[-1]["id"], 1, "Add the cache.")
+    path = write(tmp_path / "old.jsonl", entries)
+    before = session_facts(path)
+    assert before.goal == GOAL and by_text(before, NEVER, "constraint").status == "open"
+    assert before.compactions == 1
+    session = Session.open(path)
+    out = await compact(session, SETTINGS, summarizer=OfflineSummarizer())
+    ledger = Ledger.from_json(session.file.entry_by_id(out.entryId)["details"]["ctxd"]["ledger"])
+    assert ledger is not None and ledger.goal == GOAL and ledger.compactions == 2
+    assert by_text(ledger, NEVER, "constraint").status == "open"
+    assert NEVER in out.summary
+    after = session_facts(path)
+    assert after.compactions == 2 and by_text(after, NEVER, "constraint").status == "open"
