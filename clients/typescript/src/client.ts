@@ -43,6 +43,7 @@ import {
   type LabelResult,
   type PinResult,
   type LedgerResult,
+  type SessionFactsResult,
   type SessionEntryResult,
   type SessionInfo,
   type SessionListResult,
@@ -466,6 +467,11 @@ export class CtxdClient {
   /** session/ledger: every compaction, newest first (daemons that advertise it). */
   ledger(session: string): Promise<LedgerResult> {
     return this.request(Method.sessionLedger, { session });
+  }
+
+  /** session/facts: the session's fact ledger (daemons that advertise it). */
+  facts(session: string): Promise<SessionFactsResult> {
+    return this.request(Method.sessionFacts, { session });
   }
 
   buildContext(params: ContextBuildParams): Promise<ContextBuildResult> {

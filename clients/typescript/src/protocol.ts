@@ -24,6 +24,7 @@ export const Method = {
   compactSummarize: 'compact/summarize',
   branchSummarize: 'branch/summarize',
   contextTruncate: 'context/truncate',
+  sessionFacts: 'session/facts',
 } as const;
 
 export const Notification = {
@@ -279,6 +280,38 @@ export interface LabelResult {
   labelEntryId: string;
   entryId: string;
   label: string | null;
+}
+
+/** Where a fact of the ledger was seen (compaction 0: since the newest compaction). */
+export interface FactSeen {
+  compaction: number;
+  entryId: string | null;
+  line: number | null;
+  time: string | null;
+}
+
+/** One fact of the session's fact ledger (session/facts). */
+export interface LedgerFact {
+  kind: string;
+  text: string;
+  probes: string[];
+  status: 'open' | 'resolved' | 'superseded';
+  why: string | null;
+  key: string | null;
+  firstSeen: FactSeen;
+  lastSeen: FactSeen;
+}
+
+/** session/facts: the session's fact ledger, read-only. */
+export interface SessionFactsResult {
+  session: string;
+  version: number;
+  goal: string | null;
+  compactions: number;
+  facts: LedgerFact[];
+  counts: { open: number; resolved: number; superseded: number };
+  /** The open facts as markdown, most important first. */
+  text: string;
 }
 
 /** One row of session/ledger (newer daemons); fields are null for compactions ctxd did not write. */
