@@ -20,7 +20,7 @@ from ctxd.compaction.fileops import format_file_blocks
 from ctxd.compaction.goal import session_goal
 from ctxd.compaction.mustkeep import FactSheet, patch_summary
 from ctxd.compaction.plan import CompactionPlan, NothingToCompact, plan_compaction
-from ctxd.compaction.plan_ledger import PlanFacts, plan_ledger, plan_where, previous_ledger
+from ctxd.compaction.plan_ledger import PlanFacts, ledger_before, plan_ledger, plan_where
 from ctxd.compaction.prune import prune_messages
 from ctxd.compaction.settings import CompactionSettings
 from ctxd.compaction.summarizers import (
@@ -58,7 +58,7 @@ def session_facts(session: Session, plan: CompactionPlan) -> PlanFacts:
     """:func:`fact_sheet` with the session's fact ledger: the previous compaction's carried, this range added."""
     previous = None
     if plan.previousCompactionId is not None:
-        previous = previous_ledger(session.file.entry_by_id(plan.previousCompactionId).get("details"))
+        previous = ledger_before(session, plan.previousCompactionId)
     goal = previous.goal if previous is not None and previous.goal else session_goal(session, plan)
     return plan_ledger(plan, goal, previous, plan_where(session, plan))
 

@@ -56,6 +56,19 @@ def seed(summary: str | None, goal: str | None = None, blocks: Iterable[str] = (
     return ledger
 
 
+def absorb(ledger: Ledger, other: Ledger, number: int) -> None:
+    """Add to ``ledger`` the facts of ``other`` (seeded from a summary or a block) it lacks, seen in compaction
+    ``number``; the goal stays ``ledger``'s."""
+    known = {(_family(f.kind), f.probes[0]) for f in ledger.facts}
+    for fact in other.facts:
+        family = (_family(fact.kind), fact.probes[0])
+        if fact.kind != "goal" and family not in known:
+            fact.firstSeen = fact.lastSeen = Seen(compaction=number)
+            ledger.facts.append(fact)
+            known.add(family)
+    ledger.goal = ledger.goal or other.goal
+
+
 def advance(
     previous: Ledger | None,
     messages: Sequence[Mapping[str, Any]],
@@ -94,13 +107,9 @@ def advance(
 
     newest = {f.kind for f in sheet.facts if f.kind in _SUPERSEDED_BY_NEWER}
     by_key = {(_family(f.kind), f.probes[0]): f for f in ledger.facts if f.probes}
-    for block_fact in seed(None, None, _reinjected(messages)).facts:
-        # Facts ctxd re-injected into the range: ctxd's words, carried (kept open) but never the user's.
-        family = (_family(block_fact.kind), block_fact.probes[0])
-        if block_fact.kind != "goal" and family not in by_key:
-            block_fact.firstSeen = block_fact.lastSeen = Seen(compaction=number)
-            ledger.facts.append(block_fact)
-            by_key[family] = block_fact
+    # Facts ctxd re-injected into the range: ctxd's words, carried (kept open) but never the user's.
+    absorb(ledger, seed(None, None, _reinjected(messages)), number)
+    by_key = {(_family(f.kind), f.probes[0]): f for f in ledger.facts if f.probes}
     carried_before = list(ledger.facts)
     for fact in sheet.facts:
         found = by_key.get((_family(fact.kind), fact.probes[0]))

@@ -15,7 +15,7 @@ from typing import Any
 import attrs
 
 from ctxd.compaction.ledger import Ledger, Seen
-from ctxd.compaction.ledger_update import advance
+from ctxd.compaction.ledger_update import absorb, advance, seed
 from ctxd.compaction.mustkeep import FactSheet
 from ctxd.compaction.plan import CompactionPlan
 from ctxd.tree.session import Session
@@ -35,6 +35,33 @@ def previous_ledger(details: Any) -> Ledger | None:
     """The ledger in a compaction entry's ``details`` (``details.ctxd.ledger``), None when it has none."""
     ctxd = details.get("ctxd") if isinstance(details, Mapping) else None
     return Ledger.from_json(ctxd.get("ledger")) if isinstance(ctxd, Mapping) else None
+
+
+MAX_LOOKBACK = 50
+"""Compactions looked through, newest first, for the newest one with a ledger."""
+
+
+def ledger_before(session: Session, compaction_id: str) -> Ledger | None:
+    """The ledger of the compaction ``compaction_id``; if it has none (made before ledgers, or by the agent
+    when ctxd was not there), the newest ledger of an earlier compaction on its path with the must-keep facts
+    of the summaries since seeded into it; None when no compaction on the path has one."""
+    file = session.file
+    index = file.index.get(compaction_id)
+    if index is None:
+        return None
+    path = session.tree.path_to_root(index)  # from the root down
+    found = [i for i in reversed(path) if file.heads[i].type == "compaction"][:MAX_LOOKBACK]
+    later: list[str] = []
+    for body in file.entries(found):
+        ledger = previous_ledger(body.get("details"))
+        if ledger is not None:
+            for summary in reversed(later):  # oldest first
+                absorb(ledger, seed(summary), ledger.compactions + 1)
+                ledger.compactions += 1
+            return ledger
+        text = body.get("summary")
+        later.append(text if isinstance(text, str) else "")
+    return None
 
 
 def iso_time(value: Any) -> str | None:

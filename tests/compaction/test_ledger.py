@@ -257,3 +257,34 @@ async def test_a_session_compacted_before_ledgers_is_read_and_carried(tmp_path: 
     assert NEVER in out.summary
     after = session_facts(path)
     assert after.compactions == 2 and by_text(after, NEVER, "constraint").status == "open"
+
+
+async def test_a_compaction_another_tool_made_in_between_loses_no_fact(tmp_path: Path) -> None:
+    """ctxd compacts, then the agent compacts on its own (no ledger in its entry: ctxd was not running), then
+    ctxd again: the first ledger's open facts are carried, and the agent's summary's must-keep facts join."""
+    first = user(None, f"{GOAL} {NEVER}")
+    entries = [first, assistant(first["id"], "Starting.")]
+    entries += turn(entries[-1]["id"], 0, ERROR)
+    entries += turn(entries[-1]["id"], 1, "Add the parser.")
+    path = write(tmp_path / "s.jsonl", entries)
+    session = Session.open(path)
+    ours = await compact(session, SETTINGS, summarizer=OfflineSummarizer())
+    more = turn(ours.entryId, 2, "Add the cache.")
+    session.append(more, parent_id=ours.entryId)
+    theirs = {
+        "type": "compaction",
+        "summary": "## Goal\nWork goes on.\n\n## Must keep\n- User constraint: Keep the cache in memory only.",
+        "firstKeptEntryId": more[-1]["id"],
+        "tokensBefore": 5_000,
+        "details": {"readFiles": [], "modifiedFiles": []},
+    }
+    (their_id,) = session.append([theirs], parent_id=more[-1]["id"])
+    session.append(turn(their_id, 3, "Now the docs."), parent_id=their_id)
+    session = Session.open(path)
+    again = await compact(session, SETTINGS, summarizer=OfflineSummarizer())
+    ledger = Ledger.from_json(session.file.entry_by_id(again.entryId)["details"]["ctxd"]["ledger"])
+    assert ledger is not None and ledger.compactions == 3 and ledger.goal == f"{GOAL} {NEVER}"
+    assert by_text(ledger, NEVER, "constraint").status == "open"
+    assert by_text(ledger, ERROR, "error").status == "open"
+    assert by_text(ledger, "Keep the cache in memory only.", "constraint").firstSeen.compaction == 2
+    assert NEVER in again.summary and "ERR_ZETA_4711" in again.summary
