@@ -51,6 +51,7 @@ class Summarizing(ServiceBase):
             tokens_before=params.tokensBefore,
             entry_ids=params.entryIds,
             turn_prefix_entry_ids=params.turnPrefixEntryIds,
+            previous_ledger=params.previousLedger,
         )
         made = await summarize_preparation(
             prep,

@@ -288,3 +288,23 @@ async def test_a_compaction_another_tool_made_in_between_loses_no_fact(tmp_path:
     assert by_text(ledger, ERROR, "error").status == "open"
     assert by_text(ledger, "Keep the cache in memory only.", "constraint").firstSeen.compaction == 2
     assert NEVER in again.summary and "ERR_ZETA_4711" in again.summary
+
+
+async def test_an_agents_own_compaction_in_between_loses_no_fact_when_it_sends_the_earlier_ledger() -> None:
+    prep = Preparation(messages=first_range())
+    made = await summarize_preparation(prep, SETTINGS, trigger="threshold", summarizer=OfflineSummarizer())
+    earlier = made.details["ctxd"]["ledger"]
+    # The agent compacted on its own meanwhile: its entry has no ledger; its summary says little.
+    theirs = "## Goal\nWork goes on.\n\n## Must keep\n- User constraint: Keep the cache in memory only."
+    prep = Preparation(
+        messages=[u("Add the docs."), a("ok")],
+        previous_summary=theirs,
+        previous_details={"readFiles": [], "modifiedFiles": []},
+        previous_ledger=earlier,
+    )
+    made = await summarize_preparation(prep, SETTINGS, trigger="threshold", summarizer=OfflineSummarizer())
+    last = Ledger.from_json(made.details["ctxd"]["ledger"])
+    assert last is not None and last.compactions == 3 and last.goal is not None and last.goal.startswith(GOAL)
+    for piece, kind in ((NEVER, "constraint"), (ERROR, "error"), ("Keep the cache in memory only.", "constraint")):
+        assert by_text(last, piece, kind).status == "open"
+    assert NEVER in made.summary

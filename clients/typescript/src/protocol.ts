@@ -499,6 +499,8 @@ export interface CompactSummarizeParams {
   /** The entry id of each of `messages` ('' where unknown): where the fact ledger's facts were seen. */
   entryIds?: string[];
   turnPrefixEntryIds?: string[];
+  /** The newest `details.ctxd.ledger` on the branch, when the previous compaction has none. */
+  previousLedger?: Record<string, unknown> | null;
 }
 
 /** pi's Usage shape. */

@@ -94,6 +94,18 @@ function entryIdsOf(messages: readonly unknown[], entries: readonly unknown[]): 
   return messages.map((message) => ids.get(message) ?? '');
 }
 
+/** The newest fact ledger ctxd wrote on the branch (`details.ctxd.ledger`), or null. */
+function newestLedger(entries: readonly unknown[]): Record<string, unknown> | null {
+  for (let i = entries.length - 1; i >= 0; i--) {
+    const entry = entries[i] as { type?: string; details?: { ctxd?: { ledger?: unknown } } } | undefined;
+    const ledger = entry?.type === 'compaction' ? entry.details?.ctxd?.ledger : undefined;
+    if (ledger && typeof ledger === 'object') {
+      return ledger as Record<string, unknown>;
+    }
+  }
+  return null;
+}
+
 function cancellation(signal: AbortSignal | undefined): CancellationTokenSource {
   const source = new CancellationTokenSource();
   if (signal?.aborted) {
@@ -186,6 +198,7 @@ export default function ctxd(pi: ExtensionAPI): void {
           modelWindow: chosen.modelWindow ?? null,
           entryIds: entryIdsOf(prep.messagesToSummarize, event.branchEntries),
           turnPrefixEntryIds: entryIdsOf(prep.turnPrefixMessages, event.branchEntries),
+          previousLedger: newestLedger(event.branchEntries),
         },
         source.token,
       );
