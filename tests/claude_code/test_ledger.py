@@ -1,7 +1,8 @@
 """Five compactions in one real Claude Code session (manual ``/compact`` and automatic, mixed) with the ctxd plugin:
 the facts the user planted before the first one (a path, a validation command, a hard constraint, an error
 stated in one sentence) reach the model in the first request after *each* compaction, though the (fake) summary
-keeps only the path; the goal stays the session's first request.
+keeps only the path; the goal stays the session's first request. Then the user says the error is fixed and takes
+the constraint back, and after a sixth compaction neither is re-injected.
 
 With ``CTXD_LEDGER_TRANSCRIPT=FILE`` set, the test writes the conversation as markdown to FILE: the prompts, each
 compaction, the facts ctxd re-injected after it and the session's ledger in ctxd's notes (for the closing note).
@@ -27,6 +28,8 @@ SUMMARY = "<summary>Work on the loader goes on; the manifest is deploy/zeta/mani
 """The fake summary: it keeps only the path."""
 AUTO = ("Run the checks.", "Run the checks again.")
 """The prompts whose turn Claude Code compacts by itself (a response reports a context near the window)."""
+CLOSING = "I fixed ERR_ZETA_4711 in the loader, and you may push to the release branch now."
+"""Said after the fifth compaction: the error is fixed, the constraint taken back (the sixth compaction)."""
 NEAR_WINDOW = 195_000
 """A response reporting this many input tokens makes Claude Code (window 200,000) compact at once."""
 
@@ -89,6 +92,9 @@ def session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Session]:
             say("Docs updated."),
             # /compact (5)
             say("Next: wire the loader into the CLI."),
+            say("Good to hear."),
+            # /compact (6): after the fix and the withdrawal
+            say("Going on."),
         )
         prompts = [
             f"{GOAL} {PLANTED}",
@@ -103,6 +109,9 @@ def session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Session]:
             "Update the docs.",
             "/compact",
             "What is next?",
+            CLOSING,
+            "/compact",
+            "Go on.",
         ]
         ledgers: list[tuple[int, dict[str, Any]]] = []
         notes = claude.state / "ctxd" / "claude"
@@ -134,21 +143,24 @@ def test_five_compactions_manual_and_automatic_ran(session: Session) -> None:
         "Docs updated.",
         "",
         "Next: wire the loader into the CLI.",
+        "Good to hear.",
+        "",
+        "Going on.",
     ], "\n".join(
         f"{r.kind} {r.response.text if r.response else ''} {r.response.tools if r.response else ''}"
         for r in session.server.requests
         if r.kind != "other"
     )
-    assert len(session.server.of_kind("summary")) == 5
+    assert len(session.server.of_kind("summary")) == 6
     log = session.claude.log_text()
     assert "error" not in log.lower(), log
-    assert log.count("PreCompact: ") == 5
+    assert log.count("PreCompact: ") == 6
 
 
 def test_every_planted_fact_reaches_the_first_request_after_each_compaction(session: Session) -> None:
     firsts = session.firsts_after_compactions()
-    assert len(firsts) == 5
-    for n, request in enumerate(firsts, 1):
+    assert len(firsts) == 6
+    for n, request in enumerate(firsts[:5], 1):
         text = request.text
         for fact in FACTS:
             assert fact in text, f"compaction {n}: {fact!r} is not in the next request"
@@ -161,7 +173,7 @@ def test_every_planted_fact_reaches_the_first_request_after_each_compaction(sess
 
 
 def test_the_ledger_in_ctxds_notes_carries_the_facts_with_where_they_were_seen(session: Session) -> None:
-    ledger = session.ledgers[-1][1]
+    ledger = dict(session.ledgers)[10]  # after the fifth compaction
     assert ledger["compactions"] == 5 and ledger["goal"].startswith(GOAL)
     by_text = {f["text"]: f for f in ledger["facts"]}
     constraint = by_text[NEVER]
@@ -186,14 +198,33 @@ def test_session_facts_reads_the_hooks_ledger_or_seeds_one_from_the_transcript(
 
     transcript = str(session.claude.transcript(session.session_id))
     ledger = session_facts(transcript, state_dir=str(session.claude.state / "ctxd"))
-    assert ledger.compactions == 5 and ledger.goal is not None and ledger.goal.startswith(GOAL)
-    assert any(f.text == NEVER and f.is_open for f in ledger.facts)
+    assert ledger.compactions == 6 and ledger.goal is not None and ledger.goal.startswith(GOAL)
+    assert any(f.text == PATH and f.is_open for f in ledger.facts)
+    assert any(f.text == NEVER and f.status == "superseded" for f in ledger.facts)
     # Without ctxd's notes (another machine, a lost state dir): the goal is the transcript's first request and
-    # the facts come back from the blocks ctxd re-injected (Claude Code records them as attachments).
+    # the facts come back from the blocks ctxd re-injected (Claude Code records them as attachments; what was
+    # closed since cannot be told from them, so they come back open).
     seeded = session_facts(transcript, state_dir=str(tmp_path))
     assert seeded.goal is not None and seeded.goal.startswith(GOAL)
     for fact in FACTS:
         assert any(fact in f.text and f.is_open and f.kind != "goal" for f in seeded.facts), fact
+
+
+def test_after_the_user_says_the_error_is_fixed_and_takes_the_constraint_back_neither_comes_back(
+    session: Session,
+) -> None:
+    """The sixth compaction follows the user's sentence: the error is resolved, the constraint superseded; the
+    first request after it no longer carries them as facts (only as the user's latest request)."""
+    ledger = session.ledgers[-1][1]
+    assert ledger["compactions"] == 6
+    (error,) = [f for f in ledger["facts"] if f["kind"] == "error" and "ERR_ZETA_4711" in f["text"]]
+    assert error["status"] == "resolved" and "ERR_ZETA_4711" in error["why"]
+    constraint = next(f for f in ledger["facts"] if f["kind"] == "constraint" and f["text"] == NEVER)
+    assert constraint["status"] == "superseded" and constraint["why"].startswith("withdrawn: ")
+    block = _block(session.firsts_after_compactions()[5])
+    assert f"- Goal: {GOAL}" in block and f"- Latest request: {CLOSING}" in block
+    assert "- Error:" not in block and f"- User constraint: {NEVER}" not in block
+    assert "make verify-zeta" in block and "deploy/zeta/manifest.toml" in block  # still open
 
 
 def _block(request: RecordedRequest) -> str:
@@ -209,7 +240,7 @@ def _transcript(made: Session) -> str:
 
     firsts = made.firsts_after_compactions()
     lines = [
-        f"# One Claude Code {made.claude.binary.split('claude-code-')[-1].split('/')[0]} session, 5 compactions",
+        f"# One Claude Code {made.claude.binary.split('claude-code-')[-1].split('/')[0]} session, 6 compactions",
         "",
     ]
     lines += ["Fake summary (keeps only the path):", "", "```", SUMMARY, "```", ""]
