@@ -150,6 +150,25 @@ def test_without_precompact_the_facts_come_from_the_transcript(live: Path, setti
     assert "Never modify config.yaml" in _context(start.stdout)  # treated as automatic: nothing to wait for
 
 
+def test_a_second_compaction_keeps_the_facts_of_the_first_and_the_goal(live: Path, settings: HookSettings) -> None:
+    """The facts of the range before the first compaction live in the notes' ledger: the second compaction's
+    instructions and check have them, though Claude's summary kept few and the new range never names them."""
+    handle("PreCompact", _payload(live, "PreCompact", trigger="manual"), settings)
+    handle("SessionStart", _payload(live, "SessionStart", source="compact"), settings)
+    handle("PostCompact", _payload(live, "PostCompact", trigger="manual", compact_summary=SUMMARY), settings)
+    handle("UserPromptSubmit", _payload(live, "UserPromptSubmit", prompt="What is next?"), settings)
+    # Claude wrote the boundary and its summary; the conversation goes on after them.
+    shutil.copy(reference("claude", "claude-2.1.330-compact.jsonl"), live)
+    second = handle("PreCompact", _payload(live, "PreCompact", trigger="auto"), settings)
+    assert "- User constraint: Never modify config.yaml: it belongs to the ops team." in second.stdout
+    assert "- Goal: Build a tiny HTTP service in app.py" in second.stdout
+    notes = json.loads((Path(settings.state_dir) / "claude" / f"{SESSION}.json").read_text())
+    ledger = notes["ledger"]
+    assert ledger["compactions"] == 2 and ledger["goal"].startswith("Build a tiny HTTP service in app.py")
+    start = handle("SessionStart", _payload(live, "SessionStart", source="compact"), settings)
+    assert "Never modify config.yaml" in _context(start.stdout)  # automatic: every fact, the first range's too
+
+
 def test_posttooluse_cuts_what_the_model_reads_and_leaves_edits_alone(live: Path, settings: HookSettings) -> None:
     big = {"stdout": "x\n" * 10_000, "stderr": "", "interrupted": False, "isImage": False}
     result = handle("PostToolUse", _payload(live, "PostToolUse", tool_name="Bash", tool_response=big), settings)

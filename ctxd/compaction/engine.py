@@ -18,8 +18,9 @@ import attrs
 
 from ctxd.compaction.fileops import format_file_blocks
 from ctxd.compaction.goal import session_goal
-from ctxd.compaction.mustkeep import FactSheet, must_keep_facts, patch_summary
+from ctxd.compaction.mustkeep import FactSheet, patch_summary
 from ctxd.compaction.plan import CompactionPlan, NothingToCompact, plan_compaction
+from ctxd.compaction.plan_ledger import PlanFacts, ledger_before, plan_ledger, plan_where
 from ctxd.compaction.prune import prune_messages
 from ctxd.compaction.settings import CompactionSettings
 from ctxd.compaction.summarizers import (
@@ -49,28 +50,26 @@ PROMPT_FACT_CHARS = 8_000
 def fact_sheet(session: Session, plan: CompactionPlan) -> tuple[FactSheet, str | None]:
     """What a summary of ``plan``'s range must keep, and the session's first request when it lies before the
     range (the goal a summary must state, see :mod:`ctxd.compaction.goal`)."""
-    goal = session_goal(session, plan)
-    return plan_facts(plan, goal), goal
+    made = session_facts(session, plan)
+    return made.sheet, made.goal
 
 
-def plan_facts(plan: CompactionPlan, goal: str | None = None) -> FactSheet:
-    """What a summary of ``plan``'s messages must keep (its previous summary and file lists included)."""
-    return must_keep_facts(
-        [*plan.messagesToSummarize, *plan.turnPrefixMessages],
-        previous_summary=plan.previousSummary,
-        read_files=plan.readFiles,
-        modified_files=plan.modifiedFiles,
-        goal=goal,
-    )
+def session_facts(session: Session, plan: CompactionPlan) -> PlanFacts:
+    """:func:`fact_sheet` with the session's fact ledger: the previous compaction's carried, this range added."""
+    previous = None
+    if plan.previousCompactionId is not None:
+        previous = ledger_before(session, plan.previousCompactionId)
+    goal = previous.goal if previous is not None and previous.goal else session_goal(session, plan)
+    return plan_ledger(plan, goal, previous, plan_where(session, plan))
 
 
-Facts = Callable[[CompactionPlan], Awaitable[tuple[FactSheet, str | None]]]
-"""A plan's fact sheet and the goal before its range (a session's compaction reads the session)."""
+Facts = Callable[[CompactionPlan], Awaitable[PlanFacts]]
+"""A plan's fact sheet, the goal before its range and the ledger (a session's compaction reads the session)."""
 
 
-async def facts_of_messages(plan: CompactionPlan) -> tuple[FactSheet, str | None]:
-    """The fact sheet of the plan's messages alone (a client's messages: no session to read a goal from)."""
-    return plan_facts(plan), None
+async def facts_of_messages(plan: CompactionPlan) -> PlanFacts:
+    """The facts of the plan's messages alone (a client's messages: no session to read a goal from)."""
+    return plan_ledger(plan, None, None)
 
 
 def patch_budget(plan: CompactionPlan) -> int:
@@ -227,7 +226,7 @@ async def compact(
         result=result,
         path=path,
         replan=replan,
-        facts=lambda p: guard(lambda: fact_sheet(session, p)),
+        facts=lambda p: guard(lambda: session_facts(session, p)),
         started=started,
         clock=clock,
     )
@@ -314,7 +313,8 @@ async def summarize_plan(
     """
     started = clock() if started is None else started
     window = settings.resolved_window()
-    sheet, goal = await facts(plan)
+    made = await facts(plan)
+    sheet, goal = made.sheet, made.goal
     failures: list[str] = []
     chosen = summarizer or summarizer_for(settings)
     if result is None:
@@ -368,7 +368,8 @@ async def summarize_plan(
         )
         path = "fallback-keep-last-turns" if replan is not None else "fallback-offline"
         if replan is not None:
-            sheet, goal = await facts(plan)
+            made = await facts(plan)
+            sheet, goal = made.sheet, made.goal
 
     # Every summary, however made, is checked against the fact sheet and patched with what it lacks.
     text, missing = patch_summary(result.text.rstrip(), sheet, max_chars=patch_budget(plan))
@@ -391,12 +392,14 @@ async def summarize_plan(
             "turnPrefixMessages": len(plan.turnPrefixMessages),
             "instructions": instructions,
             # The session's goal, for the next compaction (see ctxd.compaction.goal).
-            "goal": goal or next((f.text for f in sheet.facts if f.kind == "goal"), None),
+            "goal": made.ledger.goal or goal or next((f.text for f in sheet.facts if f.kind == "goal"), None),
             "mustKeep": {
                 "facts": len(sheet),
                 "missing": len(missing),
                 "patched": [f.to_json() for f in missing.facts[:MAX_LEDGER_FACTS]],
             },
+            # The session's fact ledger, carried to the next compaction (see ctxd.compaction.ledger).
+            "ledger": made.ledger.to_json(),
             # The new context: the summary, then the kept messages (plan.estimatedTokensAfter
             # counts those without a summary allowance here).
             "tokensAfter": (js_len(summary) + 3) // 4 + plan.estimatedTokensAfter,

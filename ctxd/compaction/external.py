@@ -16,10 +16,12 @@ from typing import Any
 
 import attrs
 
-from ctxd.compaction.engine import Summarized, _pi_usage, plan_facts, summarize_plan, summarizer_for
+from ctxd.compaction.engine import Summarized, _pi_usage, summarize_plan, summarizer_for
 from ctxd.compaction.fileops import FileOps, extract_file_ops, file_lists, format_file_blocks
-from ctxd.compaction.mustkeep import FactSheet
+from ctxd.compaction.ledger import Ledger
+from ctxd.compaction.ledger_update import absorb, seed
 from ctxd.compaction.plan import CompactionPlan
+from ctxd.compaction.plan_ledger import PlanFacts, message_where, plan_ledger, previous_ledger
 from ctxd.compaction.settings import CompactionSettings
 from ctxd.compaction.summarizers import (
     OfflineSummarizer,
@@ -47,6 +49,11 @@ class Preparation:
     """``{"read", "written", "edited"}``: the agent's own file tracking, merged with ctxd's."""
     first_kept_entry_id: str = ""
     tokens_before: int = 0
+    entry_ids: list[str] = attrs.field(factory=list)
+    """The entry ids of ``messages`` when the agent sends them (where the ledger's facts were seen)."""
+    turn_prefix_entry_ids: list[str] = attrs.field(factory=list)
+    previous_ledger: Mapping[str, Any] | None = None
+    """An earlier compaction's ledger, used when ``previous_details`` has none (see :func:`carried_ledger`)."""
 
 
 def plan_from_preparation(prep: Preparation) -> CompactionPlan:
@@ -106,9 +113,11 @@ async def summarize_preparation(
     chosen = summarizer or summarizer_for(settings, context_window=model_window)
     ledger = (prep.previous_details or {}).get("ctxd")
     goal = ledger.get("goal") if isinstance(ledger, Mapping) and isinstance(ledger.get("goal"), str) else None
+    previous = carried_ledger(prep)
 
-    async def facts(plan: CompactionPlan) -> tuple[FactSheet, str | None]:
-        return plan_facts(plan, goal), goal
+    async def facts(plan: CompactionPlan) -> PlanFacts:
+        where = message_where([*prep.messages, *prep.turn_prefix], [*prep.entry_ids, *prep.turn_prefix_entry_ids])
+        return plan_ledger(plan, (previous.goal if previous else None) or goal, previous, where)
 
     return await summarize_plan(
         plan_from_preparation(prep),
@@ -121,6 +130,19 @@ async def summarize_preparation(
         started=started,
         clock=clock,
     )
+
+
+def carried_ledger(prep: Preparation) -> Ledger | None:
+    """The ledger to carry: the previous compaction's; else an earlier one the agent sent, with the must-keep
+    facts of the previous summary (the agent's own, which updated every summary since) seeded into it."""
+    previous = previous_ledger(prep.previous_details)
+    if previous is not None or prep.previous_ledger is None:
+        return previous
+    earlier = Ledger.from_json(dict(prep.previous_ledger))
+    if earlier is not None and prep.previous_summary:
+        earlier.compactions += 1
+        absorb(earlier, seed(prep.previous_summary), earlier.compactions)
+    return earlier
 
 
 def compaction_result(made: Summarized) -> dict[str, Any]:

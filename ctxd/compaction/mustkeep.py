@@ -33,6 +33,7 @@ KINDS = (
     "request",
     "correction",
     "constraint",
+    "stated",
     "error",
     "file-modified",
     "next",
@@ -46,6 +47,7 @@ LABELS = {
     "request": "Latest request",
     "correction": "User correction",
     "constraint": "User constraint",
+    "stated": "User stated",
     "error": "Error",
     "file-modified": "Files modified",
     "next": "Next",
@@ -56,6 +58,8 @@ LABELS = {
 LISTED = frozenset({"file-modified", "file-read", "command"})
 """Kinds rendered as one bullet listing all their facts (the others get a bullet per fact)."""
 HEADING = "## Must keep"
+MAX_STATED = 20
+"""User-stated facts (paths, commands) per sheet: the newest."""
 MAX_ERRORS = 40
 """Error facts per sheet: unresolved ones first, then the newest."""
 PROBE_CHARS = 60
@@ -99,6 +103,12 @@ class Fact:
     """The line to show or append if missing (compact, one line, without the kind's label)."""
     probes: tuple[str, ...]
     """The fact is present in a summary if any probe occurs in it (both normalised by :func:`normalize`)."""
+    index: int | None = attrs.field(default=None, eq=False)
+    """Where the fact was last seen: the index of its message in the scanned messages, when known."""
+    key: str | None = attrs.field(default=None, eq=False)
+    """For an error: what a later success must match to resolve it (a command's, a file's key)."""
+    resolved: bool = attrs.field(default=False, eq=False)
+    """For an error: resolved within the scanned messages."""
 
     def to_json(self) -> dict[str, Any]:
         return {"kind": self.kind, "text": self.text, "probes": list(self.probes)}
@@ -197,15 +207,24 @@ class _Sheet:
         self.facts: list[Fact] = []
         self.seen: set[tuple[str, str]] = set()
 
-    def add(self, kind: str, text: str, probes: tuple[str, ...]) -> None:
+    def add(
+        self,
+        kind: str,
+        text: str,
+        probes: tuple[str, ...],
+        index: int | None = None,
+        *,
+        key: str | None = None,
+        resolved: bool = False,
+    ) -> None:
         text = " ".join(text.split())
         if not text or not probes:
             return
-        key = (kind if kind not in ("goal", "request") else "request", probes[0])
-        if key in self.seen:
+        seen = (kind if kind not in ("goal", "request") else "request", probes[0])
+        if seen in self.seen:
             return
-        self.seen.add(key)
-        self.facts.append(Fact(kind, text, probes))
+        self.seen.add(seen)
+        self.facts.append(Fact(kind, text, probes, index, key, resolved))
 
     def sheet(self) -> FactSheet:
         ordered = sorted(enumerate(self.facts), key=lambda pair: (_rank(pair[1].kind), pair[0]))
@@ -253,18 +272,26 @@ def _from_facts(
 ) -> None:
     first = facts.first_request or facts.first_user
     if first and not goal:
-        sheet.add("goal", short(first, 400), text_probes(first))
+        sheet.add("goal", short(first, 400), text_probes(first), facts.requests[0][0] if facts.requests else None)
     latest = facts.latest_request or facts.latest_user
     if latest and (goal or latest.strip() != (first or "").strip()):
-        sheet.add("request", short(latest, 400), text_probes(latest))
+        sheet.add("request", short(latest, 400), text_probes(latest), facts.requests[-1][0] if facts.requests else None)
     for index, sentence in facts.constraints:
-        del index
         kind = "correction" if CORRECTION_RE.match(sentence) else "constraint"
-        sheet.add(kind, sentence, text_probes(sentence))
+        sheet.add(kind, sentence, text_probes(sentence), index)
+    for index, sentence in facts.stated[-MAX_STATED:]:
+        sheet.add("stated", sentence, text_probes(sentence), index)
     errors = sorted(reversed(facts.errors), key=lambda e: (e.resolved, e.reported))
     for error in errors[:MAX_ERRORS]:
         note = " (resolved)" if error.resolved and not error.reported else ""
-        sheet.add("error", head(error.text, 300) + note, text_probes(error.line))
+        sheet.add(
+            "error",
+            head(error.text, 300) + note,
+            text_probes(error.line),
+            error.index,
+            key=error.key,
+            resolved=error.resolved,
+        )
     modified = list(dict.fromkeys([*reversed(facts.done_files), *modified_files]))
     for path in modified:
         sheet.add("file-modified", path, path_probes(path))
@@ -275,7 +302,7 @@ def _from_facts(
     for sentence in facts.decisions[-8:]:
         sheet.add("decision", sentence, text_probes(sentence))
     for stat in sorted(facts.commands.values(), key=lambda c: (-c.runs, -c.last_index)):
-        sheet.add("command", stat.text, text_probes(stat.command))
+        sheet.add("command", stat.text, text_probes(stat.command), stat.last_index)
     done = set(modified)
     for path in dict.fromkeys([*reversed(facts.reads), *read_files]):
         if path not in done:
@@ -297,12 +324,23 @@ def must_keep_facts(
     facts for paths the messages do not show; ``goal`` is the session's first request when it comes before
     ``messages`` (see :mod:`ctxd.compaction.goal`): then it is the goal, whatever the previous summary says.
     """
+    return sheet_of(scan(messages), previous_summary, read_files, modified_files, goal)
+
+
+def sheet_of(
+    facts: Facts,
+    previous_summary: str | None = None,
+    read_files: Sequence[str] = (),
+    modified_files: Sequence[str] = (),
+    goal: str | None = None,
+) -> FactSheet:
+    """:func:`must_keep_facts` of messages already scanned (:func:`ctxd.compaction.summarizers.facts.scan`)."""
     sheet = _Sheet()
     if goal:
         sheet.add("goal", short(goal, 400), text_probes(goal))
     if previous_summary:
         _previous_facts(sheet, previous_summary, keep_goal=not goal)
-    _from_facts(sheet, scan(messages), read_files, modified_files, goal)
+    _from_facts(sheet, facts, read_files, modified_files, goal)
     return sheet.sheet()
 
 

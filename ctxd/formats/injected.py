@@ -66,6 +66,11 @@ _HOOK_RE = re.compile(
     r"(?::\S*)? hook (?:success|error|feedback|blocking error|output))\b",
     re.I,
 )
+CTXD_MARK = "## Must keep (ctxd)"
+"""How every block of facts ctxd re-injects into a conversation starts (the Claude Code hooks' headings)."""
+_CTXD_BLOCK_RE = re.compile(
+    r"(?:^|\n)[ \t]*(?:ctxd \(context keeper\):[^\n]*\n\s*)?## Must keep \(ctxd\)[^\n]*(?:\n[ \t]*[-*] [^\n]*)*"
+)
 _CONTINUATION_RE = re.compile(
     r"^\s*This session is being continued from a previous conversation that ran out of context", re.I
 )
@@ -100,6 +105,8 @@ def _whole(text: str) -> str | None:
         return "claude.continuation"
     if _HOOK_RE.match(head):
         return "hook"
+    if head.lstrip().startswith((CTXD_MARK, "ctxd (context keeper):")):
+        return "ctxd"
     return None
 
 
@@ -145,6 +152,11 @@ def split_user_text(text: str, marked: str | None = None) -> UserText:
         if last:
             pieces.append(rest[last:])
             rest = "".join(pieces)
+    if "(ctxd)" in rest:
+        # ctxd's own re-injected facts: never the user's words (their facts are carried by ctxd's ledger).
+        blocks = [m.group(0) for m in _CTXD_BLOCK_RE.finditer(rest)]
+        injected.extend(("ctxd", block.strip("\n")) for block in blocks)
+        rest = _CTXD_BLOCK_RE.sub("", rest) if blocks else rest
     if "\x1b" in rest:
         # Coloured lines are terminal output (hook or command output an agent passed on), not typing.
         lines = rest.split("\n")
@@ -162,6 +174,14 @@ def split_user_text(text: str, marked: str | None = None) -> UserText:
 def injected_kind(text: str) -> str | None:
     """The kind of injection when ``text`` holds none of the user's own words, else None."""
     return split_user_text(text).kind
+
+
+def ctxd_blocks(text: str) -> list[str]:
+    """The blocks of facts ctxd re-injected that ``text`` holds (each from its ``## Must keep (ctxd)`` heading to
+    its last bullet)."""
+    if CTXD_MARK not in text:
+        return []
+    return [m.group(0).strip("\n") for m in _CTXD_BLOCK_RE.finditer(text)]
 
 
 def strip_ansi(text: str) -> str:

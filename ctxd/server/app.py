@@ -186,6 +186,7 @@ def create_server(config: Config | None = None) -> CtxdServer:
     _method(server, s.BRANCH_SUMMARIZE, s.BranchSummarizeParams, lambda svc, a: svc.branch_summarize(a), own_text=True)
     _method(server, s.CONTEXT_TRUNCATE, s.ContextTruncateParams, lambda svc, a: svc.context_truncate(a))
     _method(server, s.CONTEXT_COMPOSITION, s.ContextCompositionParams, lambda svc, a: svc.context_composition(a))
+    _method(server, s.SESSION_FACTS, s.SessionParams, lambda svc, a: svc.session_facts(a), own_text=True)
 
     @server.feature(s.SESSION_APPEND)
     async def append(ls: CtxdServer, params: Any) -> Any:

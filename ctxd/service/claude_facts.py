@@ -1,20 +1,27 @@
 """The must-keep facts of a Claude Code conversation, read from its transcript (for ``ctxd hook``).
 
 The transcript is mapped like any Claude transcript (read-only) and the facts come from the context ctxd builds at
-its leaf: what Claude's next request holds, so what a compaction is about to summarise. The newest compaction's
-summary there (Claude's earlier summary) is passed as the previous summary, so facts it kept stay must-keep.
+its leaf: what Claude's next request holds, so what a compaction is about to summarise. They move the session's
+fact ledger on (:mod:`ctxd.compaction.ledger_update`): the hooks keep the ledger in the session's notes, so facts
+of every earlier range stay must-keep whatever Claude's latest summary kept. Without a ledger (notes lost, a
+session compacted before ctxd was installed) one is seeded from the newest summary, the blocks of facts ctxd
+re-injected into the transcript, and the session's first request (the goal).
 """
 
 from __future__ import annotations
 
-from typing import Any
-
 import attrs
 
 from ctxd.compaction.fileops import extract_file_ops, file_lists
-from ctxd.compaction.mustkeep import FactSheet, must_keep_facts
-from ctxd.context.build import build_context
+from ctxd.compaction.goal import first_request
+from ctxd.compaction.ledger import Ledger
+from ctxd.compaction.ledger_update import advance, seed
+from ctxd.compaction.mustkeep import FactSheet
+from ctxd.formats.injected import CTXD_MARK, ctxd_blocks
 from ctxd.tree.session import Session
+
+MAX_BLOCK_ENTRIES = 2_000
+"""Attachment entries read (the newest) when looking for ctxd's re-injected blocks (only without a ledger)."""
 
 
 @attrs.frozen
@@ -24,24 +31,55 @@ class TranscriptFacts:
     """Compaction summaries in the transcript (a new one means Claude has written this compaction's summary)."""
     newest_summary: str | None
     """The newest compaction's summary text, if there is one."""
+    ledger: Ledger
+    """The session's ledger once the compaction about to run has taken the context's facts in."""
 
 
-def transcript_facts(path: str) -> TranscriptFacts:
-    """The fact sheet of the context at the transcript's leaf, and what the transcript says of its compactions."""
+def transcript_facts(path: str, ledger: Ledger | None = None) -> TranscriptFacts:
+    """The fact sheet of the context at the transcript's leaf with ``ledger`` (the session's, from the notes)
+    carried, and what the transcript says of its compactions."""
+    from ctxd.service.facts import since_compaction
+
     session = Session.open(path)
-    ctx = build_context(session.file, session.tree, estimates=session.estimates)
-    previous: str | None = None
-    messages: list[dict[str, Any]] = []
-    for m in ctx.messages:
-        if m.role == "compactionSummary":
-            summary = m.message.get("summary")
-            previous = summary if isinstance(summary, str) else None
-        else:
-            messages.append(m.message)
-    read, modified = file_lists(extract_file_ops(messages))
-    sheet = must_keep_facts(messages, previous_summary=previous, read_files=read, modified_files=modified)
+    since = since_compaction(session)
+    previous, messages = since.summary, since.messages
     compactions, newest = compaction_summaries(session)
-    return TranscriptFacts(sheet, compactions, newest)
+    goal: str | None = None
+    if ledger is None and compactions:
+        leaf = session.leaf_id()
+        goal = first_request(session, leaf) if leaf else None
+        ledger = seed(previous, goal, reinjected_blocks(session))
+        ledger.compactions = compactions
+    read, modified = file_lists(extract_file_ops(messages))
+    advanced = advance(
+        ledger,
+        messages,
+        where=since.where,
+        previous_summary=previous,
+        read_files=read,
+        modified_files=modified,
+        goal=goal,
+        compaction=compactions + 1,
+    )
+    return TranscriptFacts(advanced.sheet, compactions, newest, advanced.ledger)
+
+
+def reinjected_blocks(session: Session) -> list[str]:
+    """The blocks of facts ctxd re-injected into the transcript (Claude Code records a hook's
+    ``additionalContext`` as an attachment entry), oldest first."""
+    heads = session.file.heads
+    found = [i for i, head in enumerate(heads) if head.type == "custom"][-MAX_BLOCK_ENTRIES:]
+    blocks: list[str] = []
+    for body in session.file.entries(found):
+        data = body.get("data")
+        attachment = data.get("attachment") if isinstance(data, dict) else None
+        if not isinstance(attachment, dict) or attachment.get("type") != "hook_additional_context":
+            continue
+        content = attachment.get("content")
+        for text in content if isinstance(content, list) else [content]:
+            if isinstance(text, str) and CTXD_MARK in text:
+                blocks.extend(ctxd_blocks(text))
+    return blocks
 
 
 def compaction_summaries(session: Session) -> tuple[int, str | None]:

@@ -3,9 +3,10 @@
 ==================  ===========================================================================================
 event               what ctxd does
 ==================  ===========================================================================================
-PreCompact          archives the transcript, works out the conversation's must-keep facts, saves them in the
-                    session's notes and prints them: Claude Code adds a PreCompact hook's output to the
-                    summarisation request as "Additional Instructions"
+PreCompact          archives the transcript, moves the session's fact ledger on by the conversation since the
+                    last compaction (every open fact of earlier ranges stays must-keep), saves it and this
+                    compaction's facts in the session's notes and prints them: Claude Code adds a PreCompact
+                    hook's output to the summarisation request as "Additional Instructions"
 SessionStart        ``compact``: re-injects (``additionalContext``) the facts the new summary lacks, when the
                     summary can be read; Claude Code 2.1.330 runs this hook before it writes the summary or
                     runs PostCompact, so after a manual ``/compact`` the check waits for PostCompact and the
@@ -18,8 +19,10 @@ PostToolUse         replaces an oversized tool output (``updatedToolOutput``, sa
 SessionEnd          archives the transcript
 ==================  ===========================================================================================
 
-Per-session notes live in ``<state>/claude/<session id>.json`` (0600). Every function here may raise: the CLI
-(:mod:`ctxd.cli.hook`) turns any error into a silent exit 0 and a line in ctxd's log.
+Per-session notes live in ``<state>/claude/<session id>.json`` (0600): ``ledger`` (the fact ledger, see
+:mod:`ctxd.compaction.ledger`), ``precompact`` (this compaction's facts), ``postcompact``, ``awaiting`` and
+``pending`` (the facts waiting for the next prompt; changed only through :func:`facts_waiting`). Every function
+here may raise: the CLI (:mod:`ctxd.cli.hook`) turns any error into a silent exit 0 and a line in ctxd's log.
 """
 
 from __future__ import annotations
@@ -75,20 +78,12 @@ def handle(event: str, payload: Mapping[str, Any], settings: HookSettings) -> Ho
 
 
 def pre_compact(payload: Mapping[str, Any], settings: HookSettings) -> HookResult:
-    from ctxd.service.claude_facts import transcript_facts
-
     transcript = _str(payload, "transcript_path")
     archived = _archive(transcript, settings)
-    facts = transcript_facts(transcript)
     with _notes(settings, payload) as notes:
-        notes["precompact"] = {
-            "at": time.time(),
-            "trigger": _str(payload, "trigger") or "manual",
-            "compactions": facts.compactions,
-            "facts": facts.sheet.to_json(),
-        }
+        facts = _take_in(notes, transcript, _str(payload, "trigger") or "manual")
         notes.pop("awaiting", None)
-        notes.pop("pending", None)
+        facts_waiting(notes, None)
     text = facts.sheet.render(settings.instructions_chars - len(INSTRUCTIONS) - 2)
     out = f"{INSTRUCTIONS}\n\n{text}" if text else ""
     return HookResult(out, f"PreCompact: {archived}; {len(facts.sheet)} facts, {len(out)} characters of instructions")
@@ -99,15 +94,14 @@ def session_start(payload: Mapping[str, Any], settings: HookSettings) -> HookRes
     if source != "compact":
         return _hand_over("SessionStart", payload, settings)
     from ctxd.compaction.mustkeep import FactSheet
-    from ctxd.service.claude_facts import transcript_facts
 
     transcript = _str(payload, "transcript_path")
     with _notes(settings, payload) as notes:
         before = notes.get("precompact")
-        if not isinstance(before, dict):  # PreCompact did not run (or failed): the transcript still holds it all
-            facts = transcript_facts(transcript)
-            before = {"at": 0.0, "trigger": "auto", "compactions": facts.compactions, "facts": facts.sheet.to_json()}
-            notes["precompact"] = before
+        if not isinstance(before, dict) or _stale(before, transcript):
+            # PreCompact did not run (or failed): the transcript still holds it all.
+            _take_in(notes, transcript, "auto", at=0.0)
+            before = notes["precompact"]
         sheet = FactSheet.from_json(before.get("facts") or [])
         summary = _summary_of_this_compaction(transcript, notes, before)
         if summary is not None:
@@ -132,8 +126,7 @@ def post_compact(payload: Mapping[str, Any], settings: HookSettings) -> HookResu
             return HookResult(note="PostCompact: summary saved")
         sheet = FactSheet.from_json(before.get("facts") or [])
         missing = sheet.missing(summary)
-        if missing:
-            notes["pending"] = {"facts": missing.to_json()}
+        facts_waiting(notes, missing)
     return HookResult(note=f"PostCompact: the summary lacks {len(missing)} of {len(sheet)} facts")
 
 
@@ -234,11 +227,49 @@ def _hand_over(event: str, payload: Mapping[str, Any], settings: HookSettings) -
     from ctxd.compaction.mustkeep import FactSheet
 
     with _notes(settings, payload) as notes:
-        pending = notes.pop("pending", None)
+        pending = notes.get("pending")
+        facts_waiting(notes, None)
     if not isinstance(pending, dict):
         return HookResult()
     sheet = FactSheet.from_json(pending.get("facts") or [])
     return _context(event, sheet, FACTS_HEADING, settings, "held since the compaction")
+
+
+def _take_in(notes: dict[str, Any], transcript: str, trigger: str, *, at: float | None = None) -> Any:
+    """The facts of the compaction about to run: the session's ledger (``notes["ledger"]``) moved on by the
+    context at the transcript's leaf and saved, and the sheet the summary is checked against
+    (``notes["precompact"]``). Running it twice for one compaction changes nothing but where facts were last
+    seen."""
+    from ctxd.compaction.ledger import Ledger
+    from ctxd.service.claude_facts import transcript_facts
+
+    facts = transcript_facts(transcript, Ledger.from_json(notes.get("ledger")))
+    notes["ledger"] = facts.ledger.to_json()
+    notes["precompact"] = {
+        "at": time.time() if at is None else at,
+        "trigger": trigger,
+        "compactions": facts.compactions,
+        "facts": facts.sheet.to_json(),
+    }
+    return facts
+
+
+def _stale(before: Mapping[str, Any], transcript: str) -> bool:
+    """Whether the saved PreCompact facts are of an earlier compaction (this one's PreCompact did not run)."""
+    from ctxd.service.claude_facts import compaction_summaries
+    from ctxd.tree.session import Session
+
+    count, _ = compaction_summaries(Session.open(transcript))
+    return count > int(before.get("compactions") or 0) + 1
+
+
+def facts_waiting(notes: dict[str, Any], sheet: Any) -> None:
+    """Set (``sheet``: the facts a new summary lacks) or clear (None, or an empty sheet) the facts waiting to be
+    handed over with the next prompt (``notes["pending"]``). Every change of that state goes through here."""
+    if sheet:
+        notes["pending"] = {"facts": sheet.to_json()}
+    else:
+        notes.pop("pending", None)
 
 
 def _notes_path(settings: HookSettings, payload: Mapping[str, Any]) -> str | None:

@@ -20,6 +20,7 @@ COMPACT_SUMMARIZE = "compact/summarize"
 BRANCH_SUMMARIZE = "branch/summarize"
 CONTEXT_TRUNCATE = "context/truncate"
 CONTEXT_COMPOSITION = "context/composition"
+SESSION_FACTS = "session/facts"
 METHODS = (
     SESSION_LIST,
     SESSION_OPEN,
@@ -40,6 +41,7 @@ METHODS = (
     BRANCH_SUMMARIZE,
     CONTEXT_TRUNCATE,
     CONTEXT_COMPOSITION,
+    SESSION_FACTS,
 )
 
 DID_CHANGE = "session/didChange"
@@ -74,6 +76,7 @@ __all__ = [
     "SESSION_CHECK",
     "SESSION_CREATE",
     "SESSION_ENTRY",
+    "SESSION_FACTS",
     "SESSION_FORK",
     "SESSION_LABEL",
     "SESSION_LEDGER",

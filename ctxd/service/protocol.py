@@ -190,6 +190,12 @@ class CompactSummarizeParams:
     modelWindow: int | None = None
     """The summarising model's window, when the caller knows it."""
     workDoneToken: str | int | None = None
+    entryIds: list[str] = attrs.field(factory=list)
+    """The entry id of each of ``messages`` ("" where unknown): where the fact ledger's facts were seen."""
+    turnPrefixEntryIds: list[str] = attrs.field(factory=list)
+    previousLedger: dict[str, Any] | None = None
+    """The newest fact ledger on the agent's branch (``details.ctxd.ledger`` of an earlier compaction), when the
+    previous compaction has none (the agent compacted on its own meanwhile)."""
 
 
 @attrs.define

@@ -253,6 +253,16 @@ class Service(Writing, Compacting, Live, Summarizing, Composing, ServiceBase):
 
         return await self._with(params.session, work)
 
+    async def session_facts(self, params: p.SessionParams) -> dict[str, Any]:
+        """The session's fact ledger now (see ctxd.service.facts), read-only."""
+        from ctxd.service.facts import facts_json, session_facts
+
+        def work(opened: OpenSession) -> dict[str, Any]:
+            ledger = session_facts(opened.session.path, session=opened.session)
+            return {"session": opened.session.path, **facts_json(ledger)}
+
+        return await self._with(params.session, work)
+
     async def session_check(self, params: p.SessionCheckParams) -> dict[str, Any]:
         """fsck: every finding in the session file (see ctxd.context.check); with ``repair``, the
         repairs that append or write a copy (ctxd.context.repair)."""

@@ -49,6 +49,9 @@ class Summarizing(ServiceBase):
             file_ops={"read": ops.read, "written": ops.written, "edited": ops.edited} if ops else None,
             first_kept_entry_id=params.firstKeptEntryId,
             tokens_before=params.tokensBefore,
+            entry_ids=params.entryIds,
+            turn_prefix_entry_ids=params.turnPrefixEntryIds,
+            previous_ledger=params.previousLedger,
         )
         made = await summarize_preparation(
             prep,

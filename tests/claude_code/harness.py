@@ -17,6 +17,7 @@ import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -142,9 +143,12 @@ class ClaudeCode:
             args += ["--plugin-dir", str(self.plugin_dir)]
         return self._run(args, cwd=self.project, timeout=timeout)
 
-    def converse(self, *prompts: str, timeout: float = 120) -> list[dict[str, Any]]:
+    def converse(
+        self, *prompts: str, timeout: float = 120, after: Callable[[int, dict[str, Any]], None] | None = None
+    ) -> list[dict[str, Any]]:
         """One Claude Code process taking ``prompts`` one after the other, as a user types them (stream-json):
-        each is sent once the previous one has its result. The result objects, in order."""
+        each is sent once the previous one has its result (``after(i, result)`` runs then). The result objects,
+        in order."""
         args = ["-p", "--input-format", "stream-json", "--output-format", "stream-json", "--verbose"]
         args += ["--allowedTools", TOOLS]
         if self.plugin_dir is not None:
@@ -169,6 +173,8 @@ class ClaudeCode:
                     event = json.loads(line)
                     if event.get("type") == "result":
                         results.append(event)
+                        if after is not None:
+                            after(len(results) - 1, event)
                         break
             process.stdin.close()
             process.wait(timeout=timeout)

@@ -241,6 +241,7 @@ async def record(rec: Recorder) -> None:
         await call("compact dryRun", "compact", {"session": path, "dryRun": True})
         await call("compact", "compact", {"session": path, "workDoneToken": "compact-1"}, settle=0.5)
         await call("session/ledger", "session/ledger", {"session": path})
+        await call("session/facts", "session/facts", {"session": path})
 
         # Branching: plain, then with a summary of the branch left behind.
         await client.request(

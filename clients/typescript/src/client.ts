@@ -44,6 +44,7 @@ import {
   type LabelResult,
   type PinResult,
   type LedgerResult,
+  type SessionFactsResult,
   type SessionEntryResult,
   type SessionInfo,
   type SessionListResult,
@@ -478,6 +479,11 @@ export class CtxdClient {
    * leaf, the daemon follows the session: see onCompositionChanged. */
   composition(session: string, params: { leafId?: string; top?: number } = {}): Promise<Composition> {
     return this.request(Method.contextComposition, { ...params, session });
+  }
+
+  /** session/facts: the session's fact ledger (daemons that advertise it). */
+  facts(session: string): Promise<SessionFactsResult> {
+    return this.request(Method.sessionFacts, { session });
   }
 
   buildContext(params: ContextBuildParams): Promise<ContextBuildResult> {

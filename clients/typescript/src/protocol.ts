@@ -25,6 +25,7 @@ export const Method = {
   branchSummarize: 'branch/summarize',
   contextTruncate: 'context/truncate',
   contextComposition: 'context/composition',
+  sessionFacts: 'session/facts',
 } as const;
 
 export const Notification = {
@@ -283,6 +284,38 @@ export interface LabelResult {
   label: string | null;
 }
 
+/** Where a fact of the ledger was seen (compaction 0: since the newest compaction). */
+export interface FactSeen {
+  compaction: number;
+  entryId: string | null;
+  line: number | null;
+  time: string | null;
+}
+
+/** One fact of the session's fact ledger (session/facts). */
+export interface LedgerFact {
+  kind: string;
+  text: string;
+  probes: string[];
+  status: 'open' | 'resolved' | 'superseded';
+  why: string | null;
+  key: string | null;
+  firstSeen: FactSeen;
+  lastSeen: FactSeen;
+}
+
+/** session/facts: the session's fact ledger, read-only. */
+export interface SessionFactsResult {
+  session: string;
+  version: number;
+  goal: string | null;
+  compactions: number;
+  facts: LedgerFact[];
+  counts: { open: number; resolved: number; superseded: number };
+  /** The open facts as markdown, most important first. */
+  text: string;
+}
+
 /** One row of session/ledger (newer daemons); fields are null for compactions ctxd did not write. */
 export interface LedgerEntryRow {
   entryId: string;
@@ -465,6 +498,11 @@ export interface CompactSummarizeParams {
   /** The summarising model's window, when known. */
   modelWindow?: number | null;
   workDoneToken?: string | number | null;
+  /** The entry id of each of `messages` ('' where unknown): where the fact ledger's facts were seen. */
+  entryIds?: string[];
+  turnPrefixEntryIds?: string[];
+  /** The newest `details.ctxd.ledger` on the branch, when the previous compaction has none. */
+  previousLedger?: Record<string, unknown> | null;
 }
 
 /** pi's Usage shape. */

@@ -21,13 +21,19 @@ import attrs
 
 from ctxd.compaction.fileops import FileOp, classify_call
 from ctxd.compaction.shell import parse_shell
+from ctxd.compaction.summarizers.calls import Call, CommandStat, ErrorFact, command_key, failed
 from ctxd.compaction.summarizers.mining import (
     CONSTRAINT_RE,
     CORRECTION_RE,
     DECISION_RE,
+    ERROR_WORD_RE,
+    FIXED_ANY_RE,
     FIXED_RE,
     MINE_CHARS,
     NEXT_RE,
+    STATED_RE,
+    TOKEN_RE,
+    WITHDRAW_RE,
     error_line,
     exit_codes,
     head,
@@ -40,11 +46,15 @@ from ctxd.compaction.summarizers.serialize import content_text
 from ctxd.formats.injected import split_user_text
 
 Message = Mapping[str, Any]
+__all__ = ["Call", "CommandStat", "ErrorFact", "Facts", "Message", "combined", "command_key", "scan", "user_words"]
 
 _RUNNING_RE = re.compile(r"Process running with session ID (\d+)")
 EARLY_TEXTS = 50
 LATE_TEXTS = 250
 """Decisions are mined from the agent's first and latest this-many texts, constraints from the user's."""
+MAX_FIXED = 200
+"""Texts saying something was fixed, kept per scan (the newest)."""
+STATED_PER_MESSAGE = 4
 LONG_MESSAGE = 2_000
 """User messages longer than this are treated as pastes: their error lines become facts of their own."""
 
@@ -60,110 +70,6 @@ def injected_kind(message: Message) -> str | None:
     """The kind of injection when a user message holds none of the user's own words."""
     marked = message.get("ctxdInjected")
     return split_user_text(content_text(message.get("content")), marked if isinstance(marked, str) else None).kind
-
-
-@attrs.define(slots=True)
-class Call:
-    """One tool call and, once seen, its outcome."""
-
-    index: int
-    name: str
-    arguments: Any
-    command: str | None
-    ops: list[tuple[FileOp, str]]
-    ok: bool | None = None
-
-    _key: str | None = None
-
-    @property
-    def key(self) -> str:
-        """What a later success must match to resolve this call's failure."""
-        if self._key is None:
-            if self.command:
-                self._key = f"cmd:{command_key(self.command)}"
-            elif self.ops:
-                self._key = f"file:{self.ops[0][1]}"
-            else:
-                self._key = f"tool:{self.name}"
-        return self._key
-
-    @property
-    def label(self) -> str:
-        return _describe(self.name, self.arguments, self.command, self.ops)
-
-
-def command_key(command: str) -> str:
-    parsed = parse_shell(command)
-    core = parsed.core or " ".join(command.split())
-    return f"{core} [in {parsed.cwd}]" if parsed.cwd else core
-
-
-@attrs.define
-class ErrorFact:
-    index: int
-    key: str | None
-    label: str
-    """What failed: a command in backticks, a tool and path, "Model error", "User reported"."""
-    line: str
-    """The line saying what went wrong."""
-    exchange: int = 0
-    resolved: bool = False
-    reported: bool = False
-    """Pasted by the user: context to keep, not a failure that something must resolve."""
-
-    @property
-    def text(self) -> str:
-        return f"{self.label}: {self.line}"
-
-
-@attrs.define(slots=True)
-class CommandStat:
-    command: str
-    """The core as first seen (see :func:`command_key`); ``cwd`` is kept apart."""
-    cwd: str | None
-    runs: int = 0
-    failed: int = 0
-    last_ok: bool | None = None
-    last_index: int = 0
-
-    @property
-    def text(self) -> str:
-        text = f"`{head(self.command, 140)}`"
-        if self.cwd:
-            text += f" in {short(self.cwd, 80)}"
-        if self.runs > 1:
-            text += f" x{self.runs}"
-        if self.last_ok is None:
-            text += " (no result)"
-        elif self.failed:
-            last = "ok" if self.last_ok else "failed"
-            text += f" ({self.failed} failed, last {last})" if self.runs > 1 else " (failed)"
-        return text
-
-
-def _describe(name: str, arguments: Any, command: str | None, ops: list[tuple[FileOp, str]]) -> str:
-    if command:
-        return f"`{short(command, 160)}`"
-    if ops:
-        return f"{name} {short(ops[0][1], 160)}"
-    if isinstance(arguments, Mapping):
-        for value in arguments.values():
-            if isinstance(value, str) and value.strip():
-                return f"{name}({short(value, 60)})"
-    return name
-
-
-def _failed(result: Message, call: Call, text: str | None = None) -> bool:
-    if not call.command:
-        return bool(result.get("isError"))
-    if text is None:
-        text = content_text(result.get("content"), images=False)
-    codes = exit_codes(text)
-    if codes and codes[-1] == 1 and error_line(text) is None:
-        return False  # exit 1 with no output: a search that found nothing (grep, rg, test), not a failure
-    if codes:
-        return codes[-1] != 0 or bool(result.get("isError"))
-    return bool(result.get("isError"))
 
 
 @attrs.define
@@ -191,7 +97,14 @@ class Facts:
     """The agent's last stated plan: the next-step sentences of its most recent text that has any."""
     last_assistant_text: str | None = None
     reported: list[str] = attrs.field(factory=list)
-    """Error lines the user pasted (long messages only)."""
+    """Error lines the user pasted or stated (a one-sentence report of an error that names it counts)."""
+    stated: list[tuple[int, str]] = attrs.field(factory=list)
+    """``(index, sentence)``: user sentences worth keeping whatever the message's length: a path, a `command`,
+    how to validate the work (constraints are listed apart)."""
+    fixed: list[tuple[int, str]] = attrs.field(factory=list)
+    """``(index, text head)``: texts (the agent's or the user's) that say something was fixed, newest last."""
+    withdrawn: list[tuple[int, str]] = attrs.field(factory=list)
+    """``(index, sentence)``: user sentences that take back an earlier constraint."""
 
     @property
     def first_request(self) -> str | None:
@@ -245,6 +158,7 @@ class _Scanner:
         self.late_user: deque[tuple[int, str]] = deque(maxlen=LATE_TEXTS)
         self.early: list[str] = []
         self.late: deque[str] = deque(maxlen=LATE_TEXTS)
+        self.fixed: deque[tuple[int, str]] = deque(maxlen=MAX_FIXED)
 
     def error(self, index: int, key: str | None, label: str, line: str) -> None:
         fact = ErrorFact(index, key, short(label, 200), head(line, 240), self.exchange)
@@ -309,7 +223,7 @@ class _Scanner:
                     return
                 found.ok = True
                 found = original
-        if _failed(message, found, text):
+        if failed(message, found, text):
             found.ok = False
             output = text if text is not None else content_text(message.get("content"), images=False)
             self.error(index, found.key, found.label + " failed", error_line(output) or "(no output)")
@@ -353,7 +267,10 @@ class _Scanner:
                 self.early.append(text)
             else:
                 self.late.append(text)
-            if self.open_errors and _may_say_fixed(text) and FIXED_RE.search(text[:MINE_CHARS].lower()):
+            said_fixed = _may_say_fixed(text) and FIXED_RE.search(text[:MINE_CHARS].lower()) is not None
+            if said_fixed:
+                self.fixed.append((index, text[:MINE_CHARS]))
+            if self.open_errors and said_fixed:
                 # The agent says it fixed something: this exchange's open failures are behind it.
                 for fact in facts.errors[-self.open_errors :]:
                     if not fact.resolved and fact.exchange == self.exchange and fact.key != "model":
@@ -388,9 +305,31 @@ class _Scanner:
                 self.late_user.append((index, text))
         if len(text) > 200 and "\n" in text:
             for line in key_lines(text):
-                facts.reported.append(line)
-                self.error(index, None, "User reported", line)
-                facts.errors[-1].reported = True  # what the user reported is context, not an open failure
+                self.reported(index, line)
+        self.statements(index, text)
+
+    def reported(self, index: int, line: str) -> None:
+        self.facts.reported.append(line)
+        self.error(index, None, "User reported", line)
+        self.facts.errors[-1].reported = True  # what the user reported is context, not an open failure
+
+    def statements(self, index: int, text: str) -> None:
+        """The user's one-sentence facts, whatever the message's length: an error they name, a path, a
+        `command`, how to validate; and sentences taking back a constraint."""
+        head = text[:MINE_CHARS]
+        if ERROR_WORD_RE.search(head) and TOKEN_RE.search(head):
+            known = set(self.facts.reported)
+            for sentence in sentences(text, ERROR_WORD_RE, STATED_PER_MESSAGE):
+                if TOKEN_RE.search(sentence) and sentence not in known:
+                    self.reported(index, sentence)
+        if STATED_RE.search(head):
+            for sentence in sentences(text, STATED_RE, STATED_PER_MESSAGE):
+                if not CONSTRAINT_RE.search(sentence) and not ERROR_WORD_RE.search(sentence):
+                    self.facts.stated.append((index, sentence))
+        if WITHDRAW_RE.search(head):
+            self.facts.withdrawn.extend((index, s) for s in sentences(text, WITHDRAW_RE, STATED_PER_MESSAGE))
+        if _may_say_fixed(head) and FIXED_ANY_RE.search(head):
+            self.fixed.append((index, head))
 
     def bash(self, index: int, message: Message) -> None:
         command = str(message.get("command") or "").strip()
@@ -438,6 +377,7 @@ def scan(messages: Sequence[Message]) -> Facts:
         for text in (*scanner.early, *scanner.late):
             if DECISION_RE.search(text, 0, MINE_CHARS):
                 facts.decisions.extend(sentences(text, DECISION_RE, 2, max_len=240))
+        facts.fixed = list(scanner.fixed)
         for text in reversed(scanner.exchange_texts):
             if NEXT_RE.search(text, 0, MINE_CHARS):
                 facts.plan = sentences(text, NEXT_RE, 3, max_len=240)

@@ -50,6 +50,32 @@ ERROR_LINE_RE = re.compile(
 """Words that say a line reports an error (matched in lower-cased text)."""
 PASTED_ERROR_RE = re.compile(r"(?:Error|Exception)\b|ERR!|FATAL\b|panic:|not found:")
 """A line a user pasted that reports an error (stricter than :data:`ERROR_LINE_RE`: users write "error" in prose)."""
+ERROR_WORD_RE = re.compile(
+    r"\b(?:fail(?:s|ed|ing|ure)?|errors?|exceptions?|crash(?:es|ed)?|broken|panic(?:s|ked)?|segfaults?|"
+    r"timed out|refused)\b",
+    re.IGNORECASE,
+)
+"""A user sentence that says something went wrong (an error fact when it also names the error: :data:`TOKEN_RE`)."""
+TOKEN_RE = re.compile(
+    r"`[^`\n]{2,}`|\b[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+\b|\b[A-Z]{1,6}-?\d{2,}\b|\b[A-Za-z]+\d{3,}\b|"
+    r"(?<![\w/])~?\.{0,2}/[\w.@+-]+(?:/[\w.@+-]+)+|\b[\w.@+-]+(?:/[\w.@+-]+)+\.\w{1,8}\b"
+)
+"""A distinctive token: a `quoted` piece, an ERROR_CODE, an E0425-style code, a path with a folder."""
+STATED_RE = re.compile(
+    r"`[^`\n]{2,}`|(?<![\w/])~?\.{0,2}/[\w.@+-]+(?:/[\w.@+-]+)+|\b[\w.@+-]+(?:/[\w.@+-]+)+\.\w{1,8}\b|"
+    r"\b(?:validate|verify|check|test|build|lint)\w* (?:it |this |that |everything )?(?:with|using|by running|via)\b",
+    re.IGNORECASE,
+)
+"""A user sentence worth keeping on its own: it names a path, a `command`, or how to validate the work."""
+WITHDRAW_RE = re.compile(
+    r"\b(?:no longer|not any ?more|forget (?:about )?(?:the|my|what)|ignore (?:the|my) (?:earlier|previous|old)|"
+    r"disregard|scratch that|you (?:may|can) (?:now )?(?:touch|modify|edit|change|use|push|delete)|"
+    r"(?:it'?s|it is) (?:fine|ok(?:ay)?) (?:now )?to|feel free to|lift(?:ed)? the|"
+    r"drop the (?:rule|constraint|requirement|restriction))\b",
+    re.IGNORECASE,
+)
+"""A user sentence that takes back an earlier constraint."""
+FIXED_ANY_RE = re.compile(FIXED_RE.pattern, re.IGNORECASE)
 ACK_RE = re.compile(
     r"^\s*(?:ok(?:ay)?|k|yes|yep|yeah|ya|sure|thanks?(?: you)?|thx|ty|continue|go(?: on| ahead)?|proceed|"
     r"please(?: do)?|do it|sounds good|great|nice|cool|perfect|lgtm|wow|hi|hello|hey|good|alright|right|"
@@ -194,3 +220,83 @@ def key_lines(text: str, limit: int = 4) -> list[str]:
             if len(out) >= limit:
                 break
     return out
+
+
+_WORD_RE = re.compile(r"[a-z][a-z0-9_-]{3,}")
+_COMMON = frozenset(
+    {
+        "never",
+        "always",
+        "must",
+        "should",
+        "please",
+        "with",
+        "that",
+        "this",
+        "from",
+        "into",
+        "your",
+        "have",
+        "only",
+        "make",
+        "sure",
+        "keep",
+        "about",
+        "before",
+        "after",
+        "when",
+        "what",
+        "which",
+        "there",
+        "their",
+        "them",
+        "then",
+        "than",
+        "also",
+        "just",
+        "again",
+        "anymore",
+        "longer",
+        "more",
+        "does",
+        "done",
+        "will",
+        "would",
+        "could",
+        "okay",
+        "fine",
+        "now",
+        "may",
+        "can",
+        "use",
+        "using",
+        "used",
+        "touch",
+        "modify",
+        "edit",
+        "change",
+        "push",
+        "delete",
+        "run",
+        "runs",
+    }
+)
+
+
+def distinct_tokens(text: str) -> set[str]:
+    """The distinctive tokens of ``text`` (see :data:`TOKEN_RE`), lower case, backticks dropped."""
+    return {m.group(0).strip("`").strip().lower() for m in TOKEN_RE.finditer(text)}
+
+
+def keywords(text: str) -> set[str]:
+    """The words of ``text`` that say what it is about: 4+ letters, not a common or modal word."""
+    return {w for w in _WORD_RE.findall(text.lower()) if w not in _COMMON}
+
+
+def same_subject(earlier: str, later: str) -> bool:
+    """Whether ``later`` speaks of what ``earlier`` says: a distinctive token in common, or (when ``earlier`` has
+    none) two keywords in common."""
+    tokens = distinct_tokens(earlier)
+    if tokens:
+        return bool(tokens & distinct_tokens(later)) or any(t in later.lower() for t in tokens)
+    return len(keywords(earlier) & keywords(later)) >= 2

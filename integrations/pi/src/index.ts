@@ -82,6 +82,30 @@ function previousCompaction(entries: readonly unknown[]): Record<string, unknown
   return undefined;
 }
 
+/** The entry id of each message ('' where pi made the message, e.g. from a summary): where ctxd's fact ledger
+ * saw a fact. pi's preparation hands over the entries' own message objects. */
+function entryIdsOf(messages: readonly unknown[], entries: readonly unknown[]): string[] {
+  const ids = new Map<unknown, string>();
+  for (const entry of entries as { type?: string; id?: string; message?: unknown }[]) {
+    if (entry?.type === 'message' && entry.message && typeof entry.id === 'string') {
+      ids.set(entry.message, entry.id);
+    }
+  }
+  return messages.map((message) => ids.get(message) ?? '');
+}
+
+/** The newest fact ledger ctxd wrote on the branch (`details.ctxd.ledger`), or null. */
+function newestLedger(entries: readonly unknown[]): Record<string, unknown> | null {
+  for (let i = entries.length - 1; i >= 0; i--) {
+    const entry = entries[i] as { type?: string; details?: { ctxd?: { ledger?: unknown } } } | undefined;
+    const ledger = entry?.type === 'compaction' ? entry.details?.ctxd?.ledger : undefined;
+    if (ledger && typeof ledger === 'object') {
+      return ledger as Record<string, unknown>;
+    }
+  }
+  return null;
+}
+
 function cancellation(signal: AbortSignal | undefined): CancellationTokenSource {
   const source = new CancellationTokenSource();
   if (signal?.aborted) {
@@ -172,6 +196,9 @@ export default function ctxd(pi: ExtensionAPI): void {
           tokensBefore: prep.tokensBefore,
           settings: chosen.settings,
           modelWindow: chosen.modelWindow ?? null,
+          entryIds: entryIdsOf(prep.messagesToSummarize, event.branchEntries),
+          turnPrefixEntryIds: entryIdsOf(prep.turnPrefixMessages, event.branchEntries),
+          previousLedger: newestLedger(event.branchEntries),
         },
         source.token,
       );

@@ -1,0 +1,118 @@
+"""A compaction plan's facts with the session's ledger: what its summary must keep and the ledger to store.
+
+Both compaction paths that write an entry's ``details`` use it: ctxd's own (:mod:`ctxd.compaction.engine`, the
+previous ledger read from the previous compaction entry, where each message lies read from the session) and
+an agent's (:mod:`ctxd.compaction.external`, the previous ledger handed over in ``previousDetails``, times read
+from the messages). The Claude Code hooks use :mod:`ctxd.compaction.ledger_update` directly.
+"""
+
+from __future__ import annotations
+
+import datetime
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import attrs
+
+from ctxd.compaction.ledger import Ledger, Seen
+from ctxd.compaction.ledger_update import absorb, advance, seed
+from ctxd.compaction.mustkeep import FactSheet
+from ctxd.compaction.plan import CompactionPlan
+from ctxd.tree.session import Session
+
+
+@attrs.frozen
+class PlanFacts:
+    sheet: FactSheet
+    """What the summary must keep: the range's facts and the ledger's open ones."""
+    goal: str | None
+    """The session's first request when it lies before the range (the summariser is told it)."""
+    ledger: Ledger
+    """The ledger once this compaction is written (``details.ctxd.ledger``)."""
+
+
+def previous_ledger(details: Any) -> Ledger | None:
+    """The ledger in a compaction entry's ``details`` (``details.ctxd.ledger``), None when it has none."""
+    ctxd = details.get("ctxd") if isinstance(details, Mapping) else None
+    return Ledger.from_json(ctxd.get("ledger")) if isinstance(ctxd, Mapping) else None
+
+
+MAX_LOOKBACK = 50
+"""Compactions looked through, newest first, for the newest one with a ledger."""
+
+
+def ledger_before(session: Session, compaction_id: str) -> Ledger | None:
+    """The ledger of the compaction ``compaction_id``; if it has none (made before ledgers, or by the agent
+    when ctxd was not there), the newest ledger of an earlier compaction on its path with the must-keep facts
+    of the summaries since seeded into it; None when no compaction on the path has one."""
+    file = session.file
+    index = file.index.get(compaction_id)
+    if index is None:
+        return None
+    path = session.tree.path_to_root(index)  # from the root down
+    found = [i for i in reversed(path) if file.heads[i].type == "compaction"][:MAX_LOOKBACK]
+    later: list[str] = []
+    for body in file.entries(found):
+        ledger = previous_ledger(body.get("details"))
+        if ledger is not None:
+            for summary in reversed(later):  # oldest first
+                absorb(ledger, seed(summary), ledger.compactions + 1)
+                ledger.compactions += 1
+            return ledger
+        text = body.get("summary")
+        later.append(text if isinstance(text, str) else "")
+    return None
+
+
+def iso_time(value: Any) -> str | None:
+    """A message's ``timestamp`` (ms since the epoch, or ISO text) as ISO 8601 UTC."""
+    if isinstance(value, str) and value:
+        return value
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0:
+        try:
+            moment = datetime.datetime.fromtimestamp(value / 1000, datetime.UTC)
+        except (OverflowError, OSError, ValueError):
+            return None
+        return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    return None
+
+
+def message_where(messages: Sequence[Mapping[str, Any]], entry_ids: Sequence[str] = ()) -> list[Seen | None]:
+    """Where each message was seen, from what it carries (its time) and ``entry_ids`` when given (parallel)."""
+    ids = list(entry_ids) if len(entry_ids) == len(messages) else []
+    return [
+        Seen(entryId=(ids[i] or None) if ids else None, time=iso_time(m.get("timestamp")))
+        for i, m in enumerate(messages)
+    ]
+
+
+def plan_where(session: Session, plan: CompactionPlan) -> list[Seen | None]:
+    """Where each message of ``plan`` (summarised, then the turn prefix) lies in the session: entry id, line,
+    time."""
+    messages = [*plan.messagesToSummarize, *plan.turnPrefixMessages]
+    ids = [*plan.summarizeEntryIds, *plan.turnPrefixEntryIds]
+    out = message_where(messages, ids)
+    file = session.file
+    for seen in out:
+        if seen is not None and seen.entryId is not None:
+            index = file.index.get(seen.entryId)
+            if index is not None:
+                seen.line = file.lines[index]
+    return out
+
+
+def plan_ledger(
+    plan: CompactionPlan, goal: str | None, previous: Ledger | None, where: Sequence[Seen | None] = ()
+) -> PlanFacts:
+    """The facts of ``plan`` with ``previous`` carried (see :func:`ctxd.compaction.ledger_update.advance`)."""
+    advanced = advance(
+        previous,
+        [*plan.messagesToSummarize, *plan.turnPrefixMessages],
+        where=where,
+        previous_summary=plan.previousSummary,
+        read_files=plan.readFiles,
+        modified_files=plan.modifiedFiles,
+        goal=goal,
+    )
+    known = previous.goal if previous is not None else None
+    return PlanFacts(advanced.sheet, known or goal, advanced.ledger)

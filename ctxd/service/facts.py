@@ -1,0 +1,121 @@
+"""A session's fact ledger as of now, read-only (``session/facts``, and the MCP tool ``session_facts``).
+
+Where the ledger lives depends on who compacts the session: ``details.ctxd.ledger`` of the newest compaction on
+the active path (ctxd's own compactions, and pi's through the extension), or the session's notes in ctxd's state
+dir (``<state>/<agent>/<session id>.json``, ``"ledger"``) for agents whose compactions ctxd only watches (Claude
+Code). A compaction without a ledger seeds one from its summary's ``## Goal`` / ``## Must keep`` sections. The
+messages after the newest compaction are then taken in without writing anything, so the answer includes what
+the conversation said since (those facts are seen in compaction ``0``: not compacted yet).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from typing import Any
+
+import attrs
+
+from ctxd.compaction.fileops import extract_file_ops, file_lists
+from ctxd.compaction.goal import first_request
+from ctxd.compaction.ledger import Ledger, Seen
+from ctxd.compaction.ledger_update import advance, seed
+from ctxd.compaction.plan_ledger import iso_time, previous_ledger
+from ctxd.context.build import build_context
+from ctxd.store.dirs import state_dir as default_state_dir
+from ctxd.tree.session import Session
+
+RENDER_CHARS = 9_000
+"""The rendered open facts (``text``) are at most this long, as the hooks' re-injected block."""
+_ID_RE = re.compile(r"^[A-Za-z0-9_.-]{1,128}$")
+
+
+def notes_ledger(state: str, agent: str, session_id: str) -> Ledger | None:
+    """The ledger in a session's notes (``<state>/<agent>/<session id>.json``), None when there is none."""
+    if not _ID_RE.match(agent) or not _ID_RE.match(session_id) or session_id in (".", ".."):
+        return None
+    try:
+        with open(os.path.join(state, agent, f"{session_id}.json"), encoding="utf-8") as f:
+            notes = json.load(f)
+    except (OSError, ValueError):
+        return None
+    return Ledger.from_json(notes.get("ledger")) if isinstance(notes, dict) else None
+
+
+@attrs.frozen
+class SinceCompaction:
+    """The context at the leaf, split at its newest compaction."""
+
+    summary: str | None
+    compaction_id: str | None
+    messages: list[dict[str, Any]]
+    """The messages after the summary, oldest first."""
+    where: list[Seen | None]
+    """Where each of ``messages`` lies in the session."""
+
+
+def since_compaction(session: Session) -> SinceCompaction:
+    """The newest compaction's summary in the context at the leaf, and the messages after it with where each is."""
+    ctx = build_context(session.file, session.tree, estimates=session.estimates)
+    summary: str | None = None
+    compaction_id: str | None = None
+    messages: list[dict[str, Any]] = []
+    where: list[Seen | None] = []
+    for m in ctx.messages:
+        if m.role == "compactionSummary":
+            text = m.message.get("summary")
+            summary, compaction_id = (text if isinstance(text, str) else None), m.entryId
+            messages, where = [], []
+        else:
+            messages.append(m.message)
+            where.append(Seen(entryId=m.entryId, line=m.line, time=iso_time(m.message.get("timestamp"))))
+    return SinceCompaction(summary, compaction_id, messages, where)
+
+
+def session_facts(path: str, *, state_dir: str | None = None, session: Session | None = None) -> Ledger:
+    """The session's ledger now: the stored one (see the module doc) with the messages since its newest
+    compaction taken in. Writes nothing."""
+    session = session or Session.open(path)
+    since = since_compaction(session)
+    summary, compaction_id, messages, where = since.summary, since.compaction_id, since.messages, since.where
+    header = session.file.header
+    agent, session_id = str(header.get("agent") or "pi"), str(header.get("id") or "")
+    ledger: Ledger | None = None
+    if agent != "pi":
+        ledger = notes_ledger(state_dir or default_state_dir(), agent, session_id)
+    if ledger is None and compaction_id is not None and compaction_id in session.file.index:
+        details = session.file.entry_by_id(compaction_id).get("details")
+        ledger = previous_ledger(details)
+        if ledger is None:  # a compaction made before ledgers, or by the agent itself
+            from ctxd.service.claude_facts import reinjected_blocks
+
+            ctxd = details.get("ctxd") if isinstance(details, dict) else None
+            goal = ctxd.get("goal") if isinstance(ctxd, dict) and isinstance(ctxd.get("goal"), str) else None
+            leaf = session.leaf_id()
+            goal = goal or (first_request(session, leaf) if leaf else None)
+            ledger = seed(summary, goal, reinjected_blocks(session) if agent != "pi" else ())
+            ledger.compactions = sum(1 for h in session.file.heads if h.type == "compaction")
+    if ledger is not None and not messages:
+        return ledger
+    read, modified = file_lists(extract_file_ops(messages))
+    made = advance(
+        ledger,
+        messages,
+        where=where,
+        previous_summary=summary if ledger is None else None,
+        read_files=read,
+        modified_files=modified,
+        compaction=0,
+    )
+    out = made.ledger
+    out.compactions = ledger.compactions if ledger is not None else 0
+    return out
+
+
+def facts_json(ledger: Ledger) -> dict[str, Any]:
+    """``session/facts``' answer: the ledger's JSON (camelCase), its counts and its open facts rendered."""
+    out = ledger.to_json()
+    out["counts"] = ledger.counts()
+    out["text"] = ledger.render(RENDER_CHARS, heading="## Must keep (session facts)")
+    return out

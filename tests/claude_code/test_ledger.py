@@ -1,0 +1,274 @@
+"""Five compactions in one real Claude Code session (manual ``/compact`` and automatic, mixed) with the ctxd plugin:
+the facts the user planted before the first one (a path, a validation command, a hard constraint, an error
+stated in one sentence) reach the model in the first request after *each* compaction, though the (fake) summary
+keeps only the path; the goal stays the session's first request. Then the user says the error is fixed and takes
+the constraint back, and after a sixth compaction neither is re-injected.
+
+With ``CTXD_LEDGER_TRANSCRIPT=FILE`` set, the test writes the conversation as markdown to FILE: the prompts, each
+compaction, the facts ctxd re-injected after it and the session's ledger in ctxd's notes (for the closing note).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import attrs
+import pytest
+from fakes.anthropic_server import FakeAnthropicServer, RecordedRequest, ToolUse, Turn, call, say
+from planted import ERROR, FACTS, GOAL, NEVER, PATH, PLANTED
+
+from .harness import ClaudeCode
+from .test_compaction import _texts
+
+SUMMARY = "<summary>Work on the loader goes on; the manifest is deploy/zeta/manifest.toml.</summary>"
+"""The fake summary: it keeps only the path."""
+AUTO = ("Run the checks.", "Run the checks again.")
+"""The prompts whose turn Claude Code compacts by itself (a response reports a context near the window)."""
+CLOSING = "I fixed ERR_ZETA_4711 in the loader, and you may push to the release branch now."
+"""Said after the fifth compaction: the error is fixed, the constraint taken back (the sixth compaction)."""
+NEAR_WINDOW = 195_000
+"""A response reporting this many input tokens makes Claude Code (window 200,000) compact at once."""
+
+
+@attrs.define
+class Session:
+    claude: ClaudeCode
+    server: FakeAnthropicServer
+    results: list[dict[str, Any]]
+    ledgers: list[tuple[int, dict[str, Any]]]
+    """``(prompt number, the ledger in ctxd's notes)`` after every prompt."""
+    prompts: list[str]
+
+    @property
+    def session_id(self) -> str:
+        return str(self.results[0]["session_id"])
+
+    def firsts_after_compactions(self) -> list[RecordedRequest]:
+        """The first main request after each summary request."""
+        requests = self.server.requests
+        out = []
+        for i, request in enumerate(requests):
+            if request.kind == "summary":
+                out.append(next(r for r in requests[i + 1 :] if r.kind == "main"))
+        return out
+
+
+def _auto(command: str) -> Turn:
+    """A tool call whose response reports a context near the window: Claude Code compacts before going on."""
+    return Turn(tools=(ToolUse("Bash", {"command": command}),), input_tokens=NEAR_WINDOW)
+
+
+@pytest.fixture(scope="module")
+def session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Session]:
+    from .harness import PLUGIN
+
+    with FakeAnthropicServer() as server:
+        claude = ClaudeCode(tmp_path_factory.mktemp("ledger"), server, plugin_dir=PLUGIN)
+        claude.extra_env["CLAUDE_CODE_AUTO_COMPACT_WINDOW"] = "200000"
+        server.summary_text = SUMMARY
+        server.script(
+            call("Bash", command="echo loader-start"),
+            say("Started the loader."),
+            say("Noted the CI failure."),
+            # /compact (1)
+            call("Bash", command="echo parser"),
+            say("Parser added."),
+            call("Bash", command="echo check-one"),
+            _auto("echo check-two"),  # automatic (2), then the turn goes on
+            say("Checks ran."),
+            call("Bash", command="echo cache-module"),
+            say("Cache module written."),
+            # /compact (3)
+            call("Bash", command="echo cache-test"),
+            say("Cache tested."),
+            call("Bash", command="echo check-three"),
+            _auto("echo check-four"),  # automatic (4)
+            say("Checks ran again."),
+            call("Bash", command="echo docs"),
+            say("Docs updated."),
+            # /compact (5)
+            say("Next: wire the loader into the CLI."),
+            say("Good to hear."),
+            # /compact (6): after the fix and the withdrawal
+            say("Going on."),
+        )
+        prompts = [
+            f"{GOAL} {PLANTED}",
+            ERROR,
+            "/compact",
+            "Add the parser for the manifest.",
+            AUTO[0],
+            "Write the cache module.",
+            "/compact",
+            "Test the cache.",
+            AUTO[1],
+            "Update the docs.",
+            "/compact",
+            "What is next?",
+            CLOSING,
+            "/compact",
+            "Go on.",
+        ]
+        ledgers: list[tuple[int, dict[str, Any]]] = []
+        notes = claude.state / "ctxd" / "claude"
+
+        def after(i: int, result: dict[str, Any]) -> None:
+            path = notes / f"{result.get('session_id')}.json"
+            if path.exists():
+                ledgers.append((i, json.loads(path.read_text(encoding="utf-8")).get("ledger") or {}))
+
+        results = claude.converse(*prompts, timeout=300, after=after)
+        made = Session(claude, server, results, ledgers, prompts)
+        out = os.environ.get("CTXD_LEDGER_TRANSCRIPT")
+        if out:
+            Path(out).write_text(_transcript(made), encoding="utf-8")
+        yield made
+
+
+def test_five_compactions_manual_and_automatic_ran(session: Session) -> None:
+    assert [r.get("result") for r in session.results] == [
+        "Started the loader.",
+        "Noted the CI failure.",
+        "",
+        "Parser added.",
+        "Checks ran.",
+        "Cache module written.",
+        "",
+        "Cache tested.",
+        "Checks ran again.",
+        "Docs updated.",
+        "",
+        "Next: wire the loader into the CLI.",
+        "Good to hear.",
+        "",
+        "Going on.",
+    ], "\n".join(
+        f"{r.kind} {r.response.text if r.response else ''} {r.response.tools if r.response else ''}"
+        for r in session.server.requests
+        if r.kind != "other"
+    )
+    assert len(session.server.of_kind("summary")) == 6
+    log = session.claude.log_text()
+    assert "error" not in log.lower(), log
+    assert log.count("PreCompact: ") == 6
+
+
+def test_every_planted_fact_reaches_the_first_request_after_each_compaction(session: Session) -> None:
+    firsts = session.firsts_after_compactions()
+    assert len(firsts) == 6
+    for n, request in enumerate(firsts[:5], 1):
+        text = request.text
+        for fact in FACTS:
+            assert fact in text, f"compaction {n}: {fact!r} is not in the next request"
+        block = _block(request)
+        assert block, f"compaction {n}: no ctxd block"
+        # The goal stays the session's first request (the fake summary lacks it, so ctxd sends it).
+        assert f"- Goal: {GOAL}" in block, f"compaction {n}:\n{block}"
+        for later in ("Add the parser", "Run the checks", "Write the cache", "Test the cache", "Update the docs"):
+            assert f"- Goal: {later}" not in block
+
+
+def test_the_ledger_in_ctxds_notes_carries_the_facts_with_where_they_were_seen(session: Session) -> None:
+    ledger = dict(session.ledgers)[10]  # after the fifth compaction
+    assert ledger["compactions"] == 5 and ledger["goal"].startswith(GOAL)
+    by_text = {f["text"]: f for f in ledger["facts"]}
+    constraint = by_text[NEVER]
+    assert constraint["kind"] == "constraint" and constraint["status"] == "open"
+    assert constraint["firstSeen"]["compaction"] == 1 and constraint["firstSeen"]["entryId"]
+    assert constraint["firstSeen"]["line"] > 1 and constraint["firstSeen"]["time"]
+    (error,) = [f for f in ledger["facts"] if f["kind"] == "error" and "ERR_ZETA_4711" in f["text"]]
+    assert error["status"] == "open" and error["text"] == f"User reported: {ERROR}"
+    stated = {f["text"] for f in ledger["facts"] if f["kind"] == "stated"}
+    assert PATH in stated
+    assert any("make verify-zeta" in s for s in stated)
+    # Requests later ones replaced are superseded, not open.
+    requests = [f for f in ledger["facts"] if f["kind"] == "request"]
+    assert [f["status"] for f in requests].count("open") == 1
+    assert all(f["why"].startswith("replaced by: ") for f in requests if f["status"] == "superseded")
+
+
+def test_session_facts_reads_the_hooks_ledger_or_seeds_one_from_the_transcript(
+    session: Session, tmp_path: Path
+) -> None:
+    from ctxd.service.facts import session_facts
+
+    transcript = str(session.claude.transcript(session.session_id))
+    ledger = session_facts(transcript, state_dir=str(session.claude.state / "ctxd"))
+    assert ledger.compactions == 6 and ledger.goal is not None and ledger.goal.startswith(GOAL)
+    assert any(f.text == PATH and f.is_open for f in ledger.facts)
+    assert any(f.text == NEVER and f.status == "superseded" for f in ledger.facts)
+    # Without ctxd's notes (another machine, a lost state dir): the goal is the transcript's first request and
+    # the facts come back from the blocks ctxd re-injected (Claude Code records them as attachments; what was
+    # closed since cannot be told from them, so they come back open).
+    seeded = session_facts(transcript, state_dir=str(tmp_path))
+    assert seeded.goal is not None and seeded.goal.startswith(GOAL)
+    for fact in FACTS:
+        assert any(fact in f.text and f.is_open and f.kind != "goal" for f in seeded.facts), fact
+
+
+def test_after_the_user_says_the_error_is_fixed_and_takes_the_constraint_back_neither_comes_back(
+    session: Session,
+) -> None:
+    """The sixth compaction follows the user's sentence: the error is resolved, the constraint superseded; the
+    first request after it no longer carries them as facts (only as the user's latest request)."""
+    ledger = session.ledgers[-1][1]
+    assert ledger["compactions"] == 6
+    (error,) = [f for f in ledger["facts"] if f["kind"] == "error" and "ERR_ZETA_4711" in f["text"]]
+    assert error["status"] == "resolved" and "ERR_ZETA_4711" in error["why"]
+    constraint = next(f for f in ledger["facts"] if f["kind"] == "constraint" and f["text"] == NEVER)
+    assert constraint["status"] == "superseded" and constraint["why"].startswith("withdrawn: ")
+    block = _block(session.firsts_after_compactions()[5])
+    assert f"- Goal: {GOAL}" in block and f"- Latest request: {CLOSING}" in block
+    assert "- Error:" not in block and f"- User constraint: {NEVER}" not in block
+    assert "make verify-zeta" in block and "deploy/zeta/manifest.toml" in block  # still open
+
+
+def _block(request: RecordedRequest) -> str:
+    for text in _texts(request):
+        if "## Must keep (ctxd)" in text:
+            return text[text.index("## Must keep (ctxd)") :].split("\n\n")[0]
+    return ""
+
+
+def _transcript(made: Session) -> str:
+    """The conversation as markdown: prompts, compactions, what ctxd re-injected, the ledger after each."""
+    from ctxd.compaction.ledger import Ledger
+
+    firsts = made.firsts_after_compactions()
+    lines = [
+        f"# One Claude Code {made.claude.binary.split('claude-code-')[-1].split('/')[0]} session, 6 compactions",
+        "",
+    ]
+    lines += ["Fake summary (keeps only the path):", "", "```", SUMMARY, "```", ""]
+    compaction = 0
+    ledgers = dict(made.ledgers)
+    for i, prompt in enumerate(made.prompts):
+        lines += [f"## Prompt {i + 1}: `{prompt[:200]}`", ""]
+        result = made.results[i].get("result") if i < len(made.results) else None
+        if prompt == "/compact" or prompt in AUTO:
+            compaction += 1
+            kind = "manual /compact" if prompt == "/compact" else "automatic (a response near the window)"
+            lines += [f"**Compaction {compaction}** ({kind}).", ""]
+            ledger = Ledger.from_json(ledgers.get(i))
+            if ledger is not None:
+                counts = ledger.counts()
+                lines += [
+                    f"Ledger after it (ctxd's notes): {ledger.compactions} compactions, goal kept, "
+                    f"{counts['open']} open / {counts['resolved']} resolved / {counts['superseded']} superseded:",
+                    "",
+                    "```",
+                    ledger.render(2_500, heading="## Ledger (open facts)"),
+                    *[f"- ({f.status}) {f.kind}: {f.text[:100]} -- {f.why}" for f in ledger.facts if not f.is_open],
+                    "```",
+                    "",
+                ]
+            if compaction <= len(firsts):
+                lines += ["First request after it: ctxd's block, as the model got it:", "", "```"]
+                lines += [_block(firsts[compaction - 1])[:2_500], "```", ""]
+        if result:
+            lines += [f"Answer: {result}", ""]
+    return "\n".join(lines)
