@@ -11,12 +11,18 @@ Presence is textual: a fact is kept when its probe (a short verbatim piece of th
 of a command, an error line, the head of a request) occurs in the summary, after both are normalised (lower
 case, markdown emphasis, backticks and quotes removed, whitespace collapsed). File facts must be in the
 summary's body, not only in the appended ``<read-files>``/``<modified-files>`` lists.
+
+Commands are a target only when they matter (:func:`matters`): a command whose last run in the range failed,
+or one that does more than look around. Looking around is a pipeline of read-only programs (:data:`LOOKERS`,
+``sed`` without ``-i``, ``find`` without ``-exec``/``-delete``, ``git`` with a read-only subcommand) that
+writes no file; builds, tests, runs, installs and git commands that change something are everything else.
 """
 
 from __future__ import annotations
 
 import math
 import re
+import shlex
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -151,7 +157,9 @@ class Truth:
     modified: dict[str, list[str]] = field(default_factory=dict)
     read: dict[str, list[str]] = field(default_factory=dict)
     commands: dict[str, str] = field(default_factory=dict)
-    """core -> probe"""
+    """core -> probe, for the commands that matter (see :func:`matters`)"""
+    looked: set[str] = field(default_factory=set)
+    """Cores of read-only exploration that never failed last (not a target)."""
     errors: dict[str, str] = field(default_factory=dict)
     """probe -> line"""
     planted: dict[str, dict[str, str]] = field(default_factory=dict)
@@ -161,6 +169,8 @@ class Truth:
 def range_truth(messages: Sequence[Mapping[str, Any]]) -> Truth:
     truth = Truth()
     calls: dict[str, tuple[str, Any]] = {}
+    last_failed: dict[str, bool] = {}
+    """core -> whether its last run failed (absent: no result seen)"""
     genuine: list[str] = []
     last_next: dict[str, str] = {}
     for message in messages:
@@ -191,27 +201,34 @@ def range_truth(messages: Sequence[Mapping[str, Any]]) -> Truth:
                     command, ops = classify_call(name, args)
                     _ops(truth, ops)
                     if command:
-                        _command(truth, command)
+                        _command(truth, command, last_failed, None)
             if message.get("stopReason") == "error" and message.get("errorMessage"):
                 line = str(message["errorMessage"]).strip().splitlines()[0]
                 truth.errors[probe(line)] = line
         elif role == "toolResult":
             call = calls.get(str(message.get("toolCallId")))
             command = classify_call(*call)[0] if call else None
-            if call and failed(message, command):
+            bad = bool(call) and failed(message, command)
+            if command:
+                _outcome(command, last_failed, bad)
+            if bad:
                 line = error_line(output_text(message))
                 if line:
                     truth.errors[probe(line)] = line
         elif role == "bashExecution":
             command = str(message.get("command") or "").strip()
             if command and not message.get("cancelled"):
-                _command(truth, command)
+                _command(truth, command, last_failed, failed(message, command))
                 if failed(message, command):
                     line = error_line(output_text(message))
                     if line:
                         truth.errors[probe(line)] = line
     if last_next:
         truth.planted["next"] = last_next
+    for core in list(truth.commands):
+        if not matters(core, last_failed.get(core)):
+            truth.looked.add(core)
+            del truth.commands[core]
     for request in (genuine[:1] + genuine[-1:]) if genuine else []:
         truth.requests[probe(request)] = request
     for path in truth.modified:
@@ -225,11 +242,86 @@ def _ops(truth: Truth, ops: Iterable[tuple[str, str]]) -> None:
         target[path] = path_keys(path)
 
 
-def _command(truth: Truth, command: str) -> None:
+def _command(truth: Truth, command: str, last_failed: dict[str, bool], bad: bool | None) -> None:
     parsed = parse_shell(command)
     _ops(truth, parsed.ops)
     if not parsed.file_only and parsed.core:
         truth.commands[parsed.core] = probe(parsed.core)
+        if bad is not None:
+            last_failed[parsed.core] = bad
+
+
+def _outcome(command: str, last_failed: dict[str, bool], bad: bool) -> None:
+    parsed = parse_shell(command)
+    if not parsed.file_only and parsed.core:
+        last_failed[parsed.core] = bad
+
+
+LOOKERS = frozenset(
+    {"ls", "ll", "la", "tree", "find", "fd", "fdfind", "grep", "egrep", "fgrep", "rg", "ag", "ack", "cat"}
+    | {"head", "tail", "less", "more", "bat", "batcat", "nl", "wc", "sed", "awk", "cut", "sort", "uniq", "tr"}
+    | {"column", "jq", "yq", "file", "stat", "du", "df", "pwd", "echo", "printf", "which", "whereis", "type"}
+    | {"realpath", "readlink", "basename", "dirname", "date", "whoami", "id", "uname", "env", "printenv"}
+    | {"hostname", "ps", "diff", "cmp", "md5sum", "sha1sum", "sha256sum", "xxd", "hexdump", "od", "strings"}
+    | {"tokei", "cloc", "true", "false", "cd", "sleep"}
+)
+"""Programs that only look (at files, the system, or their arguments) when no output is redirected to a file."""
+GIT_LOOKS = frozenset(
+    {"status", "log", "diff", "show", "blame", "grep", "ls-files", "ls-tree", "rev-parse", "describe"}
+    | {"shortlog", "cat-file", "reflog", "whatchanged"}
+)
+"""Git subcommands that change nothing."""
+_SEPARATORS = frozenset({"&&", "||", ";", "|", "&", "|&", ";;"})
+
+
+def looks_only(core: str) -> bool:
+    """Whether a command only looks around: every program of it reads (see :data:`LOOKERS`) and nothing is
+    redirected into a file."""
+    try:
+        lexer = shlex.shlex(core, posix=True, punctuation_chars=True)
+        lexer.whitespace_split = True
+        words = list(lexer)
+    except ValueError:
+        return False
+    simple: list[str] = []
+    words.append(";")
+    for n, word in enumerate(words):
+        if word in _SEPARATORS:
+            if simple and not _simple_looks(simple):
+                return False
+            simple = []
+        elif ">" in word and not word.strip("<>&|"):
+            target = words[n + 1] if n + 1 < len(words) else ""
+            if word.endswith("&") or target.startswith("&") or target.isdigit() or target == "/dev/null":
+                continue  # a stream joined to another, or thrown away
+            return False  # output written to a file
+        else:
+            simple.append(word)
+    return True
+
+
+def _simple_looks(words: list[str]) -> bool:
+    while words and re.match(r"^[A-Za-z_][A-Za-z0-9_]*=", words[0]):
+        words = words[1:]  # VAR=value before the program
+    if not words:
+        return True
+    program = words[0].rsplit("/", 1)[-1]
+    args = words[1:]
+    if program == "git":
+        sub = next((a for a in args if not a.startswith("-")), "")
+        if sub == "branch":
+            return all(a.startswith("-") and a not in ("-d", "-D", "-m", "-M", "-c", "-C") for a in args[1:])
+        return sub in GIT_LOOKS
+    if program == "sed":
+        return not any(a.startswith("-i") or a.startswith("--in-place") for a in args)
+    if program == "find":
+        return not any(a in ("-exec", "-execdir", "-delete", "-ok", "-okdir") for a in args)
+    return program in LOOKERS
+
+
+def matters(core: str, last_failed: bool | None) -> bool:
+    """Whether a summary must name a command: its last run failed, or it does more than look around."""
+    return bool(last_failed) or not looks_only(core)
 
 
 # --- scoring ----------------------------------------------------------------------------------------------------
