@@ -41,7 +41,7 @@ def test_a_failure_is_resolved_by_a_rerun_that_passed_even_with_other_output_fil
     assert subsection(out, "Blocked") == "- (none)\n\n"
     critical = section(out, "Critical Context")
     assert "`npm run check` in pkg x2 (1 failed, last ok)" in critical
-    assert "error TS2304: Cannot find name 'foo'. (resolved)" in critical
+    assert "failed (resolved): src/x.ts(3,1): error TS2304: Cannot find name 'foo'." in critical
 
 
 def test_a_failed_edit_is_resolved_by_a_later_write_of_the_same_file() -> None:
@@ -97,7 +97,7 @@ def test_next_steps_come_from_the_last_exchange_only() -> None:
 # --- commands and files -----------------------------------------------------------------------------------------
 
 
-def test_commands_are_compressed_by_their_core_not_dropped() -> None:
+def test_commands_that_matter_are_compressed_by_their_core_and_exploration_is_only_counted() -> None:
     messages: list[dict[str, Any]] = [user("Keep the checks green while you refactor")]
     for i in range(15):
         tail = ("", " 2>&1 | tail -5", " | grep -E 'error|warn' | head -20")[i % 3]
@@ -107,10 +107,22 @@ def test_commands_are_compressed_by_their_core_not_dropped() -> None:
         ]
     for i in range(40):
         messages += [asst(call(f"g{i}", "bash", command=f"grep -rn symbol_{i} src")), result(f"g{i}", "bash", "hit")]
+    for i in range(12):
+        messages += [asst(call(f"p{i}", "bash", command=f"pip install pkg{i}")), result(f"p{i}", "bash", "ok")]
+    messages += [
+        asst(call("l", "bash", command="ls build/out | head -3")),
+        result("l", "bash", "ls: build/out: No such file or directory\nCommand exited with code 2", error=True),
+        asst(call("k", "bash", command="git commit -am 'wip' && git log -1")),
+        result("k", "bash", "[main 1a2b3c] wip"),
+    ]
     critical = section(build(messages), "Critical Context")
-    line = next(x for x in critical.splitlines() if x.startswith("- Commands (runs, outcome):"))
-    assert line.startswith("- Commands (runs, outcome): `npm run check` in packages/app x15;")  # most run first
-    assert all(f"`grep -rn symbol_{i} src`" in line for i in range(40))  # every distinct one stays
+    line = next(x for x in critical.splitlines() if x.startswith("- Commands that matter (runs, last outcome):"))
+    assert line.startswith("- Commands that matter (runs, last outcome): `npm run check` in packages/app x15 (ok);")
+    assert all(f"`pip install pkg{i}` (ok)" in line for i in range(12))  # every distinct one stays
+    assert "`ls build/out` (failed)" in line  # exploration whose last run failed matters
+    assert "`git commit -am 'wip' && git log -1` (ok)" in line  # it changes something
+    assert "grep" not in line
+    assert "- Exploration not listed: 40 read-only runs (grep x40)" in critical
 
 
 def test_files_read_and_changed_through_the_shell_are_named() -> None:
