@@ -54,13 +54,12 @@ def fact_sheet(session: Session, plan: CompactionPlan) -> tuple[FactSheet, str |
 
 
 def plan_facts(plan: CompactionPlan, goal: str | None = None) -> FactSheet:
-    """What a summary of ``plan``'s messages must keep (its previous summary and file lists included)."""
+    """What a summary of ``plan``'s messages must keep (its previous summary included). The files its messages
+    read and changed are facts of the body; the plan's file lists, with earlier compactions' files, are not:
+    every summary ends with them as ``<read-files>``/``<modified-files>`` blocks, and naming them twice would
+    only make the summary bigger."""
     return must_keep_facts(
-        [*plan.messagesToSummarize, *plan.turnPrefixMessages],
-        previous_summary=plan.previousSummary,
-        read_files=plan.readFiles,
-        modified_files=plan.modifiedFiles,
-        goal=goal,
+        [*plan.messagesToSummarize, *plan.turnPrefixMessages], previous_summary=plan.previousSummary, goal=goal
     )
 
 

@@ -40,7 +40,7 @@ def test_a_failure_is_resolved_by_a_rerun_that_passed_even_with_other_output_fil
     out = build(messages)
     assert subsection(out, "Blocked") == "- (none)\n\n"
     critical = section(out, "Critical Context")
-    assert "`npm run check` in pkg x2 (1 failed, last ok)" in critical
+    assert "in pkg: `npm run check` x2 (1 failed, last ok)" in critical
     assert "failed (resolved): src/x.ts(3,1): error TS2304: Cannot find name 'foo'." in critical
 
 
@@ -115,14 +115,17 @@ def test_commands_that_matter_are_compressed_by_their_core_and_exploration_is_on
         asst(call("k", "bash", command="git commit -am 'wip' && git log -1")),
         result("k", "bash", "[main 1a2b3c] wip"),
     ]
-    critical = section(build(messages), "Critical Context")
+    out = build(messages)
+    critical = section(out, "Critical Context")
     line = next(x for x in critical.splitlines() if x.startswith("- Commands that matter (runs, last outcome):"))
-    assert line.startswith("- Commands that matter (runs, last outcome): `npm run check` in packages/app x15 (ok);")
+    assert line.startswith("- Commands that matter (runs, last outcome): in packages/app: `npm run check` x15 (ok);")
     assert all(f"`pip install pkg{i}` (ok)" in line for i in range(12))  # every distinct one stays
-    assert "`ls build/out` (failed)" in line  # exploration whose last run failed matters
+    # Exploration whose last run failed matters: it is under Blocked with its error (so not listed twice).
+    assert "`ls build/out | head -3` failed: ls: build/out: No such file or directory" in section(out, "Progress")
+    assert "ls build/out" not in line
     assert "`git commit -am 'wip' && git log -1` (ok)" in line  # it changes something
     assert "grep" not in line
-    assert "- Exploration not listed: 40 read-only runs (grep x40)" in critical
+    assert "- Exploration not listed: 40 read-only runs (grep)" in critical
 
 
 def test_files_read_and_changed_through_the_shell_are_named() -> None:

@@ -211,11 +211,12 @@ def _label(item: str) -> str | None:
     return head if head in _DERIVED else None
 
 
-MAX_DONE = 4
+MAX_DONE = 3
 """Answered requests a merged summary keeps (the newest): the session has the rest."""
-MAX_DECISIONS = 10
-UNION_LABELS = ("Files modified:", "Files read:")
-"""Derived lists that accumulate across summaries (the files of earlier ranges stay named in the body)."""
+MAX_DECISIONS = 8
+UNION_LABELS: tuple[str, ...] = ()
+"""Derived lists that accumulate across summaries. None do: the files of earlier ranges are named in the
+``<read-files>``/``<modified-files>`` blocks every summary ends with, the body names those of its range."""
 MAX_UNION = 400
 _MORE_RE = re.compile(r" \(\+\d+ more\)$")
 
@@ -270,7 +271,7 @@ def merge(old: SummaryDoc, new: SummaryDoc) -> SummaryDoc:
         constraints=cap(dedupe(old.constraints + new.constraints), 150, head=30),
         done=cap(dedupe(old.done + new.done), MAX_DONE),
         in_progress=dedupe(new.in_progress + _carried(old.in_progress, 2)),
-        blocked=dedupe(new.blocked + _carried(old.blocked, 3)),
+        blocked=dedupe(new.blocked + _carried(old.blocked, 2)),
         decisions=cap(dedupe(old.decisions + new.decisions), MAX_DECISIONS),
         next_steps=new.next_steps,  # an earlier plan is stale once new work happened
         critical=_merge_critical(old.critical, new.critical),

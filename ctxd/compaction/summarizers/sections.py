@@ -60,7 +60,7 @@ class Budget:
     """Answered requests shown under Done (the newest)."""
     decisions: int = 8
     """The newest decisions (as many as the must-keep sheet asks for)."""
-    requests: int = 300
+    requests: int = 200
     """Characters for the user's other requests (the newest kept)."""
     commands: int = 1_000
     """Characters for the commands that matter (all of them, as a rule: the must-keep check wants each)."""
@@ -80,9 +80,9 @@ class Budget:
         lists = _clamp(input_chars // 20, 3_000, 30_000)
         return cls(
             lists=lists,
-            done=_clamp(story // 2_000, 2, 3),
+            done=2,
             decisions=8,
-            requests=_clamp(story // 8, 300, 1_200),
+            requests=_clamp(story // 16, 200, 800),
             commands=max(1_200, lists // 2),
             errors=_clamp(input_chars // 250, 600, 3_000),
             answer=_clamp(story // 12, 200, 600),
@@ -108,7 +108,7 @@ def goal(doc: SummaryDoc, facts: Facts, latest: str | None, first: str | None) -
     if first:
         doc.goal.append(short(first, 300))
     if latest and (first is None or latest.strip() != first.strip()):
-        doc.goal.append(LATEST + short(latest, 200))
+        doc.goal.append(LATEST + short(latest, 160))
 
 
 def constraints(doc: SummaryDoc, facts: Facts, budget: int) -> None:
@@ -136,7 +136,7 @@ def requests(doc: SummaryDoc, facts: Facts, budget: int, shown: Sequence[str | N
     """The user's other requests, oldest first (the goal and the latest request, ``shown``, are in Goal):
     the first of the range and the newest that fit ``budget`` characters."""
     skip = {" ".join(t.split()) for t in shown if t}
-    texts = dedupe([head(t, 100) for _, t in facts.requests if " ".join(t.split()) not in skip])
+    texts = dedupe([head(t, 80) for _, t in facts.requests if " ".join(t.split()) not in skip])
     if not texts:
         return
     kept: list[str] = []
@@ -166,7 +166,7 @@ def progress(
     """Done (the newest ``done`` answered requests), In Progress, Blocked and Next Steps."""
     completed = [e for e in newest if e.user and e.response and e.status is None and not e.user.startswith("(")]
     for exchange in reversed(completed[:done]):
-        answer = first_line(exchange.response or "", 120)
+        answer = first_line(exchange.response or "", 100)
         doc.done.append(f"{head(exchange.user or '', 80)} -> {answer}")
 
     last = newest[0] if newest else None
@@ -178,7 +178,7 @@ def progress(
             state = f" ({status_text(last.status)})"
         elif last is not None and last.response:
             state = " " + ANSWERED
-        doc.in_progress.append(head(latest, 120) + state)
+        doc.in_progress.append(head(latest, 80) + state)
     open_calls = facts.open_calls[-5:]
     doc.in_progress.extend(f"No result recorded for {c.label}" for c in open_calls)
     doc.blocked = [error_text(e) for e in facts.unresolved[-8:]]
@@ -187,7 +187,7 @@ def progress(
     steps.extend(facts.plan)
     unfinished = last is not None and (last.status or not last.response or prefix_facts is not None)
     if latest and unfinished:
-        steps.append("Continue with the latest request: " + gist(latest, 160))
+        steps.append("Continue with the latest request: " + gist(latest, 100))
     doc.next_steps = dedupe(steps)[:8]
 
 
@@ -215,7 +215,15 @@ def mattering(stats: Mapping[str, CommandStat]) -> list[CommandStat]:
 
 
 def commands_that_matter(stats: Mapping[str, CommandStat]) -> list[str]:
-    return [command_text(c) for c in mattering(stats)]
+    """The commands that matter as text, grouped by the directory they ran in (named once, before the first
+    of its group)."""
+    groups: dict[str | None, list[str]] = {}
+    for stat in mattering(stats):
+        groups.setdefault(stat.cwd, []).append(command_text(attrs.evolve(stat, cwd=None)))
+    out: list[str] = []
+    for cwd, texts in groups.items():
+        out.extend([f"in {short(cwd, 80)}: {texts[0]}", *texts[1:]] if cwd else texts)
+    return out
 
 
 def explored(stats: Mapping[str, CommandStat]) -> str | None:
@@ -228,7 +236,7 @@ def explored(stats: Mapping[str, CommandStat]) -> str | None:
             programs[program] += max(1, stat.runs)
     if not programs:
         return None
-    shown = ", ".join(f"{p} x{n}" if n > 1 else p for p, n in programs.most_common(6))
+    shown = ", ".join(p for p, _ in programs.most_common(6))
     more = " ..." if len(programs) > 6 else ""
     return f"{EXPLORED_LABEL} {sum(programs.values())} read-only runs ({shown}{more})"
 
@@ -243,7 +251,10 @@ def critical(doc: SummaryDoc, facts: Facts, budget: Budget) -> None:
     reads = [short(p, 160) for p in reversed(facts.reads) if p not in facts.done_files]
     if reads:
         doc.critical.append(f"{READS_LABEL} {joined(reads, max(1_000, lists // 4))}")
-    commands = commands_that_matter(facts.commands)
+    blocked = " ".join(doc.blocked)
+    # A command that failed last and is named under Blocked (with its error) is not listed twice.
+    stats = {k: c for k, c in facts.commands.items() if c.last_ok is not False or c.command[:60] not in blocked}
+    commands = commands_that_matter(stats)
     if commands:
         doc.critical.append(f"{COMMANDS_LABEL} {joined(commands, budget.commands, '; ')}")
     looked = explored(facts.commands)
@@ -259,6 +270,14 @@ def critical(doc: SummaryDoc, facts: Facts, budget: Budget) -> None:
     )
 
 
+def _failed(key: str, error: ErrorFact) -> str:
+    """What failed: a command by its core and directory (one name for its runs with other output filters)."""
+    if not key.startswith("cmd:"):
+        return short(error.label, 80)
+    core, _, cwd = key[4:].partition(" [in ")
+    return f"`{short(core, 80)}`" + (f" in {short(cwd[:-1], 60)}" if cwd else "") + " failed"
+
+
 def _errors(doc: SummaryDoc, facts: Facts, budget: int) -> None:
     """The distinct error lines not under Blocked, unresolved first, then the newest, grouped by what failed
     (one bullet for the failures of a command), within ``budget`` characters."""
@@ -272,8 +291,8 @@ def _errors(doc: SummaryDoc, facts: Facts, budget: int) -> None:
         groups.setdefault((error.key or error.label, error.resolved), []).append(error)
     left = budget
     hidden = 0
-    for (_, resolved), errors in groups.items():
-        item = f"{ERROR_LABEL} {short(errors[0].label, 80)}{' (resolved)' if resolved else ''}: "
+    for (key, resolved), errors in groups.items():
+        item = f"{ERROR_LABEL} {_failed(key, errors[0])}{' (resolved)' if resolved else ''}: "
         lines: list[str] = []
         for error in errors:
             if lines and left < len(item) + len(error.line):
@@ -309,16 +328,16 @@ def other_sections(extra: list[tuple[str, str]], budget: int) -> list[tuple[str,
 
 
 def turn_context(prefix: Sequence[Mapping[str, Any]], facts: Facts, exchange: Exchange, each: int) -> list[str]:
+    """The split turn in brief: its request and how far the agent got (its files, commands and errors are in
+    the lists of Critical Context)."""
     items: list[str] = []
     if exchange.user:
         items.append("Request: " + short(exchange.user, 200))
-    if exchange.modified or exchange.created or exchange.deleted:
-        paths = [*exchange.modified, *exchange.created, *exchange.deleted]
-        items.append("Changed so far: " + joined([short(p, each) for p in paths], 800))
-    commands = commands_that_matter(facts.commands)
-    if commands:
-        items.append("Commands so far: " + joined(commands, 400, "; "))
-    items.extend("Error: " + error_text(e) for e in facts.unresolved[-2:])
+    paths = [*exchange.modified, *exchange.created, *exchange.deleted]
+    if paths:
+        items.append(
+            f"Changed so far: {len(paths)} file{'s' if len(paths) != 1 else ''}, the latest {short(paths[-1], each)}"
+        )
     if facts.last_assistant_text:
         items.append("Agent's latest note: " + short(facts.last_assistant_text, 300))
     del prefix
