@@ -434,7 +434,7 @@ def test_turn_prefix_gets_its_own_part() -> None:
     ]
     out = build(session(), turn_prefix=prefix)
     turn = section(out, "Turn Context (split turn)")
-    assert "Request: Rename the config loader and update callers" in turn
+    assert "Request: the latest request (see Goal)" in turn  # stated once, in the Goal
     assert "Changed so far: 1 file, the latest a.py" in turn
     assert "Agent's latest note: I'll use grep to find callers." in turn
     assert "Latest request: Rename the config loader" in section(out, "Goal")

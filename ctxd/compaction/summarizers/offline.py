@@ -155,7 +155,7 @@ class OfflineSummarizer:
         if prefix_facts is not None:
             exchange = build_exchange(request.turn_prefix, 0, len(request.turn_prefix), prefix_facts.calls)
             doc.turn_context = sections.turn_context(
-                request.turn_prefix, prefix_facts, exchange, self.limits.action_chars
+                request.turn_prefix, prefix_facts, exchange, self.limits.action_chars, latest_request
             )
 
         earlier: SummaryDoc | None = None

@@ -261,8 +261,9 @@ def critical(doc: SummaryDoc, facts: Facts, budget: Budget) -> None:
     if looked:
         doc.critical.append(looked)
     _errors(doc, facts, budget.errors)
-    for line in dedupe(facts.reported)[:12]:
-        doc.critical.append(f"{REPORTED_LABEL} {short(line, 200)}")
+    reported = dedupe(facts.reported)[:12]
+    if reported:
+        doc.critical.append(f"{REPORTED_LABEL} {' | '.join(short(line, 200) for line in reported)}")
     errors_count = len(facts.errors)
     doc.critical.append(
         f"{STATS}{facts.messages} ({len(facts.user_indices)} from the user, {facts.call_count} tool calls, "
@@ -327,11 +328,15 @@ def other_sections(extra: list[tuple[str, str]], budget: int) -> list[tuple[str,
     return [(t, b if t not in cut else middle_truncate(b, each)) for t, b in extra]
 
 
-def turn_context(prefix: Sequence[Mapping[str, Any]], facts: Facts, exchange: Exchange, each: int) -> list[str]:
-    """The split turn in brief: its request and how far the agent got (its files, commands and errors are in
-    the lists of Critical Context)."""
+def turn_context(
+    prefix: Sequence[Mapping[str, Any]], facts: Facts, exchange: Exchange, each: int, latest: str | None = None
+) -> list[str]:
+    """The split turn in brief: its request (a pointer when it is the ``latest`` request, which the Goal states)
+    and how far the agent got (its files, commands and errors are in the lists of Critical Context)."""
     items: list[str] = []
-    if exchange.user:
+    if exchange.user and latest is not None and exchange.user.strip() == latest.strip():
+        items.append("Request: the latest request (see Goal)")
+    elif exchange.user:
         items.append("Request: " + short(exchange.user, 200))
     paths = [*exchange.modified, *exchange.created, *exchange.deleted]
     if paths:
