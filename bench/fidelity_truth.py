@@ -2,33 +2,34 @@
 
 Used by ``bench/fidelity.py``. The definitions are the benchmark's, written here on purpose apart from the
 summariser's extraction (ctxd/compaction/summarizers/facts.py), so that the bench does not grade the
-summariser by its own rules. Shared with ctxd are only two definitions every reader of a transcript needs:
-what an agent injected into a user turn (ctxd.formats.injected) and what a tool call or shell command does to
-files (ctxd.compaction.fileops / shell); the generated sessions (bench/fidelity_gen.py) check those with
-planted probes.
+summariser by its own rules. Shared with ctxd are only the definitions every reader of a transcript needs:
+what an agent injected into a user turn (ctxd.formats.injected), what a tool call or shell command does to
+files and whether it only looks around (ctxd.compaction.fileops / shell); the generated sessions
+(bench/fidelity_gen.py) check those with planted probes.
 
 Presence is textual: a fact is kept when its probe (a short verbatim piece of the source: a path, the head
 of a command, an error line, the head of a request) occurs in the summary, after both are normalised (lower
 case, markdown emphasis, backticks and quotes removed, whitespace collapsed). File facts must be in the
 summary's body, not only in the appended ``<read-files>``/``<modified-files>`` lists.
 
-Commands are a target only when they matter (:func:`matters`): a command whose last run in the range failed,
-or one that does more than look around. Looking around is a pipeline of read-only programs (:data:`LOOKERS`,
-``sed`` without ``-i``, ``find`` without ``-exec``/``-delete``, ``git`` with a read-only subcommand) that
-writes no file; builds, tests, runs, installs and git commands that change something are everything else.
+Commands are a target only when they matter (:func:`matters`): a command whose last run in the range failed
+(the outcome is the bench's own reading of the results), or one that does more than look around. Looking
+around (ctxd.compaction.shell.looks_only) is a pipeline of read-only programs (``ls``, ``grep``, ``rg``,
+``find`` without ``-exec``/``-delete``, ``cat``, ``sed`` without ``-i``, ``git`` with a read-only subcommand,
+...) that writes no file; builds, tests, runs, installs and git commands that change something are
+everything else.
 """
 
 from __future__ import annotations
 
 import math
 import re
-import shlex
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from ctxd.compaction.fileops import classify_call, strip_file_blocks
-from ctxd.compaction.shell import parse_shell
+from ctxd.compaction.shell import looks_only, parse_shell
 from ctxd.formats.injected import split_user_text
 
 PROBE = 60
@@ -255,68 +256,6 @@ def _outcome(command: str, last_failed: dict[str, bool], bad: bool) -> None:
     parsed = parse_shell(command)
     if not parsed.file_only and parsed.core:
         last_failed[parsed.core] = bad
-
-
-LOOKERS = frozenset(
-    {"ls", "ll", "la", "tree", "find", "fd", "fdfind", "grep", "egrep", "fgrep", "rg", "ag", "ack", "cat"}
-    | {"head", "tail", "less", "more", "bat", "batcat", "nl", "wc", "sed", "awk", "cut", "sort", "uniq", "tr"}
-    | {"column", "jq", "yq", "file", "stat", "du", "df", "pwd", "echo", "printf", "which", "whereis", "type"}
-    | {"realpath", "readlink", "basename", "dirname", "date", "whoami", "id", "uname", "env", "printenv"}
-    | {"hostname", "ps", "diff", "cmp", "md5sum", "sha1sum", "sha256sum", "xxd", "hexdump", "od", "strings"}
-    | {"tokei", "cloc", "true", "false", "cd", "sleep"}
-)
-"""Programs that only look (at files, the system, or their arguments) when no output is redirected to a file."""
-GIT_LOOKS = frozenset(
-    {"status", "log", "diff", "show", "blame", "grep", "ls-files", "ls-tree", "rev-parse", "describe"}
-    | {"shortlog", "cat-file", "reflog", "whatchanged"}
-)
-"""Git subcommands that change nothing."""
-_SEPARATORS = frozenset({"&&", "||", ";", "|", "&", "|&", ";;"})
-
-
-def looks_only(core: str) -> bool:
-    """Whether a command only looks around: every program of it reads (see :data:`LOOKERS`) and nothing is
-    redirected into a file."""
-    try:
-        lexer = shlex.shlex(core, posix=True, punctuation_chars=True)
-        lexer.whitespace_split = True
-        words = list(lexer)
-    except ValueError:
-        return False
-    simple: list[str] = []
-    words.append(";")
-    for n, word in enumerate(words):
-        if word in _SEPARATORS:
-            if simple and not _simple_looks(simple):
-                return False
-            simple = []
-        elif ">" in word and not word.strip("<>&|"):
-            target = words[n + 1] if n + 1 < len(words) else ""
-            if word.endswith("&") or target.startswith("&") or target.isdigit() or target == "/dev/null":
-                continue  # a stream joined to another, or thrown away
-            return False  # output written to a file
-        else:
-            simple.append(word)
-    return True
-
-
-def _simple_looks(words: list[str]) -> bool:
-    while words and re.match(r"^[A-Za-z_][A-Za-z0-9_]*=", words[0]):
-        words = words[1:]  # VAR=value before the program
-    if not words:
-        return True
-    program = words[0].rsplit("/", 1)[-1]
-    args = words[1:]
-    if program == "git":
-        sub = next((a for a in args if not a.startswith("-")), "")
-        if sub == "branch":
-            return all(a.startswith("-") and a not in ("-d", "-D", "-m", "-M", "-c", "-C") for a in args[1:])
-        return sub in GIT_LOOKS
-    if program == "sed":
-        return not any(a.startswith("-i") or a.startswith("--in-place") for a in args)
-    if program == "find":
-        return not any(a in ("-exec", "-execdir", "-delete", "-ok", "-okdir") for a in args)
-    return program in LOOKERS
 
 
 def matters(core: str, last_failed: bool | None) -> bool:
