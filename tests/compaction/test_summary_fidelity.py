@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from test_summarizers_offline import FILE_BODY, asst, call, result, section, subsection, text, user
 
-from ctxd.compaction.shell import parse_shell
+from ctxd.compaction.shell import command_matters, looks_only, parse_shell
 from ctxd.compaction.summarizers import OfflineSummarizer, SummaryRequest
 from ctxd.compaction.summarizers.facts import scan
 
@@ -95,6 +95,39 @@ def test_next_steps_come_from_the_last_exchange_only() -> None:
 
 
 # --- commands and files -----------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("command", "looks"),
+    [
+        ("ls -la src", True),
+        ("grep -rn foo src | head -5", True),
+        ("rg -n 'a|b' src --glob '!*.lock'", True),
+        ("find . -name '*.py' -type f", True),
+        ("sed -n '1,80p' a.py", True),
+        ("git log --oneline -n 5 -- a.py", True),
+        ("git -C repo status", True),
+        ("git branch -a", True),
+        ("git stash list", True),
+        ("FOO=1 ls 2>/dev/null", True),
+        ("npm run check", False),
+        ("pytest -q", False),
+        ("pip install requests", False),
+        ("git commit -m 'x'", False),
+        ("git stash", False),
+        ("git branch -D old", False),
+        ("find . -name '*.pyc' -delete", False),
+        ("sed -i 's/a/b/' a.py", False),
+        ("echo hi > notes.txt", False),
+        ("ls; rm -rf build", False),
+        ("cat <<EOF > a.txt", False),
+        ('echo "unclosed', False),
+    ],
+)
+def test_read_only_exploration_is_told_from_commands_that_matter(command: str, looks: bool) -> None:
+    assert looks_only(command) is looks
+    assert command_matters(command, None) is not looks
+    assert command_matters(command, False)  # whatever failed last matters
 
 
 def test_commands_that_matter_are_compressed_by_their_core_and_exploration_is_only_counted() -> None:
