@@ -25,9 +25,9 @@ import attrs
 
 from ctxd.compaction.fileops import strip_file_blocks
 from ctxd.compaction.shell import command_matters
+from ctxd.compaction.summarizers.commands import mattering
 from ctxd.compaction.summarizers.facts import Facts, scan
 from ctxd.compaction.summarizers.mining import CORRECTION_RE, head, short
-from ctxd.compaction.summarizers.sections import mattering
 from ctxd.formats.injected import strip_ansi
 
 KINDS = (

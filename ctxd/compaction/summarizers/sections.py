@@ -13,18 +13,17 @@ reported, the user's other requests and the agent's last answer, each within a c
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import attrs
 
 from ctxd.compaction.shell import command_matters
+from ctxd.compaction.summarizers.commands import commands_that_matter, explored
 from ctxd.compaction.summarizers.document import (
     ANSWER_LABEL,
     ANSWERED,
     COMMANDS_LABEL,
-    EXPLORED_LABEL,
     LATEST,
     STATS,
     SummaryDoc,
@@ -32,7 +31,7 @@ from ctxd.compaction.summarizers.document import (
     dedupe,
 )
 from ctxd.compaction.summarizers.exchanges import Exchange
-from ctxd.compaction.summarizers.facts import CommandStat, ErrorFact, Facts
+from ctxd.compaction.summarizers.facts import ErrorFact, Facts
 from ctxd.compaction.summarizers.mining import first_line, head, prose, short
 from ctxd.compaction.summarizers.serialize import middle_truncate
 
@@ -199,46 +198,6 @@ def _file(path: str, op: str) -> str:
 def error_text(error: ErrorFact) -> str:
     """What failed (cut to 100 characters) and the line saying how."""
     return f"{short(error.label, 80)}: {error.line}"
-
-
-def command_text(stat: CommandStat) -> str:
-    """A command with where it ran, how often, and its last outcome: "`make` x3 (1 failed, last ok)",
-    "`make` (ok)"."""
-    return stat.text + (" (ok)" if stat.last_ok and not stat.failed else "")
-
-
-def mattering(stats: Mapping[str, CommandStat]) -> list[CommandStat]:
-    """The commands that matter (see :func:`ctxd.compaction.shell.command_matters`), the most often run first,
-    then the most recent."""
-    ordered = sorted(stats.values(), key=lambda c: (-c.runs, -c.last_index))
-    return [c for c in ordered if command_matters(c.command, c.last_ok)]
-
-
-def commands_that_matter(stats: Mapping[str, CommandStat]) -> list[str]:
-    """The commands that matter as text, grouped by the directory they ran in (named once, before the first
-    of its group)."""
-    groups: dict[str | None, list[str]] = {}
-    for stat in mattering(stats):
-        groups.setdefault(stat.cwd, []).append(command_text(attrs.evolve(stat, cwd=None)))
-    out: list[str] = []
-    for cwd, texts in groups.items():
-        out.extend([f"in {short(cwd, 80)}: {texts[0]}", *texts[1:]] if cwd else texts)
-    return out
-
-
-def explored(stats: Mapping[str, CommandStat]) -> str | None:
-    """A count of the read-only exploration left out of the commands, by program ("grep x4, ls x2")."""
-    programs: Counter[str] = Counter()
-    for stat in stats.values():
-        if not command_matters(stat.command, stat.last_ok):
-            words = stat.command.split()
-            program = " ".join(words[:2]) if words[:1] == ["git"] else words[0] if words else "?"
-            programs[program] += max(1, stat.runs)
-    if not programs:
-        return None
-    shown = ", ".join(p for p, _ in programs.most_common(6))
-    more = " ..." if len(programs) > 6 else ""
-    return f"{EXPLORED_LABEL} {sum(programs.values())} read-only runs ({shown}{more})"
 
 
 def critical(doc: SummaryDoc, facts: Facts, budget: Budget) -> None:
