@@ -149,9 +149,9 @@ class OfflineSummarizer:
         whole = combined(facts, prefix_facts)
         sections.requests(doc, whole, budget.requests, (goal_text, latest_request))
         sections.critical(doc, whole, budget)
+        self._focus(doc, messages, request.custom_instructions)
         if prefix_facts is None:
             sections.last_answer(doc, newest, budget.answer)
-        self._focus(doc, messages, request.custom_instructions)
         if prefix_facts is not None:
             exchange = build_exchange(request.turn_prefix, 0, len(request.turn_prefix), prefix_facts.calls)
             doc.turn_context = sections.turn_context(
