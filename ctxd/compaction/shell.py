@@ -258,11 +258,14 @@ LOOKING = frozenset(
     | {"ag", "ack", "file", "stat", "du", "df", "pwd", "which", "whereis", "type", "realpath", "readlink"}
     | {"basename", "dirname", "date", "whoami", "id", "uname", "hostname", "env", "printenv", "ps", "diff"}
     | {"cmp", "md5sum", "sha1sum", "sha256sum", "shasum", "xxd", "hexdump", "od", "strings", "tokei", "cloc"}
-    | {"echo", "printf", "cd", "true", "sleep", "test", "["}
+    | {"test", "["}
     | READERS
     | FILTERS
 )
 """Programs that only look at files, the system or their arguments (as long as no output goes to a file)."""
+NEUTRAL = frozenset({"echo", "printf", "cd", "true", ":", "sleep"})
+"""Programs that neither look nor change anything: beside a looking program they change nothing, but a command
+of nothing else (``echo one``) was run for its own sake."""
 GIT_LOOKING = frozenset(
     {"status", "log", "diff", "show", "blame", "grep", "ls-files", "ls-tree", "rev-parse", "describe"}
     | {"shortlog", "cat-file", "reflog", "whatchanged", "rev-list", "merge-base", "help", "--version"}
@@ -300,15 +303,21 @@ def _looks(words: list[str]) -> bool:
         return not any(a.startswith(("-i", "--in-place")) for a in args)
     if program == "find":
         return not any(a in ("-exec", "-execdir", "-delete", "-ok", "-okdir", "-fprint") for a in args)
-    return program in LOOKING
+    return program in LOOKING or program in NEUTRAL
+
+
+def _neutral(words: list[str]) -> bool:
+    while words and "=" in words[0] and not words[0].startswith("="):
+        words = words[1:]
+    return not words or words[0].rsplit("/", 1)[-1] in NEUTRAL
 
 
 @functools.lru_cache(maxsize=4096)
 def looks_only(command: str) -> bool:
     """Whether ``command`` only looks around: every simple command in it runs a program of :data:`LOOKING`
     (``sed`` without ``-i``, ``find`` without ``-exec``/``-delete``, ``git`` with a subcommand of
-    :data:`GIT_LOOKING`) and no output is written to a file. Anything it cannot read (an unclosed quote, a
-    heredoc) does more than look."""
+    :data:`GIT_LOOKING`) or of :data:`NEUTRAL`, at least one of them looks, and no output is written to a
+    file. Anything it cannot read (an unclosed quote, a heredoc) does more than look."""
     text = command.strip()[:MAX_COMMAND_CHARS]
     if not text or "<<" in text or "\n" in text.strip():
         return False
@@ -316,12 +325,14 @@ def looks_only(command: str) -> bool:
     if tokens is None:
         return False
     words: list[str] = []
+    looked = False
     i = 0
     while i <= len(tokens):
         token = tokens[i] if i < len(tokens) else ";"
         if token in _CONTROL:
             if words and not _looks(words):
                 return False
+            looked = looked or not _neutral(words)
             words = []
         elif token in _REDIRECT_OUT:
             target = tokens[i + 1] if i + 1 < len(tokens) else ""
@@ -333,7 +344,7 @@ def looks_only(command: str) -> bool:
         elif not (token.isdigit() and i + 1 < len(tokens) and tokens[i + 1] in (">", ">>", ">&")):
             words.append(token)
         i += 1
-    return True
+    return looked
 
 
 def command_matters(command: str, last_ok: bool | None) -> bool:

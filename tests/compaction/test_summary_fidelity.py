@@ -110,6 +110,8 @@ def test_next_steps_come_from_the_last_exchange_only() -> None:
         ("git branch -a", True),
         ("git stash list", True),
         ("FOO=1 ls 2>/dev/null", True),
+        ("cd src && ls; echo ---; cat a.py", True),
+        ("echo one", False),  # run for its own sake: nothing in it looks around
         ("npm run check", False),
         ("pytest -q", False),
         ("pip install requests", False),
