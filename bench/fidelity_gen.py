@@ -5,7 +5,8 @@ Read/Edit/MultiEdit/Write/Bash and Claude Code's injected records; ``codex``: ex
 through the shell, apply_patch, AGENTS.md and environment blocks) as pi v3 entries. Planted in it, with unique
 tokens (``kq`` + digits) so that presence is exact: the goal, requests, user constraints and corrections,
 the agent's decisions, files modified and read, commands (repeated ones with varying output filters, ones
-that fail and are fixed, ones that stay broken), error strings, the agent's next step, a pasted long log
+that fail and are fixed, ones that stay broken, commits and installs, read-only exploration with ``rg``,
+``grep``, ``find``, ``ls`` and ``git log``, some of it failing), error strings, the agent's next step, a pasted long log
 with the key error line in its middle, and injected instructions that must never become the goal or a
 constraint. Messages carry ``bench: [{kind, probe}]`` for the planted facts only the generator knows
 (decisions, next steps, the pasted key line, injected text); everything else is scored by the same rules as
@@ -270,6 +271,13 @@ class Gen:
         fail = self.r.random() < 0.35 if fail is None else fail
         error = f"TypeError: {self.tok('handler')} got an unexpected keyword argument" if fail else None
         self.run_check(error, fixed=self.r.random() < 0.75)
+        if self.r.random() < 0.3:
+            message = self.tok("commit")
+            self.shell(f'git add -A && git commit -m "{message}: {self.r.choice(WORDS)} work"', "1 file changed")
+        if self.r.random() < 0.1:
+            package = self.tok(self.r.choice(WORDS))
+            install = {"pi": "npm install", "claude": "pip install", "codex": "cargo add"}[self.flavour]
+            self.shell(f"{install} {package}", f"added 1 package ({package})")
         bench: list[dict[str, str]] = []
         parts = [self.r.choice(FILLER)]
         if decide or self.r.random() < 0.4:
@@ -335,6 +343,9 @@ class Gen:
             else:
                 command = f"git log --oneline -n 5 -- src/{word}.py"
             self.shell(command, f"src/conf.py:10: {word} = 3\n" * self.r.randint(1, 30))
+        if self.r.random() < 0.2:
+            missing = f"src/{self.tok('gone')}"
+            self.shell(f"ls {missing}", f"ls: cannot access '{missing}': No such file or directory", code=2)
         table = ""
         if self.r.random() < 0.5:
             table = (

@@ -2,15 +2,22 @@
 
 Used by ``bench/fidelity.py``. The definitions are the benchmark's, written here on purpose apart from the
 summariser's extraction (ctxd/compaction/summarizers/facts.py), so that the bench does not grade the
-summariser by its own rules. Shared with ctxd are only two definitions every reader of a transcript needs:
-what an agent injected into a user turn (ctxd.formats.injected) and what a tool call or shell command does to
-files (ctxd.compaction.fileops / shell); the generated sessions (bench/fidelity_gen.py) check those with
-planted probes.
+summariser by its own rules. Shared with ctxd are only the definitions every reader of a transcript needs:
+what an agent injected into a user turn (ctxd.formats.injected), what a tool call or shell command does to
+files and whether it only looks around (ctxd.compaction.fileops / shell); the generated sessions
+(bench/fidelity_gen.py) check those with planted probes.
 
 Presence is textual: a fact is kept when its probe (a short verbatim piece of the source: a path, the head
 of a command, an error line, the head of a request) occurs in the summary, after both are normalised (lower
 case, markdown emphasis, backticks and quotes removed, whitespace collapsed). File facts must be in the
 summary's body, not only in the appended ``<read-files>``/``<modified-files>`` lists.
+
+Commands are a target only when they matter (:func:`matters`): a command whose last run in the range failed
+(the outcome is the bench's own reading of the results), or one that does more than look around. Looking
+around (ctxd.compaction.shell.looks_only) is a pipeline of read-only programs (``ls``, ``grep``, ``rg``,
+``find`` without ``-exec``/``-delete``, ``cat``, ``sed`` without ``-i``, ``git`` with a read-only subcommand,
+...) that writes no file; builds, tests, runs, installs and git commands that change something are
+everything else.
 """
 
 from __future__ import annotations
@@ -22,7 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ctxd.compaction.fileops import classify_call, strip_file_blocks
-from ctxd.compaction.shell import parse_shell
+from ctxd.compaction.shell import looks_only, parse_shell
 from ctxd.formats.injected import split_user_text
 
 PROBE = 60
@@ -151,7 +158,9 @@ class Truth:
     modified: dict[str, list[str]] = field(default_factory=dict)
     read: dict[str, list[str]] = field(default_factory=dict)
     commands: dict[str, str] = field(default_factory=dict)
-    """core -> probe"""
+    """core -> probe, for the commands that matter (see :func:`matters`)"""
+    looked: set[str] = field(default_factory=set)
+    """Cores of read-only exploration that never failed last (not a target)."""
     errors: dict[str, str] = field(default_factory=dict)
     """probe -> line"""
     planted: dict[str, dict[str, str]] = field(default_factory=dict)
@@ -161,6 +170,8 @@ class Truth:
 def range_truth(messages: Sequence[Mapping[str, Any]]) -> Truth:
     truth = Truth()
     calls: dict[str, tuple[str, Any]] = {}
+    last_failed: dict[str, bool] = {}
+    """core -> whether its last run failed (absent: no result seen)"""
     genuine: list[str] = []
     last_next: dict[str, str] = {}
     for message in messages:
@@ -191,27 +202,34 @@ def range_truth(messages: Sequence[Mapping[str, Any]]) -> Truth:
                     command, ops = classify_call(name, args)
                     _ops(truth, ops)
                     if command:
-                        _command(truth, command)
+                        _command(truth, command, last_failed, None)
             if message.get("stopReason") == "error" and message.get("errorMessage"):
                 line = str(message["errorMessage"]).strip().splitlines()[0]
                 truth.errors[probe(line)] = line
         elif role == "toolResult":
             call = calls.get(str(message.get("toolCallId")))
             command = classify_call(*call)[0] if call else None
-            if call and failed(message, command):
+            bad = bool(call) and failed(message, command)
+            if command:
+                _outcome(command, last_failed, bad)
+            if bad:
                 line = error_line(output_text(message))
                 if line:
                     truth.errors[probe(line)] = line
         elif role == "bashExecution":
             command = str(message.get("command") or "").strip()
             if command and not message.get("cancelled"):
-                _command(truth, command)
+                _command(truth, command, last_failed, failed(message, command))
                 if failed(message, command):
                     line = error_line(output_text(message))
                     if line:
                         truth.errors[probe(line)] = line
     if last_next:
         truth.planted["next"] = last_next
+    for core in list(truth.commands):
+        if not matters(core, last_failed.get(core)):
+            truth.looked.add(core)
+            del truth.commands[core]
     for request in (genuine[:1] + genuine[-1:]) if genuine else []:
         truth.requests[probe(request)] = request
     for path in truth.modified:
@@ -225,11 +243,24 @@ def _ops(truth: Truth, ops: Iterable[tuple[str, str]]) -> None:
         target[path] = path_keys(path)
 
 
-def _command(truth: Truth, command: str) -> None:
+def _command(truth: Truth, command: str, last_failed: dict[str, bool], bad: bool | None) -> None:
     parsed = parse_shell(command)
     _ops(truth, parsed.ops)
     if not parsed.file_only and parsed.core:
         truth.commands[parsed.core] = probe(parsed.core)
+        if bad is not None:
+            last_failed[parsed.core] = bad
+
+
+def _outcome(command: str, last_failed: dict[str, bool], bad: bool) -> None:
+    parsed = parse_shell(command)
+    if not parsed.file_only and parsed.core:
+        last_failed[parsed.core] = bad
+
+
+def matters(core: str, last_failed: bool | None) -> bool:
+    """Whether a summary must name a command: its last run failed, or it does more than look around."""
+    return bool(last_failed) or not looks_only(core)
 
 
 # --- scoring ----------------------------------------------------------------------------------------------------

@@ -24,6 +24,8 @@ from typing import Any
 import attrs
 
 from ctxd.compaction.fileops import strip_file_blocks
+from ctxd.compaction.shell import command_matters
+from ctxd.compaction.summarizers.commands import mattering
 from ctxd.compaction.summarizers.facts import Facts, scan
 from ctxd.compaction.summarizers.mining import CORRECTION_RE, head, short
 from ctxd.formats.injected import strip_ansi
@@ -260,7 +262,8 @@ def _previous_facts(sheet: _Sheet, previous_summary: str, *, keep_goal: bool = T
                 piece = re.sub(r" \(\+\d+ more\)$", "", piece).strip()
                 if kind == "command":
                     command = piece.split("` ", 1)[0].strip("`")
-                    sheet.add(kind, piece, text_probes(command))
+                    if command_matters(command, False if "failed" in piece else None):
+                        sheet.add(kind, piece, text_probes(command))
                 else:
                     sheet.add(kind, piece, path_probes(piece))
         else:
@@ -301,7 +304,7 @@ def _from_facts(
         sheet.add("next", f"check the outcome of {call.label} (no result was recorded)", text_probes(call.label))
     for sentence in facts.decisions[-8:]:
         sheet.add("decision", sentence, text_probes(sentence))
-    for stat in sorted(facts.commands.values(), key=lambda c: (-c.runs, -c.last_index)):
+    for stat in mattering(facts.commands):  # not read-only exploration: search and expand recover that
         sheet.add("command", stat.text, text_probes(stat.command), stat.last_index)
     done = set(modified)
     for path in dict.fromkeys([*reversed(facts.reads), *read_files]):

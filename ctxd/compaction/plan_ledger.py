@@ -104,14 +104,15 @@ def plan_where(session: Session, plan: CompactionPlan) -> list[Seen | None]:
 def plan_ledger(
     plan: CompactionPlan, goal: str | None, previous: Ledger | None, where: Sequence[Seen | None] = ()
 ) -> PlanFacts:
-    """The facts of ``plan`` with ``previous`` carried (see :func:`ctxd.compaction.ledger_update.advance`)."""
+    """The facts of ``plan`` with ``previous`` carried (see :func:`ctxd.compaction.ledger_update.advance`). The
+    files its messages read and changed are facts of the body; the plan's file lists, with earlier compactions'
+    files, are not: every summary ends with them as ``<read-files>``/``<modified-files>`` blocks, and naming them
+    twice would only make the summary bigger."""
     advanced = advance(
         previous,
         [*plan.messagesToSummarize, *plan.turnPrefixMessages],
         where=where,
         previous_summary=plan.previousSummary,
-        read_files=plan.readFiles,
-        modified_files=plan.modifiedFiles,
         goal=goal,
     )
     known = previous.goal if previous is not None else None

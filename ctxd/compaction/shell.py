@@ -7,6 +7,10 @@ leading ``cd DIR &&``, output filters such as ``| head -20`` and stream redirect
 directory it ran in, the file operations it performs, and whether it did nothing but read or write files
 (then it is a file operation, not a command worth listing). Pure and conservative: a construct it does not
 understand yields no file operation, never a wrong one. Heredoc bodies are not parsed (only the first line).
+
+It also says which commands matter to a summary (:func:`command_matters`): everything but read-only
+exploration (``ls``, ``grep``, ``rg``, ``find``, ``git log``, ...; :func:`looks_only`), unless its last run
+failed. Builds, tests, runs, installs and git commands that change something always matter.
 """
 
 from __future__ import annotations
@@ -247,3 +251,103 @@ def parse_shell(command: str) -> ShellCommand:
         i += 1
     file_only = file_only and bool(ops)
     return ShellCommand(core, cwd, tuple(dict.fromkeys(ops)), file_only)
+
+
+LOOKING = frozenset(
+    {"ls", "ll", "la", "tree", "exa", "eza", "find", "fd", "fdfind", "locate", "grep", "egrep", "fgrep", "rg"}
+    | {"ag", "ack", "file", "stat", "du", "df", "pwd", "which", "whereis", "type", "realpath", "readlink"}
+    | {"basename", "dirname", "date", "whoami", "id", "uname", "hostname", "env", "printenv", "ps", "diff"}
+    | {"cmp", "md5sum", "sha1sum", "sha256sum", "shasum", "xxd", "hexdump", "od", "strings", "tokei", "cloc"}
+    | {"test", "["}
+    | READERS
+    | FILTERS
+)
+"""Programs that only look at files, the system or their arguments (as long as no output goes to a file)."""
+NEUTRAL = frozenset({"echo", "printf", "cd", "true", ":", "sleep"})
+"""Programs that neither look nor change anything: beside a looking program they change nothing, but a command
+of nothing else (``echo one``) was run for its own sake."""
+GIT_LOOKING = frozenset(
+    {"status", "log", "diff", "show", "blame", "grep", "ls-files", "ls-tree", "rev-parse", "describe"}
+    | {"shortlog", "cat-file", "reflog", "whatchanged", "rev-list", "merge-base", "help", "--version"}
+)
+"""Git subcommands that change nothing (``branch``, ``stash``, ``tag``, ``remote`` and ``worktree`` only look
+when they list)."""
+_GIT_LISTING = {"branch": "-a -r -v -vv --list --all --show-current --contains --merged", "tag": "-l --list"}
+_GIT_LISTS = {"stash": ("list", "show"), "remote": ("", "-v", "show", "get-url"), "worktree": ("list",)}
+
+
+def _looks(words: list[str]) -> bool:
+    while words and "=" in words[0] and not words[0].startswith("="):
+        words = words[1:]  # VAR=value before the program
+    if not words:
+        return True
+    program = words[0].rsplit("/", 1)[-1]
+    args = words[1:]
+    if program == "git":
+        rest: list[str] = []
+        skip = False
+        for arg in args:
+            if skip:
+                skip = False
+            elif arg in ("-C", "-c", "--git-dir", "--work-tree"):
+                skip = True  # a global option's argument
+            elif not arg.startswith("-") or rest:
+                rest.append(arg)
+        sub, more = (rest[0], rest[1:]) if rest else ("", [])
+        if sub in _GIT_LISTING:
+            return all(a in _GIT_LISTING[sub].split() for a in more)
+        if sub in _GIT_LISTS:
+            return (more[:1] or [""])[0] in _GIT_LISTS[sub]
+        return sub in GIT_LOOKING
+    if program == "sed":
+        return not any(a.startswith(("-i", "--in-place")) for a in args)
+    if program == "find":
+        return not any(a in ("-exec", "-execdir", "-delete", "-ok", "-okdir", "-fprint") for a in args)
+    return program in LOOKING or program in NEUTRAL
+
+
+def _neutral(words: list[str]) -> bool:
+    while words and "=" in words[0] and not words[0].startswith("="):
+        words = words[1:]
+    return not words or words[0].rsplit("/", 1)[-1] in NEUTRAL
+
+
+@functools.lru_cache(maxsize=4096)
+def looks_only(command: str) -> bool:
+    """Whether ``command`` only looks around: every simple command in it runs a program of :data:`LOOKING`
+    (``sed`` without ``-i``, ``find`` without ``-exec``/``-delete``, ``git`` with a subcommand of
+    :data:`GIT_LOOKING`) or of :data:`NEUTRAL`, at least one of them looks, and no output is written to a
+    file. Anything it cannot read (an unclosed quote, a heredoc) does more than look."""
+    text = command.strip()[:MAX_COMMAND_CHARS]
+    if not text or "<<" in text or "\n" in text.strip():
+        return False
+    tokens = _tokens(text)
+    if tokens is None:
+        return False
+    words: list[str] = []
+    looked = False
+    i = 0
+    while i <= len(tokens):
+        token = tokens[i] if i < len(tokens) else ";"
+        if token in _CONTROL:
+            if words and not _looks(words):
+                return False
+            looked = looked or not _neutral(words)
+            words = []
+        elif token in _REDIRECT_OUT:
+            target = tokens[i + 1] if i + 1 < len(tokens) else ""
+            if target not in _NOT_FILES and not target.startswith("&"):
+                return False  # output written to a file
+            i += 1
+        elif token in ("<", "<<<", ">&", "<&"):
+            i += 1
+        elif not (token.isdigit() and i + 1 < len(tokens) and tokens[i + 1] in (">", ">>", ">&")):
+            words.append(token)
+        i += 1
+    return looked
+
+
+def command_matters(command: str, last_ok: bool | None) -> bool:
+    """Whether a summary must name ``command``: its last run failed, or it does more than look around (see
+    :func:`looks_only`)."""
+    return last_ok is False or not looks_only(command)

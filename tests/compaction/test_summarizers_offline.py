@@ -20,7 +20,6 @@ from ctxd.compaction.fileops import (
     strip_file_blocks,
 )
 from ctxd.compaction.summarizers import (
-    AbridgedLimits,
     OfflineSummarizer,
     SummaryRequest,
     create_summarizer,
@@ -146,7 +145,6 @@ async def test_offline_result_has_every_section_filled_from_the_conversation() -
         "Key Decisions",
         "Next Steps",
         "Critical Context",
-        "Abridged History (newest first)",
     ]
     goal = section(out, "Goal")
     assert "Add a --verbose flag" in goal
@@ -164,6 +162,7 @@ async def test_offline_result_has_every_section_filled_from_the_conversation() -
     in_progress = subsection(out, "In Progress")
     assert "Now document it" in in_progress and "interrupted" in in_progress
     assert "`ls docs`" in in_progress  # a tool call without a result
+    assert "Abridged History" not in out and "<exchange>" not in out  # the session keeps every exchange
 
     blocked = subsection(out, "Blocked")
     assert "make lint" in blocked and "E501" in blocked
@@ -182,10 +181,11 @@ async def test_offline_result_has_every_section_filled_from_the_conversation() -
     critical = section(out, "Critical Context")
     assert "Files modified: docs/cli.md, src/cli.py" in critical
     assert "Files read:" not in critical  # src/cli.py was read, then modified: it is listed once
-    assert "Commands (runs, outcome): `pytest -q` x2 (1 failed, last ok); `make lint` (failed)" in critical
-    assert "`ls docs` (no result)" in critical
-    assert "`pytest -q` failed: 1 failed: test_verbose (resolved)" in critical
-    assert "exited with 2: docs/cli.md:3: E501 line too long" in critical
+    assert "Commands that matter (runs, last outcome): `pytest -q` x2 (1 failed, last ok)\n" in critical
+    assert "make lint" not in critical  # it failed last: named under Blocked with its error, not listed twice
+    assert "Exploration not listed: 1 read-only runs (ls)" in critical  # `ls docs`, run without a result
+    assert "`pytest -q` failed (resolved): 1 failed: test_verbose" in critical
+    assert "E501" not in critical  # it is Blocked, not repeated
     assert "Newly summarised: 17 (2 from the user, 7 tool calls, 2 errors)" in critical
 
 
@@ -258,10 +258,10 @@ async def test_create_summarizer_defaults_to_offline_for_branch_summaries() -> N
     summarizer = create_summarizer(None, total_chars=500)
     res = await summarizer.summarize(SummaryRequest(messages=session(), kind="branch"))
     assert res.summarizer == "offline" and "## Goal" in res.text
-    assert len(section(res.text, "Abridged History (newest first)")) <= 500 + 40
+    assert isinstance(summarizer, OfflineSummarizer) and summarizer.limits.total_chars == 500
 
 
-# --- abridged history ----------------------------------------------------------------------------------------
+# --- the story: a budget, not a history ------------------------------------------------------------------------
 
 
 def exchanges(count: int, *, reply_chars: int = 50) -> list[dict[str, Any]]:
@@ -269,63 +269,62 @@ def exchanges(count: int, *, reply_chars: int = 50) -> list[dict[str, Any]]:
     for i in range(count):
         messages.append(user(f"Request {i}: update module m{i}.py"))
         messages.append(asst(call(f"r{i}", "read", path=f"src/m{i}.py"), call(f"w{i}", "write", path=f"src/m{i}.py")))
-        messages.append(result(f"r{i}", "read", "contents"))
+        messages.append(result(f"r{i}", "read", "contents " + FILE_BODY[: 40 * reply_chars]))
         messages.append(result(f"w{i}", "write", "ok"))
         messages.append(asst(call(f"b{i}", "bash", command=f"pytest tests/test_m{i}.py")))
         messages.append(result(f"b{i}", "bash", "passed"))
+        messages.append(asst(call(f"g{i}", "bash", command=f"grep -rn m{i} src | head -5")))
+        messages.append(result(f"g{i}", "bash", f"src/m{i}.py:1: m{i}"))
         messages.append(asst(text(f"Reply {i}: " + "r" * reply_chars)))
     return messages
 
 
-def history(summary: str) -> str:
-    return section(summary, "Abridged History (newest first)")
+def test_the_story_is_the_newest_answers_and_every_request_head_not_a_history() -> None:
+    out = OfflineSummarizer().build(SummaryRequest(messages=exchanges(200)))
+    assert "<exchange>" not in out and "Abridged History" not in out
+    done = subsection(out, "Done")
+    assert "Request 199:" in done and "Request 195:" not in done  # only the newest few answers
+    requests = next(x for x in section(out, "Critical Context").splitlines() if "Other requests" in x)
+    assert "Request 1: update module m1.py | (+" in requests and "Request 198:" in requests  # first, newest
+    critical = section(out, "Critical Context")
+    assert all(f"src/m{i}.py" in critical for i in range(200))  # every file stays named
+    assert all(f"`pytest tests/test_m{i}.py` (ok)" in critical for i in range(200))  # every command that matters
+    assert "Exploration not listed: 200 read-only runs (grep)" in critical
+    assert "Agent's last answer: Reply 199: rrr" in critical
 
 
-def test_abridged_history_lists_exchanges_newest_first_with_their_work() -> None:
-    hist = history(build(exchanges(5)))
-    positions = [hist.index(f"User: Request {i}:") for i in range(5)]
-    assert positions == sorted(positions, reverse=True)
-    block = re.search(r"<exchange>\nUser: Request 3:.*?</exchange>", hist, re.S)
-    assert block is not None
-    assert "Changed: src/m3.py" in block.group(0)
-    assert "Viewed: src/m3.py" in block.group(0)
-    assert "Commands: `pytest tests/test_m3.py`" in block.group(0)
-    assert "Agent: Reply 3: rrr" in block.group(0)
+@pytest.mark.parametrize("count", [60, 200, 600])
+def test_a_large_range_gets_a_summary_of_at_most_three_percent(count: int) -> None:
+    messages = exchanges(count, reply_chars=400)
+    request = SummaryRequest(messages=messages)
+    out = OfflineSummarizer().build(request)
+    assert len(out) <= 0.03 * OfflineSummarizer.input_chars(request)
 
 
-@pytest.mark.parametrize("budget", [400, 1500, 5000])
-def test_abridged_history_stops_at_the_total_budget(budget: int) -> None:
-    hist = history(build(exchanges(200), limits=AbridgedLimits(total_chars=budget)))
-    blocks = re.findall(r"<exchange>\n.*?\n</exchange>", hist, re.S)
-    assert blocks and sum(len(b) + 1 for b in blocks) <= budget
-    assert "User: Request 199:" in blocks[0]
-    assert "(older exchanges not shown)" in hist
-    assert "Request 0:" not in hist
-
-
-def test_abridged_fields_are_cut_in_the_middle_to_their_limits() -> None:
+def test_story_parts_are_cut_to_their_limits() -> None:
     long_request = "BEGIN " + "q" * 5000 + " END"
     long_reply = "START " + "a" * 9000 + " FINISH"
-    messages = [user(long_request), asst(text(long_reply))]
-    hist = history(build(messages))
-    user_line = next(line for line in hist.splitlines() if line.startswith("User: "))
-    agent_line = next(line for line in hist.splitlines() if line.startswith("Agent: "))
-    assert len(user_line) == len("User: ") + 1000
-    assert user_line.startswith("User: BEGIN") and user_line.endswith(" END") and "chars omitted" in user_line
-    assert len(agent_line) == len("Agent: ") + 2000
-    assert agent_line.startswith("Agent: START") and agent_line.endswith("FINISH")
+    out = build([user(long_request), asst(text(long_reply)), user("and now the next thing"), asst(text("ok"))])
+    done = subsection(out, "Done")
+    item = next(line for line in done.splitlines() if "BEGIN" in line)
+    request, answer = item.removeprefix("- [x] ").split(" -> ")
+    assert len(request) <= 80 and request.startswith("BEGIN") and request.endswith("…")
+    assert len(answer) <= 120 and answer.startswith("START") and "chars omitted" in answer
+    assert len(section(out, "Goal")) < 600  # the goal and the latest request, cut
 
 
-def test_abridged_lists_are_capped_and_paths_cut() -> None:
-    limits = AbridgedLimits(files_per_kind=3, action_chars=40, commands=2)
-    calls = [call(f"v{i}", "view", path=f"/very/long/directory/name/for/testing/file{i:02d}.py") for i in range(6)]
-    calls += [call(f"s{i}", "shell", command=["bash", "-lc", f"echo {i}"]) for i in range(4)]
-    hist = history(build([user("look around"), asst(*calls)], limits=limits))
-    viewed = next(line for line in hist.splitlines() if line.startswith("Viewed: "))
-    assert viewed.endswith("(+3 more)") and viewed.count(",") == 2
-    assert all(len(p) <= 40 for p in viewed.removeprefix("Viewed: ").removesuffix(" (+3 more)").split(", "))
-    assert "Commands: `echo 0`; `echo 1` (+2 more)" in hist
-    assert "Agent: (still working" in hist
+def test_an_old_abridged_history_is_dropped_and_its_quoted_headings_stay_out() -> None:
+    old = (
+        "## Goal\n- Ship the theme\n\n## Abridged History (newest first)\n<exchange>\nUser: fix it\n"
+        "Agent: Done.\n\n## Summary\nFixed the colours.\n</exchange>\n(older exchanges not shown)\n\n"
+        "## Must keep\n- Decision: keep the dark theme"
+    )
+    parsed = parse_summary(old)
+    assert parsed is not None and len(parsed.history) == 1
+    assert [t for t, _ in parsed.extra] == ["Must keep"]  # "## Summary" was the agent's words, not a section
+    out = build(session(), previous_summary=old)
+    assert "<exchange>" not in out and "## Summary" not in out
+    assert "- Decision: keep the dark theme" in section(out, "Must keep")
 
 
 # --- merging an earlier summary --------------------------------------------------------------------------------
@@ -392,23 +391,28 @@ def test_unstructured_previous_summary_is_kept_verbatim() -> None:
     assert "We migrated the database to Postgres 16" in section(out, "Earlier Summary")
 
 
-def test_rolling_offline_summaries_carry_older_exchanges_and_drop_carried_state() -> None:
+def test_rolling_offline_summaries_carry_lasting_facts_and_drop_carried_state() -> None:
     first = build(exchanges(3))
-    second = build(exchanges(6)[21:], previous_summary=first)
-    hist = history(second)
-    order = [hist.index(f"User: Request {i}:") for i in (5, 4, 3, 2, 1, 0)]
-    assert order == sorted(order)
+    second = build(exchanges(6)[27:], previous_summary=first)
+    critical = section(second, "Critical Context")
+    assert all(f"src/m{i}.py" in critical for i in range(3, 6))  # the files of its range
+    assert "src/m0.py" not in critical  # an earlier range's: in the <read-files> blocks every summary ends with
     third = build([user("one more thing")], previous_summary=second)
     in_progress = subsection(third, "In Progress")
     assert "(earlier)" not in in_progress  # the earlier latest request had been answered
     critical = section(third, "Critical Context")
-    assert critical.count("Commands (runs, outcome):") == 1 and critical.count("Newly summarised:") == 1
+    assert (
+        critical.count("Commands that matter (runs, last outcome):") == 1 and critical.count("Newly summarised:") == 1
+    )
     assert "src/m5.py" in critical  # derived facts from the earlier summary survive when nothing replaces them
     fourth = build(session(), previous_summary=build([user("a"), asst(call("q", "bash", command="x"))]))
     assert subsection(fourth, "In Progress").count("(earlier)") == 2
     fifth = build([user("b")], previous_summary=fourth)
     assert "(earlier) (earlier)" not in fifth
     assert "(earlier) a" not in fifth  # carried once, then dropped
+    older = first.replace("Commands that matter (runs, last outcome):", "Commands (runs, outcome):")
+    sixth = section(build(exchanges(6)[27:], previous_summary=older), "Critical Context")
+    assert "Commands (runs, outcome):" not in sixth  # an earlier layout's list gives way to the new one
 
 
 def test_parse_and_merge_are_lenient_about_model_written_summaries() -> None:
@@ -430,8 +434,8 @@ def test_turn_prefix_gets_its_own_part() -> None:
     ]
     out = build(session(), turn_prefix=prefix)
     turn = section(out, "Turn Context (split turn)")
-    assert "Request: Rename the config loader and update callers" in turn
-    assert "Changed so far: a.py" in turn
+    assert "Request: the latest request (see Goal)" in turn  # stated once, in the Goal
+    assert "Changed so far: 1 file, the latest a.py" in turn
     assert "Agent's latest note: I'll use grep to find callers." in turn
     assert "Latest request: Rename the config loader" in section(out, "Goal")
     assert "see Turn Context" in subsection(out, "In Progress")

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from test_summarizers_offline import FILE_BODY, asst, call, result, section, subsection, text, user
 
-from ctxd.compaction.shell import parse_shell
+from ctxd.compaction.shell import command_matters, looks_only, parse_shell
 from ctxd.compaction.summarizers import OfflineSummarizer, SummaryRequest
 from ctxd.compaction.summarizers.facts import scan
 
@@ -40,8 +40,8 @@ def test_a_failure_is_resolved_by_a_rerun_that_passed_even_with_other_output_fil
     out = build(messages)
     assert subsection(out, "Blocked") == "- (none)\n\n"
     critical = section(out, "Critical Context")
-    assert "`npm run check` in pkg x2 (1 failed, last ok)" in critical
-    assert "error TS2304: Cannot find name 'foo'. (resolved)" in critical
+    assert "in pkg: `npm run check` x2 (1 failed, last ok)" in critical
+    assert "failed (resolved): src/x.ts(3,1): error TS2304: Cannot find name 'foo'." in critical
 
 
 def test_a_failed_edit_is_resolved_by_a_later_write_of_the_same_file() -> None:
@@ -97,7 +97,42 @@ def test_next_steps_come_from_the_last_exchange_only() -> None:
 # --- commands and files -----------------------------------------------------------------------------------------
 
 
-def test_commands_are_compressed_by_their_core_not_dropped() -> None:
+@pytest.mark.parametrize(
+    ("command", "looks"),
+    [
+        ("ls -la src", True),
+        ("grep -rn foo src | head -5", True),
+        ("rg -n 'a|b' src --glob '!*.lock'", True),
+        ("find . -name '*.py' -type f", True),
+        ("sed -n '1,80p' a.py", True),
+        ("git log --oneline -n 5 -- a.py", True),
+        ("git -C repo status", True),
+        ("git branch -a", True),
+        ("git stash list", True),
+        ("FOO=1 ls 2>/dev/null", True),
+        ("cd src && ls; echo ---; cat a.py", True),
+        ("echo one", False),  # run for its own sake: nothing in it looks around
+        ("npm run check", False),
+        ("pytest -q", False),
+        ("pip install requests", False),
+        ("git commit -m 'x'", False),
+        ("git stash", False),
+        ("git branch -D old", False),
+        ("find . -name '*.pyc' -delete", False),
+        ("sed -i 's/a/b/' a.py", False),
+        ("echo hi > notes.txt", False),
+        ("ls; rm -rf build", False),
+        ("cat <<EOF > a.txt", False),
+        ('echo "unclosed', False),
+    ],
+)
+def test_read_only_exploration_is_told_from_commands_that_matter(command: str, looks: bool) -> None:
+    assert looks_only(command) is looks
+    assert command_matters(command, None) is not looks
+    assert command_matters(command, False)  # whatever failed last matters
+
+
+def test_commands_that_matter_are_compressed_by_their_core_and_exploration_is_only_counted() -> None:
     messages: list[dict[str, Any]] = [user("Keep the checks green while you refactor")]
     for i in range(15):
         tail = ("", " 2>&1 | tail -5", " | grep -E 'error|warn' | head -20")[i % 3]
@@ -107,10 +142,25 @@ def test_commands_are_compressed_by_their_core_not_dropped() -> None:
         ]
     for i in range(40):
         messages += [asst(call(f"g{i}", "bash", command=f"grep -rn symbol_{i} src")), result(f"g{i}", "bash", "hit")]
-    critical = section(build(messages), "Critical Context")
-    line = next(x for x in critical.splitlines() if x.startswith("- Commands (runs, outcome):"))
-    assert line.startswith("- Commands (runs, outcome): `npm run check` in packages/app x15;")  # most run first
-    assert all(f"`grep -rn symbol_{i} src`" in line for i in range(40))  # every distinct one stays
+    for i in range(12):
+        messages += [asst(call(f"p{i}", "bash", command=f"pip install pkg{i}")), result(f"p{i}", "bash", "ok")]
+    messages += [
+        asst(call("l", "bash", command="ls build/out | head -3")),
+        result("l", "bash", "ls: build/out: No such file or directory\nCommand exited with code 2", error=True),
+        asst(call("k", "bash", command="git commit -am 'wip' && git log -1")),
+        result("k", "bash", "[main 1a2b3c] wip"),
+    ]
+    out = build(messages)
+    critical = section(out, "Critical Context")
+    line = next(x for x in critical.splitlines() if x.startswith("- Commands that matter (runs, last outcome):"))
+    assert line.startswith("- Commands that matter (runs, last outcome): in packages/app: `npm run check` x15 (ok);")
+    assert all(f"`pip install pkg{i}` (ok)" in line for i in range(12))  # every distinct one stays
+    # Exploration whose last run failed matters: it is under Blocked with its error (so not listed twice).
+    assert "`ls build/out | head -3` failed: ls: build/out: No such file or directory" in section(out, "Progress")
+    assert "ls build/out" not in line
+    assert "`git commit -am 'wip' && git log -1` (ok)" in line  # it changes something
+    assert "grep" not in line
+    assert "- Exploration not listed: 40 read-only runs (grep)" in critical
 
 
 def test_files_read_and_changed_through_the_shell_are_named() -> None:

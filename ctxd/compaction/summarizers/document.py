@@ -3,8 +3,9 @@ and rendering it back to markdown.
 
 Owns the section layout shared with the model summariser (Goal; Constraints & Preferences; Progress with
 Done / In Progress / Blocked; Key Decisions; Next Steps; Critical Context) plus the offline summariser's
-Turn Context and Abridged History parts. Parsing is lenient: any ``## `` heading starts a section, bullets
-and checkboxes are stripped, unknown sections are carried along verbatim.
+Turn Context part. Parsing is lenient: any ``## `` heading starts a section, bullets and checkboxes are
+stripped, unknown sections are carried along verbatim. An Abridged History (the offline summariser wrote one
+before version 18 of its layout) is read, and dropped when merged: the session keeps every exchange.
 """
 
 from __future__ import annotations
@@ -22,10 +23,18 @@ LATEST = "Latest request: "
 LATER = "Later request: "
 STATS = "Newly summarised: "
 ANSWERED = "(answered; awaiting the user's next message)"
+COMMANDS_LABEL = "Commands that matter (runs, last outcome):"
+OLD_COMMANDS_LABEL = "Commands (runs, outcome):"
+"""The label of every command's list in earlier summaries; a new list of the commands that matter replaces it."""
+EXPLORED_LABEL = "Exploration not listed:"
+ANSWER_LABEL = "Agent's last answer:"
 DERIVED_LABELS = (
     "Files modified:",
     "Files read:",
-    "Commands (runs, outcome):",
+    OLD_COMMANDS_LABEL,
+    COMMANDS_LABEL,
+    EXPLORED_LABEL,
+    ANSWER_LABEL,
     "Other requests (oldest first):",
     "User reported:",
     "Recently changed files:",
@@ -102,10 +111,30 @@ def _split(text: str, marker: str) -> list[tuple[str, str]]:
     return [(title, "\n".join(lines).strip()) for title, lines in sections]
 
 
+_HISTORY_RE = re.compile(r"^## Abridged History.*$", re.M)
+_END = "</exchange>"
+_OLDER = "(older exchanges not shown)"
+
+
+def _cut_history(text: str) -> tuple[str, list[str]]:
+    """``text`` without its abridged history, and the history's exchanges. The history is cut out whole:
+    an agent's answer quoted in it may hold ``## `` headings, which are not the summary's sections."""
+    match = _HISTORY_RE.search(text)
+    end = text.rfind(_END)
+    if match is None or end < match.start():
+        return text, []
+    end += len(_END)
+    blocks = _EXCHANGE_RE.findall(text, match.end(), end)
+    rest = text[end:].lstrip("\n")
+    rest = rest[len(_OLDER) :] if rest.startswith(_OLDER) else rest
+    return f"{text[: match.start()]}\n{rest}", blocks
+
+
 def parse_summary(text: str) -> SummaryDoc | None:
     """The sections of ``text``, or None when it has none of the known headings (an unstructured summary)."""
     doc = SummaryDoc()
     known = False
+    text, doc.history = _cut_history(text)
     for title, body in _split(text, "## "):
         key = _section_key(title)
         if not title:
@@ -177,11 +206,17 @@ def _label(item: str) -> str | None:
     # Every derived label ends at the item's first colon.
     end = item.find(":")
     head = item[: end + 1] if end >= 0 else ""
+    if head == OLD_COMMANDS_LABEL:
+        return COMMANDS_LABEL
     return head if head in _DERIVED else None
 
 
-UNION_LABELS = ("Files modified:", "Files read:")
-"""Derived lists that accumulate across summaries (the files of earlier ranges stay named in the body)."""
+MAX_DONE = 3
+"""Answered requests a merged summary keeps (the newest): the session has the rest."""
+MAX_DECISIONS = 8
+UNION_LABELS: tuple[str, ...] = ()
+"""Derived lists that accumulate across summaries. None do: the files of earlier ranges are named in the
+``<read-files>``/``<modified-files>`` blocks every summary ends with, the body names those of its range."""
 MAX_UNION = 400
 _MORE_RE = re.compile(r" \(\+\d+ more\)$")
 
@@ -205,6 +240,18 @@ def _merge_critical(old: list[str], new: list[str]) -> list[str]:
     return cap(dedupe(merged + kept), 200, head=200)
 
 
+def _merge_extra(old: list[tuple[str, str]], new: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """Other sections: a new one replaces an old one of its title; old ones of one title (a must-keep patch
+    of each earlier compaction) become one, their lines deduplicated."""
+    titles = {t for t, _ in new}
+    bodies: dict[str, list[str]] = {}
+    for title, body in old:
+        if title not in titles:
+            lines = bodies.setdefault(title, [])
+            lines.extend(line for line in body.splitlines() if line not in lines or not line.strip())
+    return [(t, "\n".join(lines).strip()) for t, lines in bodies.items()] + new
+
+
 def merge(old: SummaryDoc, new: SummaryDoc) -> SummaryDoc:
     """``new`` with ``old`` folded in: lasting facts kept and added to, current state taken from ``new``."""
     goal = [g for g in old.goal if not g.startswith(LATEST)]
@@ -220,15 +267,15 @@ def merge(old: SummaryDoc, new: SummaryDoc) -> SummaryDoc:
     latest = [g for g in goal if g.startswith(LATEST)]
     rest = [g for g in goal if not g.startswith(LATEST)]
     return SummaryDoc(
-        goal=cap(rest, 5, head=2) + latest[-1:],
+        goal=cap(rest, 3, head=1) + latest[-1:],
         constraints=cap(dedupe(old.constraints + new.constraints), 150, head=30),
-        done=cap(dedupe(old.done + new.done), 30),
-        in_progress=dedupe(new.in_progress + _carried(old.in_progress, 3)),
-        blocked=dedupe(new.blocked + _carried(old.blocked, 3)),
-        decisions=cap(dedupe(old.decisions + new.decisions), 40),
+        done=cap(dedupe(old.done + new.done), MAX_DONE),
+        in_progress=dedupe(new.in_progress + _carried(old.in_progress, 2)),
+        blocked=dedupe(new.blocked + _carried(old.blocked, 2)),
+        decisions=cap(dedupe(old.decisions + new.decisions), MAX_DECISIONS),
         next_steps=new.next_steps,  # an earlier plan is stale once new work happened
         critical=_merge_critical(old.critical, new.critical),
-        extra=[(t, b) for t, b in old.extra if t not in {nt for nt, _ in new.extra}] + new.extra,
+        extra=_merge_extra(old.extra, new.extra),
         turn_context=list(new.turn_context),
         history=new.history + old.history,
     )

@@ -297,7 +297,7 @@ class _Scanner:
         facts.latest_user = text
         if is_request(text):
             facts.requests.append((index, text))
-        if CONSTRAINT_RE.search(text, 0, MINE_CHARS) or CORRECTION_RE.match(text):
+        if CONSTRAINT_RE.search(text, 0, MINE_CHARS) or any(map(CORRECTION_RE.match, text[:MINE_CHARS].split("\n"))):
             # Mined at the end: the user's first and latest texts that state constraints.
             if len(self.early_user) < EARLY_TEXTS:
                 self.early_user.append((index, text))

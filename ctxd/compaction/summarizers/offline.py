@@ -1,13 +1,15 @@
-"""The offline summariser: a deterministic, model-free structured summary with an abridged history.
+"""The offline summariser: a deterministic, model-free structured summary.
 
 Owns the summary's assembly when no model is configured (or the model failed): the sections
 (:mod:`.sections`) filled from one scan of the messages (:mod:`.facts`), an earlier summary merged in, the
-session's first request kept as the goal, the size scaled to what the summary replaces (a small range gets
-no empty sections, an almost empty one a single line; never more than half the input). It appends an
-abridged history, newest exchange first within a character budget: for each
-exchange the user's message, the files changed, created, deleted and viewed, the commands run and the agent's
-final answer, each field cut in the middle to its own limit. An earlier summary is merged, not replaced.
-Same input, same bytes.
+session's first request kept as the goal, the size scaled to what the summary replaces. What a resuming agent
+needs is kept whole: the requests, the user's constraints, every file modified and read, the commands that
+matter with their last outcome, the failures, decisions and the next step. The story around them (the newest
+answered requests, the user's other requests, the agent's last answer) gets a budget of about a hundredth
+of the input (:class:`~.sections.Budget`); read-only exploration (``ls``, ``grep``, ``sed -n``, ``git log``) is
+only counted, and there is no exchange-by-exchange history: the session keeps every message, and search and
+expand recover them. A small range gets no empty sections, an almost empty one a single line; never more than
+three quarters of the input. An earlier summary is merged, not replaced. Same input, same bytes.
 """
 
 from __future__ import annotations
@@ -22,17 +24,20 @@ import attrs
 from ctxd.compaction.fileops import strip_file_blocks
 from ctxd.compaction.summarizers import sections
 from ctxd.compaction.summarizers.base import Progress, SummaryRequest, SummaryResult, report
-from ctxd.compaction.summarizers.document import SummaryDoc, dedupe, merge, parse_summary, render
+from ctxd.compaction.summarizers.document import ANSWER_LABEL, SummaryDoc, dedupe, merge, parse_summary, render
 from ctxd.compaction.summarizers.exchanges import Exchange, build_exchange, exchange_bounds
 from ctxd.compaction.summarizers.facts import Facts, combined, scan
 from ctxd.compaction.summarizers.mining import sentences, short
-from ctxd.compaction.summarizers.serialize import content_text, middle_truncate
+from ctxd.compaction.summarizers.serialize import content_text
 from ctxd.context.tokens import estimate_tokens
 
 
 @attrs.frozen
 class AbridgedLimits:
-    """Character limits of the abridged history (per field, and in total)."""
+    """Limits of the summary's story: ``total_chars`` caps the parts that tell what happened (answered
+    requests, other requests, the agent's last answer; they get a hundredth of the input up to this);
+    ``action_chars`` caps a path in the split turn's context. The other fields are kept for callers of the
+    first layout, whose per-exchange history is gone."""
 
     total_chars: int = 12_000
     user_chars: int = 1_000
@@ -54,29 +59,15 @@ _STOPWORDS = frozenset(
         """,
     )
 )
-MIN_HISTORY_CHARS = 1_500
-"""The abridged history's smallest budget, however little there is to summarise."""
 COMPACT_BELOW = 6_000
 """Ranges smaller than this (characters) get a summary without empty sections or a single line."""
 MIN_ONE_LINE = 60
 LIST_BUDGET_AT = 800_000
-"""Inputs this large (characters) get the largest budget for the lists of files, commands and errors."""
-
-
-def list_budget(input_chars: int) -> int:
-    """Characters for Critical Context's lists: they grow with the input (a long session ran many distinct
-    commands), from 3,000 to 30,000 (one twentieth of the input)."""
-    return max(3_000, min(30_000, input_chars // 20))
+"""Inputs this large (characters) get the largest budget (see :class:`~.sections.Budget`)."""
 
 
 _THREAD_THRESHOLD = 5_000
 """Requests with more messages than this are summarised in a worker thread, off the event loop."""
-
-
-def _join(items: Sequence[str], limit: int, each: int) -> str:
-    shown = [middle_truncate(i, each) for i in items[:limit]]
-    more = len(items) - len(shown)
-    return ", ".join(shown) + (f" (+{more} more)" if more > 0 else "")
 
 
 class OfflineSummarizer:
@@ -112,42 +103,31 @@ class OfflineSummarizer:
                 break
         return chars
 
-    def _scaled(self, input_chars: int) -> OfflineSummarizer:
-        """A summariser whose history budget is at most half of what it summarises: a summary must
-        make the context smaller, never larger."""
-        budget = max(MIN_HISTORY_CHARS, input_chars // 2)
-        if budget >= self.limits.total_chars:
-            return self
-        return OfflineSummarizer(attrs.evolve(self.limits, total_chars=budget))
-
     # -- the whole summary -------------------------------------------------------------------------------------
 
     def build(self, request: SummaryRequest) -> str:
         """The summary text for ``request`` (synchronous, deterministic). A small range (under
-        :data:`COMPACT_BELOW` characters) gets a summary of at most three quarters of its size: without empty
-        sections, else only its facts, else a single line."""
+        :data:`COMPACT_BELOW` characters) gets a summary of at most three quarters of its size: only its facts
+        (the messages kept after it tell the rest), else without empty sections, else a single line."""
         input_chars = self.input_chars(request, COMPACT_BELOW)
-        if not self.scale:
+        if not self.scale or input_chars >= COMPACT_BELOW:
             return self._build(request, input_chars=self.input_chars(request, LIST_BUDGET_AT))
-        if input_chars >= COMPACT_BELOW:
-            total = self.input_chars(request, LIST_BUDGET_AT)
-            return self._scaled(total)._build(request, input_chars=total)
         limit = max(MIN_ONE_LINE, input_chars * 3 // 4)
-        small = OfflineSummarizer(attrs.evolve(self.limits, total_chars=input_chars // 4), scale=False)
-        for mode in ("compact", "facts"):
-            text = small._build(request, mode=mode, input_chars=input_chars)
+        for mode in ("facts", "compact"):
+            text = self._build(request, mode=mode, input_chars=input_chars)
             if text.strip() and len(text) <= limit:
                 return text
         facts = scan([*request.messages, *request.turn_prefix])
         return sections.one_line(facts, limit) + "\n"
 
     def _build(self, request: SummaryRequest, *, mode: str = "full", input_chars: int = 0) -> str:
-        """The summary; ``mode`` "compact" leaves out empty sections, "facts" also the narrative (answered
-        requests, decisions, history): only what must be kept."""
+        """The summary; ``mode`` "compact" leaves out empty sections, "facts" also the story (answered
+        requests, the last answer, other sections of earlier summaries): only what must be kept."""
+        budget = sections.Budget.of(input_chars, self.limits.total_chars)
         messages = request.messages
         facts = scan(messages)
         bounds = exchange_bounds(messages, facts.user_indices)
-        newest, cut_short = self._exchanges_newest_first(messages, bounds, facts)
+        newest = self._exchanges_newest_first(messages, bounds, facts, budget.done + 1)
         prefix_facts = scan(request.turn_prefix) if request.turn_prefix else None
         latest_request = (
             (prefix_facts.latest_request or prefix_facts.latest_user if prefix_facts else None)
@@ -163,17 +143,19 @@ class OfflineSummarizer:
         )
         doc = SummaryDoc()
         sections.goal(doc, facts, latest_request, goal_text)
-        sections.constraints(doc, facts, max(3_000, list_budget(input_chars) // 2))
-        sections.decisions(doc, facts)
-        sections.progress(doc, facts, newest, latest_request, prefix_facts)
+        sections.constraints(doc, facts, max(3_000, budget.lists // 2))
+        sections.decisions(doc, facts, budget.decisions)
+        sections.progress(doc, facts, newest, latest_request, prefix_facts, budget.done)
         whole = combined(facts, prefix_facts)
-        sections.requests(doc, whole, list_budget(input_chars), (goal_text, latest_request))
-        sections.critical(doc, whole, list_budget(input_chars))
+        sections.requests(doc, whole, budget.requests, (goal_text, latest_request))
+        sections.critical(doc, whole, budget)
         self._focus(doc, messages, request.custom_instructions)
+        if prefix_facts is None:
+            sections.last_answer(doc, newest, budget.answer)
         if prefix_facts is not None:
             exchange = build_exchange(request.turn_prefix, 0, len(request.turn_prefix), prefix_facts.calls)
             doc.turn_context = sections.turn_context(
-                request.turn_prefix, prefix_facts, exchange, self.limits.action_chars
+                request.turn_prefix, prefix_facts, exchange, self.limits.action_chars, latest_request
             )
 
         earlier: SummaryDoc | None = None
@@ -184,18 +166,18 @@ class OfflineSummarizer:
             text = strip_file_blocks(text).strip()
             if not text:
                 continue
-            parsed = parse_summary(text) or SummaryDoc(extra=[("Earlier Summary", middle_truncate(text, 8_000))])
+            parsed = parse_summary(text) or SummaryDoc(extra=[("Earlier Summary", text)])
             earlier = merge(earlier, parsed) if earlier else parsed
         if earlier is not None:
             doc = merge(earlier, doc)
+            doc.extra = sections.other_sections(doc.extra, budget.story)
         if request.first_request:
-            first = short(request.first_request, 400)
+            first = short(request.first_request, 300)
             doc.goal = [first, *(g for g in doc.goal if " ".join(g.lower().split()) != " ".join(first.lower().split()))]
-        history, note = self._abridged(newest, doc.history, cut_short)
         if mode == "facts":
-            doc = attrs.evolve(doc, done=[], decisions=[], in_progress=doc.in_progress[:1], history=[], extra=[])
-            history, note = [], None
-        return render(doc, history, note, skip_empty=mode != "full")
+            doc = attrs.evolve(doc, done=[], in_progress=doc.in_progress[:1], extra=[])
+            doc.critical = [c for c in doc.critical if not c.startswith(ANSWER_LABEL)]
+        return render(doc, [], skip_empty=mode != "full")
 
     def _focus(self, doc: SummaryDoc, messages: Sequence[Mapping[str, Any]], focus: str | None) -> None:
         if focus and focus.strip():
@@ -221,68 +203,11 @@ class OfflineSummarizer:
                 break
         return list(reversed(dedupe(found)[:6]))
 
-    # -- abridged history --------------------------------------------------------------------------------------
+    # -- exchanges ---------------------------------------------------------------------------------------------
 
+    @staticmethod
     def _exchanges_newest_first(
-        self, messages: Sequence[Mapping[str, Any]], bounds: list[tuple[int, int]], facts: Facts
-    ) -> tuple[list[Exchange], bool]:
-        """Exchanges from the newest back, only as many as the history budget could possibly show; and whether
-        older ones were left unbuilt."""
-        out: list[Exchange] = []
-        floor = 48  # each rendered exchange takes at least this many characters
-        for start, end in reversed(bounds):
-            if len(out) * floor > self.limits.total_chars and len(out) >= 6:
-                return out, True
-            out.append(build_exchange(messages, start, end, facts.calls))
-        return out, False
-
-    def render_exchange(self, exchange: Exchange) -> str:
-        lim = self.limits
-        lines = ["<exchange>"]
-        user = exchange.user if exchange.user is not None else "(no user message; context before the first request)"
-        lines.append("User: " + middle_truncate(user.strip() or "(empty message)", lim.user_chars))
-        for label, paths in (
-            ("Changed", exchange.modified),
-            ("Created", exchange.created),
-            ("Deleted", exchange.deleted),
-            ("Viewed", exchange.viewed),
-        ):
-            if paths:
-                lines.append(f"{label}: {_join(list(paths), lim.files_per_kind, lim.action_chars)}")
-        if exchange.commands:
-            shown = [_command(c, note, lim.action_chars) for c, note in exchange.commands[: lim.commands]]
-            more = len(exchange.commands) - len(shown)
-            lines.append("Commands: " + "; ".join(shown) + (f" (+{more} more)" if more > 0 else ""))
-        if exchange.response:
-            lines.append("Agent: " + middle_truncate(exchange.response.strip(), lim.response_chars))
-        if exchange.status:
-            lines.append(f"Agent: ({_status_text(exchange.status, lim.action_chars)})")
-        lines.append("</exchange>")
-        return "\n".join(lines)
-
-    def _abridged(
-        self, newest: list[Exchange], older_blocks: list[str], cut_short: bool = False
-    ) -> tuple[list[str], str | None]:
-        """Rendered exchanges, newest first, until the total budget is spent; plus a note on what was left out."""
-        budget = self.limits.total_chars
-        blocks: list[str] = []
-        used = 0
-        new_blocks = [self.render_exchange(e) for e in newest if e.user is not None or e.has_actions or e.response]
-        candidates = new_blocks + [b for b in older_blocks if b not in new_blocks]
-        for block in candidates:
-            if used + len(block) + 1 > budget:
-                if not blocks and budget > 0:
-                    blocks.append(middle_truncate(block, budget))
-                break
-            blocks.append(block)
-            used += len(block) + 1
-        left_out = cut_short or len(blocks) < len(candidates)
-        return blocks, ("(older exchanges not shown)" if left_out else None)
-
-
-def _command(command: str, note: str, limit: int) -> str:
-    return f"`{middle_truncate(command, limit)}`" + (f" ({note})" if note else "")
-
-
-def _status_text(status: str, limit: int = 200) -> str:
-    return sections.status_text(status, limit)
+        messages: Sequence[Mapping[str, Any]], bounds: list[tuple[int, int]], facts: Facts, count: int
+    ) -> list[Exchange]:
+        """The newest ``count`` exchanges, newest first (only those are shown; older ones stay unbuilt)."""
+        return [build_exchange(messages, start, end, facts.calls) for start, end in reversed(bounds[-count:])]
