@@ -96,14 +96,18 @@ def is_oversized(message: Mapping[str, Any], limit: int) -> bool:
     return message.get("role") == "toolResult" and result_chars(message) > limit
 
 
-def truncate_tool_result(message: Mapping[str, Any], limit: int) -> dict[str, Any]:
-    """A copy of a toolResult message whose text fits in ``limit`` characters (images untouched)."""
+def truncate_tool_result(
+    message: Mapping[str, Any], limit: int, *, style: str = "head", hint: str | None = None
+) -> dict[str, Any]:
+    """A copy of a toolResult message whose text fits in ``limit`` characters (images untouched); ``style="log"``
+    cuts each text in its middle (:func:`truncate_log`)."""
     import copy  # not at the top: Claude Code's hook imports this module and never needs it
 
     out = copy.deepcopy(dict(message))
+    shorten = truncate_log if style == "log" else truncate_text
     content = out.get("content")
     if isinstance(content, str):
-        out["content"] = truncate_text(content, limit)
+        out["content"] = shorten(content, limit, hint=hint)
         return out
     if not isinstance(content, list):
         return out
@@ -115,7 +119,7 @@ def truncate_tool_result(message: Mapping[str, Any], limit: int) -> dict[str, An
     for block in texts:
         size = len(str(block.get("text", "")))
         share = max(MIN_KEEP, int(limit * size / total))
-        block["text"] = truncate_text(str(block.get("text", "")), share)
+        block["text"] = shorten(str(block.get("text", "")), share, hint=hint)
     original = out.get("details")
     details: dict[str, Any] = dict(original) if isinstance(original, dict) else {}
     if original is not None and not isinstance(original, dict):
