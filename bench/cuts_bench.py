@@ -118,7 +118,8 @@ def main() -> int:
             share = f"{saved / before:.0%}" if before else "-"
             name = f"{agent}/{path.name}"
             print(
-                f"{name:44s} {len(rows):7d} {cut:4d} {before:9,d} {after:9,d} {saved:8,d} ({share:>3s}) {old // 4:5,d} saved"
+                f"{name:44s} {len(rows):7d} {cut:4d} {before:9,d} {after:9,d} {saved:8,d} ({share:>3s})",
+                f"{old // 4:5,d} saved",
             )
             total = totals.setdefault(agent, [0, 0, 0])
             total[0] += before
@@ -128,7 +129,8 @@ def main() -> int:
         note = " (no ctxd integration yet: what the rules would save)" if agent == "codex" else ""
         saved = before - after
         print(
-            f"{agent}: {cut} outputs cut, {saved:,} of {before:,} tool-output tokens saved ({saved / max(1, before):.0%}){note}"
+            f"{agent}: {cut} outputs cut, {saved:,} of {before:,} tool-output tokens saved",
+            f"({saved / max(1, before):.0%}){note}",
         )
     return 0
 
