@@ -169,3 +169,19 @@ def test_ctxd_is_found_through_the_plugins_ctxd_path(hook: Hook, tmp_path: Path)
     done = subprocess.run([str(wrapper), "UserPromptSubmit"], input=data, text=True, env=env, timeout=60)
     assert done.returncode == 0 and hook.starts() == 1
     assert '"ctxd" not found' in (hook.state / "hooks.log").read_text()
+
+
+def test_claude_code_runs_the_posttooluse_hook_only_for_tools_ctxd_may_cut() -> None:
+    """The matcher (a JavaScript regex, read the same way by Python's re) spares Claude Code the cost of starting
+    a hook for a tool ctxd never cuts (about 100 ms each through Claude Code on this machine, bench/hooks_bench.py)."""
+    import re
+
+    from ctxd.context.cut_rules import NEVER
+
+    spec = json.loads((REPO / "integrations" / "claude-code" / "hooks" / "hooks.json").read_text())
+    (group,) = spec["hooks"]["PostToolUse"]
+    matcher = re.compile(group["matcher"])
+    claude_never = {tool for tool in NEVER if tool[0].isupper()}
+    assert claude_never and not [tool for tool in claude_never if matcher.search(tool)]
+    for tool in ("Read", "Bash", "BashOutput", "Grep", "Glob", "WebFetch", "WebSearch", "mcp__github__get_file", "Edits"):
+        assert matcher.search(tool), tool
