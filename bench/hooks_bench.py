@@ -63,6 +63,38 @@ def plugin_with(hook: str, into: Path, *, command: str | None = None) -> Path:
     return into
 
 
+class Process:
+    """One running Claude Code process (stream-json in and out)."""
+
+    def __init__(self, popen: subprocess.Popen[str]) -> None:
+        self.popen = popen
+        self.session = ""
+
+    def turn(self, prompt: str) -> float:
+        """Send a prompt; the seconds until Claude's result."""
+        assert self.popen.stdin is not None and self.popen.stdout is not None
+        message = {"type": "user", "message": {"role": "user", "content": prompt}}
+        started = time.perf_counter()
+        self.popen.stdin.write(json.dumps(message) + "\n")
+        self.popen.stdin.flush()
+        for line in self.popen.stdout:
+            event = json.loads(line)
+            if event.get("type") == "result":
+                self.session = str(event.get("session_id") or self.session)
+                return time.perf_counter() - started
+        raise RuntimeError("Claude Code ended before its result")
+
+    def close(self) -> None:
+        try:
+            if self.popen.stdin is not None:
+                self.popen.stdin.close()
+            self.popen.wait(timeout=120)
+        finally:
+            if self.popen.poll() is None:
+                self.popen.kill()
+                self.popen.wait()
+
+
 class Claude:
     """One private Claude Code setup (config, project, XDG folders) on the fake server."""
 
@@ -89,22 +121,16 @@ class Claude:
             "CTXD_CONFIG": str(base / "config.json"),
         }
 
-    def turns(
-        self,
-        prompts: list[str],
-        *,
-        resume: str | None,
-        plugin: Path | None,
-        before_each: Callable[[], None] | None = None,
-    ) -> tuple[list[float], str]:
-        """Each prompt's turn time (seconds) in one Claude Code process, and the session id."""
+    def start(self, *, resume: str | None, plugin: Path | None) -> Process:
+        """A Claude Code process taking prompts (stream-json); with ``resume``, a fork of that session (its own
+        new transcript, holding the whole conversation)."""
         args = ["-p", "--input-format", "stream-json", "--output-format", "stream-json", "--verbose"]
         args += ["--allowedTools", "Bash Read"]
         if resume:
-            args += ["--resume", resume]
+            args += ["--resume", resume, "--fork-session"]
         if plugin is not None:
             args += ["--plugin-dir", str(plugin)]
-        process = subprocess.Popen(
+        popen = subprocess.Popen(
             [self.binary, *args],
             cwd=self.project,
             env=self.env,
@@ -113,32 +139,16 @@ class Claude:
             stderr=subprocess.DEVNULL,
             text=True,
         )
-        assert process.stdin is not None and process.stdout is not None
-        times: list[float] = []
-        session = resume or ""
+        return Process(popen)
+
+    def turns(self, prompts: list[str], *, resume: str | None, plugin: Path | None) -> tuple[list[float], str]:
+        """Each prompt's turn time (seconds) in one Claude Code process, and its session id."""
+        process = self.start(resume=resume, plugin=plugin)
         try:
-            for prompt in prompts:
-                if before_each is not None:
-                    before_each()
-                message = {"type": "user", "message": {"role": "user", "content": prompt}}
-                started = time.perf_counter()
-                process.stdin.write(json.dumps(message) + "\n")
-                process.stdin.flush()
-                for line in process.stdout:
-                    event = json.loads(line)
-                    if event.get("type") == "result":
-                        times.append(time.perf_counter() - started)
-                        session = str(event.get("session_id") or session)
-                        break
-                else:
-                    raise RuntimeError("Claude Code ended before its result")
-            process.stdin.close()
-            process.wait(timeout=120)
+            times = [process.turn(prompt) for prompt in prompts]
         finally:
-            if process.poll() is None:
-                process.kill()
-                process.wait()
-        return times, session
+            process.close()
+        return times, process.session
 
     def transcript(self, session: str) -> Path:
         (found,) = (self.base / "claude" / "projects").glob(f"*/{session}.jsonl")
@@ -163,32 +173,48 @@ def measure(
     claude: Claude,
     session: str,
     plugin: Path,
-    turn: Callable[[], list[Turn]],
+    turn: list[Turn],
     prompt: str,
     *,
     turns: int,
     rounds: int,
-    before_each: Callable[[], None] | None = None,
+    before_each: Callable[[str], None] | None = None,
 ) -> tuple[float, float, float]:
-    """(p50 turn without, p50 turn with, cost = the difference), in milliseconds. A ``/compact`` follows a turn
-    of conversation each time (a compaction with nothing new to compact is refused at once)."""
+    """(p50 turn without, p50 turn with, cost = the difference), in milliseconds.
+
+    Each round runs two forks of the session side by side, one without the plugin and one with it, and gives
+    them their prompts in turn (which goes first alternates), so both see the same moments of the machine's
+    load. A ``/compact`` follows a turn of conversation each time (a compaction with nothing new to compact is
+    refused at once)."""
     without: list[float] = []
     with_plugin: list[float] = []
     compact = prompt == "/compact"
     for _ in range(rounds):
-        for variant, into in ((None, without), (plugin, with_plugin)):
-            script: list[Turn] = []
-            for _ in range(turns + 1):
-                script += [say("ok")] if compact else turn()
-            claude.server.script(*script)
-            prompts = ["Next.", "/compact"] * (turns + 1) if compact else [prompt] * (turns + 1)
-            times, _ = claude.turns(prompts, resume=session, plugin=variant, before_each=before_each)
-            into += times[3::2] if compact else times[1:]  # the first turn (pair) warms Claude Code up
+        claude.server.script(*((turn * 2) if not compact else [say("ok"), say("ok")]) * (turns + 1))
+        pair = [
+            (claude.start(resume=session, plugin=None), without),
+            (claude.start(resume=session, plugin=plugin), with_plugin),
+        ]
+        try:
+            for k in range(turns + 1):
+                for process, into in pair if k % 2 == 0 else pair[::-1]:
+                    if compact:
+                        process.turn("Next.")
+                    elif before_each is not None and process.session:
+                        before_each(process.session)
+                    seconds = process.turn(prompt)
+                    if k:  # the first turn warms Claude Code up (and names the fork)
+                        into.append(seconds)
+        finally:
+            for process, _ in pair:
+                process.close()
     a, b = pct(without, 0.5) * 1000, pct(with_plugin, 0.5) * 1000
     return a, b, b - a
 
 
-def alone(claude: Claude, session: str, transcript: Path, facts_waiting: Callable[[], None]) -> None:
+def alone(
+    claude: Claude, session: str, transcript: Path, facts_waiting: Callable[[str], None], restore: Callable[[], None]
+) -> None:
     """The same hooks run as Claude Code runs them (``/bin/sh -c``) but without Claude Code: p50 of 9 runs."""
     wrapper = PLUGIN / "bin" / "ctxd-hook"
     table = str(claude.project / "table.txt")
@@ -198,17 +224,21 @@ def alone(claude: Claude, session: str, transcript: Path, facts_waiting: Callabl
     big = {"type": "text", "file": {"filePath": table, "content": content, "numLines": BIG_READ_LINES}}
     runs: list[tuple[str, str, dict[str, Any], Callable[[], None] | None]] = [
         ("sh -c 'exit 0'", "", {}, None),
+        (f"{Path(sys.executable).name} -c pass (for scale)", "python", {}, None),
         ("PostToolUse, nothing to do", "PostToolUse", small, None),
         ("UserPromptSubmit, nothing to do", "UserPromptSubmit", {"prompt": "Next."}, None),
         ("PostToolUse, a cut", "PostToolUse", {"tool_name": "Read", "tool_response": big}, None),
-        ("UserPromptSubmit, facts waiting", "UserPromptSubmit", {"prompt": "Next."}, facts_waiting),
-        ("PreCompact", "PreCompact", {"trigger": "manual"}, None),
-        ("SessionStart(compact)", "SessionStart", {"source": "compact"}, None),
+        ("UserPromptSubmit, facts waiting", "UserPromptSubmit", {"prompt": "Next."}, lambda: facts_waiting(session)),
+        ("PreCompact", "PreCompact", {"trigger": "manual"}, restore),
+        ("SessionStart(compact)", "SessionStart", {"source": "compact"}, restore),
     ]
+    restore()
     size = transcript.stat().st_size
     print(f"the hook command alone, without Claude Code (/bin/sh -c, p50 of 9; transcript {size:,} bytes):")
     for name, event, extra, before in runs:
-        command = "exit 0" if not event else f'"{wrapper}" {event}'
+        command = (
+            "exit 0" if not event else f'"{sys.executable}" -c pass' if event == "python" else f'"{wrapper}" {event}'
+        )
         data = json.dumps({**base, "hook_event_name": event, **extra}, separators=(",", ":")).encode()
         times = []
         for _ in range(9):
@@ -240,8 +270,13 @@ def main() -> int:
         table = "".join(f"{i:05d} a line of the generated table, forty wide\n" for i in range(1, BIG_READ_LINES + 1))
         (claude.project / "table.txt").write_text(table)
         notes = base / "c" / "state" / "ctxd" / "claude"
+        pristine = transcript.read_bytes()
 
-        def facts_waiting() -> None:
+        def restore() -> None:
+            """Each Claude Code process starts from the 3 MB transcript (every compaction adds to it)."""
+            transcript.write_bytes(pristine)
+
+        def facts_waiting(session: str) -> None:
             notes.mkdir(parents=True, exist_ok=True)
             facts = [{"kind": "constraint", "text": "Never modify config.yaml.", "probes": ["config.yaml"]}]
             (notes / f"{session}.json").write_text(json.dumps({"pending": {"facts": facts}}))
@@ -249,7 +284,7 @@ def main() -> int:
 
         bash = [call("Bash", command="echo hi"), say("ok")]
         read = [call("Read", file_path=str(claude.project / "table.txt")), say("ok")]
-        cases: list[tuple[str, str, list[Turn], str, Callable[[], None] | None, float | None]] = [
+        cases: list[tuple[str, str, list[Turn], str, Callable[[str], None] | None, float | None]] = [
             ("reference: UserPromptSubmit hook `exit 0`", "UserPromptSubmit", [say("ok")], "Next.", None, None),
             ("reference: PostToolUse hook `exit 0`", "PostToolUse", bash, "Run it.", None, None),
             ("PostToolUse, nothing to do", "PostToolUse", bash, "Run it.", None, 15),
@@ -266,7 +301,7 @@ def main() -> int:
                 claude,
                 session,
                 plugin,
-                lambda turn=turn: list(turn),
+                turn,
                 prompt,
                 turns=args.turns,
                 rounds=args.rounds,
@@ -281,7 +316,7 @@ def main() -> int:
                 f"{name:44s} {goal:17s} {cost:6.0f} ms   {verdict:6s}"
                 f" (turn {without:5.0f} ms without, {with_plugin:5.0f} ms with{beside})"
             )
-        alone(claude, session, transcript, facts_waiting)
+        alone(claude, session, transcript, facts_waiting, restore)
     end = os.getloadavg()
     print(f"load average (1 min) {load[0]:.2f} at the start, {end[0]:.2f} at the end; 2 cores shared")
     print()
