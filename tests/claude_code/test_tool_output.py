@@ -96,3 +96,34 @@ def test_a_prompt_asking_for_the_whole_file_gets_it_whole(claude: ClaudeCode, an
     (read,) = anthropic.of_kind("main")[1].tool_results()
     assert "ctxd truncated" not in str(read["content"]) and "01500 a line" in str(read["content"])
     assert "hook PostToolUse" not in starts.read_text().splitlines()
+
+
+def test_claude_code_does_not_start_the_hook_for_tools_never_cut(
+    claude: ClaudeCode, anthropic: FakeAnthropicServer
+) -> None:
+    """hooks.json's PostToolUse matcher leaves out Edit, Write, ... (ctxd never cuts them): Claude Code starts no
+    hook process for them at all. A copy of the plugin whose wrapper records each start shows it."""
+    import shutil
+
+    from .harness import PLUGIN
+
+    plugin = claude.base / "plugin"
+    shutil.copytree(PLUGIN, plugin)
+    starts = claude.base / "hook-starts"
+    real = plugin / "bin" / "ctxd-hook-real"
+    (plugin / "bin" / "ctxd-hook").rename(real)
+    recorder = plugin / "bin" / "ctxd-hook"
+    recorder.write_text(f'#!/bin/sh\necho "$1" >>{starts}\nexec "{real}" "$@"\n')
+    recorder.chmod(0o755)
+    claude.plugin_dir = plugin
+    target = claude.project / "notes.txt"
+    anthropic.script(
+        call("Write", file_path=str(target), content="first\n"),
+        call("Edit", file_path=str(target), old_string="first", new_string="second"),
+        call("Bash", command="echo small output"),
+        say("Done."),
+    )
+    run = claude.run("Write notes.txt, edit it, then echo.")
+    assert run.returncode == 0, run.stderr
+    assert target.read_text() == "second\n"
+    assert starts.read_text().splitlines().count("PostToolUse") == 1  # the Bash call's only
