@@ -185,3 +185,13 @@ def test_claude_code_runs_the_posttooluse_hook_only_for_tools_ctxd_may_cut() -> 
     assert claude_never and not [tool for tool in claude_never if matcher.search(tool)]
     cut_able = ("Read", "Bash", "BashOutput", "Grep", "Glob", "WebFetch", "WebSearch", "mcp__github__get_file", "Edits")
     assert all(matcher.search(tool) for tool in cut_able)
+
+
+def test_a_damaged_settings_file_leaves_the_decision_to_ctxd(hook: Hook) -> None:
+    hook("UserPromptSubmit", {"prompt": "hello"})
+    first = hook.starts()
+    settings = hook.state / "hooks.env"
+    settings.write_text(settings.read_text().replace("ctxd_limit='30000'", "ctxd_limit='lots'"))
+    assert hook("PostToolUse", _bash(100)) == ""  # no shell error on stderr (Hook asserts it), ctxd judged it
+    assert hook.starts() == first + 1
+    assert "ctxd_limit='30000'" in settings.read_text()  # and rewrote the file
