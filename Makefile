@@ -48,6 +48,7 @@ test: lint typecheck nvim-test vscode-test pi-test unit
 bench: $(STAMP)
 	$(BIN)/python bench/run.py
 	$(BIN)/python bench/fidelity.py
+	$(BIN)/python bench/hooks_bench.py
 
 bench-fidelity: $(STAMP)
 	$(BIN)/python bench/fidelity.py

@@ -199,10 +199,12 @@ def test_settings_come_from_ctxds_config_and_the_environment(tmp_path: Path) -> 
         tmp_path / "d" / "ctxd" / "archive"
     )
     assert load_settings({**env, "CTXD_TOOL_OUTPUT_LIMIT": "1234"}).tool_output_limit == 1234
+    config.write_text(json.dumps({"claudeCode": {"toolOutputLimit": -3, "contextWindow": 20_000}}))
+    assert load_settings(env).tool_output_limit == 24_000  # seed 004 for a small window: window x 0.3 x 4
     config.write_text(json.dumps({"claudeCode": {"toolOutputLimit": -3, "contextWindow": 100_000}}))
-    assert load_settings(env).tool_output_limit == 120_000  # seed 004: window x 0.3 x 4 characters
+    assert load_settings(env).tool_output_limit == 30_000  # cut_rules.DEFAULT_LIMIT: Claude's own Bash preview size
     config.write_text("not json")
-    assert load_settings(env).tool_output_limit == 240_000 and load_settings(env).archive is True
+    assert load_settings(env).tool_output_limit == 30_000 and load_settings(env).archive is True
 
 
 def test_run_prints_once_and_logs(live: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -238,3 +240,32 @@ print(json.dumps(heavy))
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout) == []
     assert "error" not in (tmp_path / "s" / "ctxd" / "hooks.log").read_text()
+
+
+def test_the_pending_marker_exists_exactly_while_facts_wait(live: Path, settings: HookSettings) -> None:
+    """The shell wrapper skips UserPromptSubmit without ``<session>.pending``: it must follow the notes."""
+    notes = Path(settings.state_dir) / "claude" / f"{SESSION}.json"
+    marker = notes.with_suffix(".pending")
+
+    def agrees() -> bool:
+        waiting = bool(json.loads(notes.read_text()).get("pending")) if notes.exists() else False
+        return marker.exists() is waiting
+
+    steps: list[tuple[str, dict[str, Any]]] = [
+        ("UserPromptSubmit", {"prompt": "hi"}),
+        ("PreCompact", {"trigger": "manual"}),
+        ("SessionStart", {"source": "compact"}),
+        ("PostCompact", {"compact_summary": SUMMARY}),
+    ]
+    for event, extra in steps:
+        handle(event, _payload(live, event, **extra), settings)
+        assert agrees(), event
+    assert marker.exists() and stat.S_IMODE(marker.stat().st_mode) == 0o600
+    handle("UserPromptSubmit", _payload(live, "UserPromptSubmit", prompt="next"), settings)
+    assert not marker.exists() and agrees()
+    # Facts waiting again, then handed over at a resumed session's start.
+    for event, extra in steps[1:]:
+        handle(event, _payload(live, event, **extra), settings)
+    assert marker.exists()
+    handle("SessionStart", _payload(live, "SessionStart", source="resume"), settings)
+    assert not marker.exists() and agrees()

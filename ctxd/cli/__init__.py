@@ -1,19 +1,26 @@
-"""The ``ctxd`` command line. The only place (with the demo) that prints to stdout."""
+"""The ``ctxd`` command line. The only place (with the demo) that prints to stdout.
+
+``ctxd hook EVENT`` runs on Claude Code's hooks, so this module imports nothing at its top but ``os`` and
+``sys``: the parser, logging and the commands are imported when another command needs them.
+"""
 
 from __future__ import annotations
 
-import argparse
-import logging
 import os
 import sys
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-from ctxd import __version__
-from ctxd.cli.errors import HELP, Parser, count, run
-from ctxd.redact import redact_logs
+if TYPE_CHECKING:
+    import argparse
 
 
 def _parser() -> argparse.ArgumentParser:
+    import argparse
+
+    from ctxd import __version__
+    from ctxd.cli.errors import HELP, Parser, count
+
     p = Parser(
         prog="ctxd",
         description="Context daemon for LLM agents (pi session format).",
@@ -109,6 +116,17 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    given = sys.argv[1:] if argv is None else list(argv)
+    if len(given) == 2 and given[0] == "hook" and not given[1].startswith("-"):
+        # Claude Code waits for hooks: no parser, and only what the event needs is imported (it never fails).
+        from ctxd.cli.hook import run as run_hook
+
+        return run_hook(given[1])
+    import logging
+
+    from ctxd.cli.errors import run
+    from ctxd.redact import redact_logs
+
     args = _parser().parse_args(argv)
     if args.command == "serve":
         # Straight to the daemon: the CLI's other commands (and what they import) are not needed.

@@ -9,8 +9,10 @@ Start-up matters (PostToolUse runs after every tool call): this module imports o
 ctxd's store; each event imports what it needs, and nothing here loads litellm, pygls or the daemon.
 
 Settings: ``claudeCode`` in ctxd's config file (``$CTXD_CONFIG`` or ``~/.config/ctxd/config.json``):
-``toolOutputLimit`` (characters; default seed 004's limit for ``contextWindow``, itself 200,000 tokens by
-default), ``factsChars``, ``archive`` (true); ``CTXD_TOOL_OUTPUT_LIMIT`` overrides the limit.
+``toolOutputLimit`` (characters; default 30,000, or seed 004's smaller limit for a ``contextWindow`` under
+25,000 tokens: :mod:`ctxd.context.cut_rules` says why), ``contextWindow`` (200,000 tokens), ``factsChars``,
+``archive`` (true); ``CTXD_TOOL_OUTPUT_LIMIT`` overrides the limit. Each run also writes the settings the shell
+wrapper needs to ``<state>/hooks.env`` (:mod:`ctxd.service.claude_state`).
 """
 
 from __future__ import annotations
@@ -37,14 +39,23 @@ def log_path(environ: Mapping[str, str] | None = None) -> str:
     return os.path.join(state_dir(environ), "hooks.log")
 
 
-def load_settings(environ: Mapping[str, str] | None = None) -> Any:
-    """The hooks' settings from ctxd's config file and the environment (invalid values fall back to defaults)."""
+def config_path(environ: Mapping[str, str] | None = None) -> str:
+    """ctxd's config file: ``$CTXD_CONFIG`` or ``~/.config/ctxd/config.json``."""
+    env = os.environ if environ is None else environ
+    return env.get("CTXD_CONFIG") or os.path.join(os.path.expanduser("~"), ".config", "ctxd", "config.json")
+
+
+def load_settings(environ: Mapping[str, str] | None = None, *, write_shell: bool = False) -> Any:
+    """The hooks' settings from ctxd's config file and the environment (invalid values fall back to defaults).
+
+    With ``write_shell``, also the wrapper's copy of them (:mod:`ctxd.service.claude_state`)."""
+    from ctxd.context.cut_rules import CLAUDE_PREVIEWED, DEFAULT_LIMIT, NEVER, WHOLE_PROMPT
     from ctxd.context.truncate import limit_chars
     from ctxd.service.claude_hooks import HookSettings
 
     env = os.environ if environ is None else environ
     section: dict[str, Any] = {}
-    path = env.get("CTXD_CONFIG") or os.path.join(os.path.expanduser("~"), ".config", "ctxd", "config.json")
+    path = config_path(env)
     try:
         with open(path, encoding="utf-8") as f:
             loaded = json.load(f)
@@ -61,16 +72,31 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Any:
         return number if number > 0 else None
 
     window = positive(section.get("contextWindow")) or DEFAULT_WINDOW
-    limit = (
-        positive(env.get("CTXD_TOOL_OUTPUT_LIMIT")) or positive(section.get("toolOutputLimit")) or limit_chars(window)
-    )
-    return HookSettings(
+    configured = positive(section.get("toolOutputLimit")) or min(DEFAULT_LIMIT, limit_chars(window))
+    settings = HookSettings(
         state_dir=state_dir(env),
         archive_root=archive_root(env),
-        tool_output_limit=limit,
+        tool_output_limit=positive(env.get("CTXD_TOOL_OUTPUT_LIMIT")) or configured,
         facts_chars=positive(section.get("factsChars")) or 9_000,
         archive=section.get("archive") is not False,
     )
+    if write_shell:
+        from ctxd.service.claude_state import write_shell_settings
+
+        (preview,) = set(CLAUDE_PREVIEWED.values())  # the wrapper knows one size
+        shell = {
+            "config": path,
+            "limit": str(configured),
+            "never": "|" + "|".join(sorted(NEVER)) + "|",
+            "previewed": "|" + "|".join(sorted(CLAUDE_PREVIEWED)) + "|",
+            "preview_chars": str(preview),
+            "whole": WHOLE_PROMPT,
+        }
+        try:
+            write_shell_settings(settings.state_dir, shell)
+        except OSError as exc:  # the wrapper then starts ctxd for every event: slower, never wrong
+            log(f"could not write {settings.state_dir}/hooks.env: {exc}", env)
+    return settings
 
 
 def log(line: str, environ: Mapping[str, str] | None = None) -> None:
@@ -105,7 +131,7 @@ def run(event: str, stdin: IO[bytes] | None = None, stdout: IO[str] | None = Non
         session = str(payload.get("session_id") or "?")[:64]
         from ctxd.service.claude_hooks import handle
 
-        result = handle(event, payload, load_settings())
+        result = handle(event, payload, load_settings(write_shell=True))
     except BaseException as exc:  # even SystemExit/KeyboardInterrupt: Claude Code must go on
         import traceback
 

@@ -4,14 +4,16 @@ Claude Code validates a replacement against the tool's own output shape (a Bash 
 ``stdout``/``stderr``, a Read result nests the file's ``content``), so the copy keeps every key and type and
 only shortens strings: when the strings of a response hold more than ``limit`` characters, each long one gets a
 share of the limit proportional to its size (never below :data:`~ctxd.context.truncate.MIN_KEEP`) and is cut
-like a tool result (at a newline in the last fifth when there is one, with a notice of what was removed).
+like a tool result (at a newline in the last fifth when there is one, with a notice of what was removed), or
+in its middle for a shell's log (``style="log"``: head, error lines and tail stay). Which outputs are cut, and
+how, is :mod:`ctxd.context.cut_rules`'s decision.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
-from ctxd.context.truncate import MIN_KEEP, truncate_text
+from ctxd.context.truncate import MIN_KEEP, truncate_log, truncate_text
 
 MAX_DEPTH = 32
 
@@ -37,16 +39,19 @@ def output_chars(value: Any) -> int:
     return sum(_strings(value))
 
 
-def truncate_output(value: Any, limit: int, *, hint: str | None = None) -> Any | None:
+def truncate_output(
+    value: Any, limit: int, *, hint: str | None = None, style: Literal["head", "log"] = "head"
+) -> Any | None:
     """A copy of ``value`` whose strings fit about ``limit`` characters, or None when it fits already."""
     total = output_chars(value)
     if total <= limit:
         return None
+    shorten = truncate_log if style == "log" else truncate_text
 
     def cut(item: Any, depth: int) -> Any:
         if isinstance(item, str):
             share = max(MIN_KEEP, int(limit * len(item) / total))
-            return truncate_text(item, share, hint=hint) if len(item) > share else item
+            return shorten(item, share, hint=hint) if len(item) > share else item
         if depth >= MAX_DEPTH:
             return item
         if isinstance(item, dict):

@@ -13,16 +13,18 @@ SessionStart        ``compact``: re-injects (``additionalContext``) the facts th
                     facts go with the next prompt, and after an automatic one (the next request follows at
                     once) every fact is sent. Other sources: hands over facts still waiting (a resumed session)
 PostCompact         saves the summary (``compact_summary``); if facts wait for it, keeps those it lacks
-UserPromptSubmit    hands over the facts waiting since the last compaction (``additionalContext``), once
-PostToolUse         replaces an oversized tool output (``updatedToolOutput``, same shape, strings cut by seed
-                    004's rules) before the model sees it
+UserPromptSubmit    hands over the facts waiting since the last compaction (``additionalContext``), once; notes
+                    whether the prompt asks to see tool output whole (then nothing is cut until the next one)
+PostToolUse         replaces an oversized tool output (``updatedToolOutput``, same shape, strings cut by
+                    :mod:`ctxd.context.cut_rules`) before the model sees it
 SessionEnd          archives the transcript
 ==================  ===========================================================================================
 
 Per-session notes live in ``<state>/claude/<session id>.json`` (0600): ``ledger`` (the fact ledger, see
 :mod:`ctxd.compaction.ledger`), ``precompact`` (this compaction's facts), ``postcompact``, ``awaiting`` and
-``pending`` (the facts waiting for the next prompt; changed only through :func:`facts_waiting`). Every function
-here may raise: the CLI (:mod:`ctxd.cli.hook`) turns any error into a silent exit 0 and a line in ctxd's log.
+``pending`` (the facts waiting for the next prompt; changed only through :func:`facts_waiting`), with the markers
+the shell wrapper reads beside them (:mod:`ctxd.service.claude_state`). Every function here may raise: the CLI
+(:mod:`ctxd.cli.hook`) turns any error into a silent exit 0 and a line in ctxd's log.
 """
 
 from __future__ import annotations
@@ -43,8 +45,6 @@ INSTRUCTIONS = (
     "ctxd (context keeper): the summary must keep every fact below, quoting paths, commands, numbers and the "
     "user's own words exactly; they are checked after the compaction."
 )
-NO_TRUNCATE = frozenset({"Edit", "MultiEdit", "Write", "NotebookEdit", "TodoWrite", "ExitPlanMode"})
-"""Tools whose output echoes their input and is not what the model reads (it gets a one-line confirmation)."""
 _SESSION_ID = re.compile(r"^[A-Za-z0-9_.-]{1,128}$")
 
 
@@ -131,25 +131,16 @@ def post_compact(payload: Mapping[str, Any], settings: HookSettings) -> HookResu
 
 
 def user_prompt_submit(payload: Mapping[str, Any], settings: HookSettings) -> HookResult:
+    from ctxd.service.claude_cuts import note_prompt
+
+    note_prompt(_notes_path(settings, payload), _str(payload, "prompt"))
     return _hand_over("UserPromptSubmit", payload, settings)
 
 
 def post_tool_use(payload: Mapping[str, Any], settings: HookSettings) -> HookResult:
-    from ctxd.context.tool_output import output_chars, truncate_output
+    from ctxd.service.claude_cuts import cut_tool_output
 
-    tool = _str(payload, "tool_name")
-    response = payload.get("tool_response")
-    if tool in NO_TRUNCATE or response is None:
-        return HookResult()
-    cut = truncate_output(response, settings.tool_output_limit)
-    if cut is None:
-        return HookResult()
-    out = {"hookSpecificOutput": {"hookEventName": "PostToolUse", "updatedToolOutput": cut}}
-    return HookResult(
-        json.dumps(out, ensure_ascii=False),
-        f"PostToolUse: {tool} output cut from {output_chars(response):,} to {output_chars(cut):,} characters "
-        f"(limit {settings.tool_output_limit:,})",
-    )
+    return HookResult(*cut_tool_output(payload, settings.tool_output_limit, _notes_path(settings, payload)))
 
 
 def session_end(payload: Mapping[str, Any], settings: HookSettings) -> HookResult:
@@ -282,6 +273,7 @@ def _notes_path(settings: HookSettings, payload: Mapping[str, Any]) -> str | Non
 @contextlib.contextmanager
 def _notes(settings: HookSettings, payload: Mapping[str, Any]) -> Iterator[dict[str, Any]]:
     """The session's notes, locked; written back (0600) when the block ends without an error."""
+    from ctxd.service.claude_state import sync_pending
     from ctxd.store.files import PRIVATE_MODE, atomic_write, locked
 
     path = _notes_path(settings, payload)
@@ -304,5 +296,6 @@ def _notes(settings: HookSettings, payload: Mapping[str, Any]) -> Iterator[dict[
             yield notes
             if json.dumps(notes, sort_keys=True) != before:
                 atomic_write(path, json.dumps(notes, ensure_ascii=False).encode("utf-8"))
+            sync_pending(path, notes)  # the wrapper's "facts waiting" marker, derived here only
     finally:
         os.close(lock)

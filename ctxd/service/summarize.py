@@ -78,9 +78,16 @@ class Summarizing(ServiceBase):
     async def context_truncate(self, params: p.ContextTruncateParams) -> Any:
         if params.contextWindow <= 0:
             raise p.InvalidParams("contextWindow must be positive", "contextWindow")
-        limit = limit_chars(params.contextWindow)
+        from ctxd.context.cut_rules import DEFAULT_LIMIT, rule
+
+        # Agents pass tool results of up to ~50 KB (pi: 2,000 lines or 50 KB): a limit for the window alone
+        # (240,000 characters for 200,000 tokens) would never act; cut_rules says which tools and how.
+        limit = min(DEFAULT_LIMIT, limit_chars(params.contextWindow))
         messages = list(params.messages)
-        truncated = [i for i, m in enumerate(messages) if isinstance(m, dict) and is_oversized(m, limit)]
-        for i in truncated:
-            messages[i] = truncate_tool_result(messages[i], limit)
+        truncated = []
+        for i, m in enumerate(messages):
+            how = rule(str(m.get("toolName") or ""), None, limit, agent="") if isinstance(m, dict) else None
+            if how is not None and is_oversized(m, limit):
+                messages[i] = truncate_tool_result(m, limit, style=how.style, hint=how.hint)
+                truncated.append(i)
         return {"messages": messages, "truncated": truncated, "limitChars": limit}

@@ -193,6 +193,19 @@ async def test_context_truncate(ctxd: LanguageClient) -> None:
     assert (await call_error(ctxd, p.CONTEXT_TRUNCATE, {"messages": [], "contextWindow": 0})).code == -32602
 
 
+async def test_context_truncate_acts_on_what_agents_pass_and_never_cuts_edits(ctxd: LanguageClient) -> None:
+    log = "".join(f"step {i} ok\n" if i != 2_500 else "error: disk full\n" for i in range(4_000))  # ~43,000
+    bash, read, edit = tool_result("c1", log, "bash"), tool_result("c2", log, "read"), tool_result("c3", log, "edit")
+    result = await call(ctxd, p.CONTEXT_TRUNCATE, {"messages": [bash, read, edit], "contextWindow": 200_000})
+    # A 200,000-token window alone would allow 240,000 characters: more than pi ever passes (50 KB).
+    assert result["limitChars"] == 30_000 and result["truncated"] == [0, 1]
+    cut_bash = result["messages"][0]["content"][0]["text"]
+    assert cut_bash.startswith("step 0 ok\n") and cut_bash.endswith("step 3999 ok\n") and "error: disk full" in cut_bash
+    cut_read = result["messages"][1]["content"][0]["text"]
+    assert "step 3999 ok" not in cut_read and "error: disk full" not in cut_read
+    assert result["messages"][2] == edit
+
+
 async def test_compact_summarize_keeps_the_goal_of_the_previous_ledger(ctxd: LanguageClient) -> None:
     goal = "Make the parser accept empty input without crashing"
     params = {**preparation(), "previousDetails": {"readFiles": [], "modifiedFiles": [], "ctxd": {"goal": goal}}}
