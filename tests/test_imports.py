@@ -9,7 +9,9 @@ from pathlib import Path
 from conftest import REPO
 
 PKG = REPO / "ctxd"
-LAYERS = ["formats", "store", "tree", "context", "compaction", "service", "server", "cli"]
+# history (the search index) sits above compaction: it reads sessions through store/formats (and the tree,
+# to tell what a summary stands for), and only the service calls it. mcp is a front door like server.
+LAYERS = ["formats", "store", "tree", "context", "compaction", "history", "service", "server", "mcp", "cli"]
 # A layer may import itself and anything before it; the CLI sits on top (it starts the server).
 RANK = {name: i for i, name in enumerate(LAYERS)}
 LEAF_MODULES = {"errors", "llm", "__init__", "__main__", "client"}

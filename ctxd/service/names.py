@@ -19,6 +19,8 @@ BRANCH = "branch"
 COMPACT_SUMMARIZE = "compact/summarize"
 BRANCH_SUMMARIZE = "branch/summarize"
 CONTEXT_TRUNCATE = "context/truncate"
+HISTORY_SEARCH = "history/search"
+HISTORY_EXPAND = "history/expand"
 METHODS = (
     SESSION_LIST,
     SESSION_OPEN,
@@ -38,6 +40,8 @@ METHODS = (
     COMPACT_SUMMARIZE,
     BRANCH_SUMMARIZE,
     CONTEXT_TRUNCATE,
+    HISTORY_SEARCH,
+    HISTORY_EXPAND,
 )
 
 DID_CHANGE = "session/didChange"
@@ -63,6 +67,8 @@ __all__ = [
     "DID_CHANGE",
     "DID_CREATE",
     "DID_DELETE",
+    "HISTORY_EXPAND",
+    "HISTORY_SEARCH",
     "METHODS",
     "NOTIFICATIONS",
     "SESSION_APPEND",

@@ -26,6 +26,7 @@ from ctxd.errors import CtxdError, InvalidEntryError, SessionNotFoundError
 from ctxd.service import protocol as p
 from ctxd.service.base import ServiceBase
 from ctxd.service.compacting import Compacting
+from ctxd.service.history import History
 from ctxd.service.live import Live
 from ctxd.service.registry import OpenSession, Registry, inside, only_inside
 from ctxd.service.summarize import Summarizing
@@ -36,7 +37,7 @@ from ctxd.store.session_file import LEAF, Durability
 log = logging.getLogger(__name__)
 
 
-class Service(Compacting, Live, Summarizing, ServiceBase):
+class Service(Compacting, Live, Summarizing, History, ServiceBase):
     """Every daemon method (the server's handlers call these)."""
 
     # --- sessions -----------------------------------------------------------------------------
