@@ -28,6 +28,7 @@ class Indexer:
         """Why the last pass failed, if it did."""
         self._lock = threading.Lock()
         self._stale = False
+        self._touched: set[str] = set()
         self._stopping = False
         self._thread: threading.Thread | None = None
         self._idle = threading.Event()
@@ -39,15 +40,24 @@ class Indexer:
         return not self._idle.is_set()
 
     def kick(self) -> None:
-        """Ask for a pass (the index may be stale); returns at once."""
+        """Ask for a pass over every file (the index may be stale); returns at once."""
         with self._lock:
-            if self._stopping:
-                return
             self._stale = True
-            self._idle.clear()
-            if self._thread is None or not self._thread.is_alive():
-                self._thread = threading.Thread(target=self._work, name="ctxd-history", daemon=True)
-                self._thread.start()
+            self._start()
+
+    def touch(self, path: str) -> None:
+        """Ask for one file to be indexed (the watcher saw it change); returns at once."""
+        with self._lock:
+            self._touched.add(path)
+            self._start()
+
+    def _start(self) -> None:
+        if self._stopping:
+            return
+        self._idle.clear()
+        if self._thread is None or not self._thread.is_alive():
+            self._thread = threading.Thread(target=self._work, name="ctxd-history", daemon=True)
+            self._thread.start()
 
     def wait(self, timeout: float) -> bool:
         """Wait up to ``timeout`` seconds for the passes asked for so far; whether they finished."""
@@ -65,14 +75,18 @@ class Indexer:
     def _work(self) -> None:
         while True:
             with self._lock:
-                if not self._stale or self._stopping:
+                if not (self._stale or self._touched) or self._stopping:
                     self._idle.set()
                     self._thread = None
                     return
-                self._stale = False
+                full, self._stale = self._stale, False
+                touched, self._touched = self._touched, set()
             try:
                 roots, archives = self.sources()
-                self.last = self.index.update(roots, archives, stop=lambda: self._stopping)
+                if full:
+                    self.last = self.index.update(roots, archives, stop=lambda: self._stopping)
+                else:
+                    self.index.update_files(sorted(touched), roots, archives)
                 self.error = None
             except Exception as exc:  # the index is a cache: a failed pass is logged, searches go on
                 self.error = str(exc)

@@ -121,21 +121,43 @@ class HistoryIndex:
                 if stop is not None and stop():
                     return done
                 path = os.path.realpath(path)
-                if path in seen:
-                    continue
-                seen.add(path)
-                done.files += 1
-                archived = any(path.startswith(a + os.sep) for a in archives)
-                try:
-                    written = self._run(partial(_index_file, path=path, st=st, archived=archived))
-                except (OSError, SessionError, sqlite3.OperationalError) as exc:
-                    done.skipped.append(f"{path}: {exc}")
-                    continue
-                if written is not None:
-                    done.indexed += 1
-                    done.entries += written
+                if path not in seen:
+                    seen.add(path)
+                    self._one(done, path, st, archives)
         done.removed = self._run(lambda c: _forget_missing(c, walked, seen))
         return done
+
+    def update_files(self, paths: Iterable[str], roots: Iterable[str], archive_roots: Iterable[str] = ()) -> Pass:
+        """Index these files (those under ``roots`` or ``archive_roots``), or forget them if they are gone."""
+        done = Pass()
+        archives = [os.path.realpath(r) for r in archive_roots]
+        walked = [*(os.path.realpath(r) for r in roots), *archives]
+        for path in paths:
+            path = os.path.realpath(path)
+            if not any(path.startswith(r + os.sep) for r in walked):
+                continue
+            try:
+                st = os.stat(path)
+            except FileNotFoundError:
+                done.removed += self._run(partial(_forget, paths=[path]))
+                continue
+            except OSError as exc:
+                done.skipped.append(f"{path}: {exc}")
+                continue
+            self._one(done, path, st, archives)
+        return done
+
+    def _one(self, done: Pass, path: str, st: os.stat_result, archives: list[str]) -> None:
+        done.files += 1
+        archived = any(path.startswith(a + os.sep) for a in archives)
+        try:
+            written = self._run(partial(_index_file, path=path, st=st, archived=archived))
+        except (OSError, SessionError, sqlite3.OperationalError) as exc:
+            done.skipped.append(f"{path}: {exc}")
+            return
+        if written is not None:
+            done.indexed += 1
+            done.entries += written
 
     # --- searching --------------------------------------------------------------------------------
 
@@ -323,12 +345,18 @@ def _forget_missing(conn: sqlite3.Connection, roots: list[str], seen: set[str]) 
         for (path,) in conn.execute("SELECT path FROM files").fetchall()
         if path not in seen and any(path.startswith(r + os.sep) for r in roots)
     ]
-    for path in gone:
+    return _forget(conn, gone)
+
+
+def _forget(conn: sqlite3.Connection, paths: list[str]) -> int:
+    """Drop these files' rows; how many of them were indexed."""
+    gone = 0
+    for path in paths:
         conn.execute("BEGIN IMMEDIATE")
         _delete_rows(conn, path, 0)
-        conn.execute("DELETE FROM files WHERE path = ?", (path,))
+        gone += conn.execute("DELETE FROM files WHERE path = ?", (path,)).rowcount
         conn.execute("COMMIT")
-    return len(gone)
+    return gone
 
 
 # --- one query --------------------------------------------------------------------------------------

@@ -21,7 +21,8 @@ from ctxd.history.index import HistoryIndex, Hit
 from ctxd.history.ranges import read_page, span_of, summarized_ids
 from ctxd.service import protocol as p
 from ctxd.service.base import ServiceBase
-from ctxd.service.registry import OpenSession, inside
+from ctxd.service.registry import OpenSession, inside, only_inside
+from ctxd.store.listing import list_sessions
 
 log = logging.getLogger(__name__)
 
@@ -43,6 +44,9 @@ def _dedupe(hits: list[Hit]) -> list[Hit]:
 class History(ServiceBase):
     _indexer: Indexer | None = None
     _reader: HistoryIndex | None = None
+    history_watched = False
+    """The daemon's watcher reports every changed file (:meth:`history_touch`): a search need not ask
+    for a pass over every file."""
 
     def history_indexer(self, db_path: str | None = None) -> Indexer:
         """The background indexer (made on first use); raises HistoryUnavailableError without FTS5."""
@@ -53,11 +57,16 @@ class History(ServiceBase):
         return self._indexer
 
     def history_kick(self) -> None:
-        """Ask for an indexing pass (the daemon does at start and when a session file changes)."""
+        """Ask for an indexing pass over every file (the daemon does at start)."""
         try:
             self.history_indexer().kick()
         except CtxdError as exc:
             log.warning("history: %s", exc)
+
+    def history_touch(self, path: str) -> None:
+        """Ask for one changed session file to be indexed (the daemon's watcher does)."""
+        if self._indexer is not None:
+            self._indexer.touch(path)
 
     async def close(self) -> None:
         if self._indexer is not None:
@@ -68,7 +77,8 @@ class History(ServiceBase):
 
     async def history_search(self, params: p.HistorySearchParams) -> dict[str, Any]:
         indexer = self.history_indexer()
-        indexer.kick()
+        if not self.history_watched:
+            indexer.kick()
         if params.waitMs:
             await asyncio.to_thread(indexer.wait, min(params.waitMs, p.WAIT_LIMIT_MS) / 1000)
         assert self._reader is not None
@@ -110,6 +120,17 @@ class History(ServiceBase):
         except (CtxdError, OSError) as exc:
             log.info("history: cannot read %s now: %s", path, exc)
             return None
+
+    async def history_resolve(self, ref: str) -> str:
+        """The file of a session id or path (inside the roots)."""
+        return (await self._open(ref)).session.path
+
+    async def history_newest(self, cwd: str) -> str | None:
+        """The newest live session (not an archive, not a Claude subagent's) started in ``cwd``."""
+        found = await asyncio.to_thread(list_sessions, self.config.all_roots, os.path.normpath(cwd))
+        subagents = os.sep + "subagents" + os.sep
+        live = [s for s in only_inside(found, self.config.all_roots) if not s.archived and subagents not in s.path]
+        return live[0].path if live else None
 
     async def history_expand(self, params: p.HistoryExpandParams) -> dict[str, Any]:
         def work(opened: OpenSession) -> dict[str, Any]:
