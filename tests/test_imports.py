@@ -73,3 +73,12 @@ def test_no_print_outside_the_cli() -> None:
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "print":
                 offenders.append(f"{path}:{node.lineno}")
     assert not offenders
+
+
+def test_only_the_mcp_package_imports_the_mcp_sdk() -> None:
+    found = []
+    for path in PKG.rglob("*.py"):
+        for module, line, _ in _imports(path):
+            if module.split(".")[0] == "mcp":
+                found.append((path.relative_to(PKG).parts[0], f"{path}:{line}"))
+    assert found and {part for part, _ in found} == {"mcp"}, found
