@@ -22,7 +22,6 @@ from ctxd import __version__
 from ctxd.errors import CtxdError, SessionNotFoundError
 from ctxd.service import protocol as p
 from ctxd.service.config import load_cli_config
-from ctxd.service.facts import session_facts
 from ctxd.service.history_text import expand_text, search_text
 from ctxd.service.service import Service
 
@@ -99,9 +98,8 @@ class Tools:
         target = await self.session(session)
         if target is None:
             raise SessionNotFoundError("session_facts reads one session: name it (a session id or file)")
-        path = await self.service.history_resolve(target)
-        facts: dict[str, Any] = await asyncio.to_thread(session_facts, path)
-        return facts["text"] or f"no must-keep facts found in {path}"
+        facts = await self.service.session_facts(p.SessionParams(target))
+        return str(facts["text"] or f"no must-keep facts found in {facts['session']}")
 
 
 def _told(tool: Callable[..., Awaitable[str]]) -> Callable[..., Awaitable[str]]:

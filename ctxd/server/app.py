@@ -187,6 +187,7 @@ def create_server(config: Config | None = None) -> CtxdServer:
     _method(server, s.CONTEXT_TRUNCATE, s.ContextTruncateParams, lambda svc, a: svc.context_truncate(a))
     _method(server, s.HISTORY_SEARCH, s.HistorySearchParams, lambda svc, a: svc.history_search(a))
     _method(server, s.HISTORY_EXPAND, s.HistoryExpandParams, lambda svc, a: svc.history_expand(a))
+    _method(server, s.SESSION_FACTS, s.SessionParams, lambda svc, a: svc.session_facts(a))
 
     @server.feature(s.SESSION_APPEND)
     async def append(ls: CtxdServer, params: Any) -> Any:

@@ -21,6 +21,7 @@ from ctxd.history.index import HistoryIndex, Hit
 from ctxd.history.ranges import read_page, span_of, summarized_ids
 from ctxd.service import protocol as p
 from ctxd.service.base import ServiceBase
+from ctxd.service.facts import session_facts
 from ctxd.service.registry import OpenSession, inside, only_inside
 from ctxd.store.listing import list_sessions
 
@@ -120,6 +121,11 @@ class History(ServiceBase):
         except (CtxdError, OSError) as exc:
             log.info("history: cannot read %s now: %s", path, exc)
             return None
+
+    async def session_facts(self, params: p.SessionParams) -> dict[str, Any]:
+        """``session/facts``: the session's must-keep facts (:func:`ctxd.service.facts.session_facts`)."""
+        path = await self.history_resolve(params.session)
+        return await asyncio.to_thread(session_facts, path)
 
     async def history_resolve(self, ref: str) -> str:
         """The file of a session id or path (inside the roots)."""

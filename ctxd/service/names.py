@@ -21,6 +21,7 @@ BRANCH_SUMMARIZE = "branch/summarize"
 CONTEXT_TRUNCATE = "context/truncate"
 HISTORY_SEARCH = "history/search"
 HISTORY_EXPAND = "history/expand"
+SESSION_FACTS = "session/facts"
 METHODS = (
     SESSION_LIST,
     SESSION_OPEN,
@@ -42,6 +43,7 @@ METHODS = (
     CONTEXT_TRUNCATE,
     HISTORY_SEARCH,
     HISTORY_EXPAND,
+    SESSION_FACTS,
 )
 
 DID_CHANGE = "session/didChange"
@@ -75,6 +77,7 @@ __all__ = [
     "SESSION_CHECK",
     "SESSION_CREATE",
     "SESSION_ENTRY",
+    "SESSION_FACTS",
     "SESSION_FORK",
     "SESSION_LABEL",
     "SESSION_LEDGER",

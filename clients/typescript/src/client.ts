@@ -26,6 +26,11 @@ import {
   type CompactSummarizeResult,
   type ContextTruncateParams,
   type ContextTruncateResult,
+  type HistoryExpandParams,
+  type HistoryExpandResult,
+  type HistorySearchParams,
+  type HistorySearchResult,
+  type SessionFactsResult,
   type CompactParams,
   type CompactResult,
   type CompactionPlan,
@@ -108,6 +113,7 @@ const KIND_NAMES: Record<ErrorKind, string> = {
   unsupportedVersion: 'unsupported session version',
   readOnlySession: 'read-only session',
   compactionFailed: 'compaction failed',
+  historyUnavailable: 'history unavailable',
   cancelled: 'cancelled',
 };
 
@@ -523,6 +529,21 @@ export class CtxdClient {
   /** context/truncate: the messages with oversized tool results cut for a window. */
   truncate(params: ContextTruncateParams): Promise<ContextTruncateResult> {
     return this.request(Method.contextTruncate, params);
+  }
+
+  /** history/search: ranked hits from every session's history (the daemon's FTS5 index). */
+  searchHistory(params: HistorySearchParams, token?: CancellationToken): Promise<HistorySearchResult> {
+    return this.request(Method.historySearch, params, token);
+  }
+
+  /** session/facts: the session's must-keep facts. */
+  sessionFacts(session: string, token?: CancellationToken): Promise<SessionFactsResult> {
+    return this.request(Method.sessionFacts, { session }, token);
+  }
+
+  /** history/expand: the original messages behind a summary, of an entry, or of a range, in pages. */
+  expandHistory(params: HistoryExpandParams, token?: CancellationToken): Promise<HistoryExpandResult> {
+    return this.request(Method.historyExpand, params, token);
   }
 }
 
