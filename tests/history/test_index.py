@@ -202,3 +202,22 @@ def test_appended_transcript_rewrites_its_last_entry_only(tmp_path: Path, db: Hi
         )
     fresh.close()
     assert before
+
+
+def test_identifiers_paths_and_figures_are_found_as_written(tmp_path: Path, db: HistoryIndex) -> None:
+    root = tmp_path / "root"
+    path = root / "p" / "s.jsonl"
+    path.parent.mkdir(parents=True)
+    write(
+        path,
+        chain(
+            lambda p: user(p, "The last CI run failed with ERR_ZETA_4711 from the config loader."),
+            lambda p: user(p, "Zeta errors are rare; err on the side of 4711 retries."),
+            lambda p: user(p, "Edit src/config/loader.py and keep vendor/ untouched."),
+        ),
+    )
+    db.update([str(root)])
+    assert [h.line for h in db.search("ERR_ZETA_4711")] == [2]  # a phrase, not three loose words
+    assert [h.line for h in db.search("src/config/loader.py")] == [4]
+    assert [h.line for h in db.search("vendor/")] == [4]
+    assert {h.line for h in db.search("zeta OR loader")} == {2, 3, 4}
