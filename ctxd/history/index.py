@@ -25,7 +25,7 @@ from ctxd.formats.codec import decode_any
 from ctxd.formats.transcripts import detect, map_transcript
 from ctxd.history.db import connect, default_path, guarded
 from ctxd.history.extract import Item, item_of
-from ctxd.store.files import open_regular, read_bounded
+from ctxd.store.files import complete_chunks, open_regular, read_bounded
 from ctxd.store.listing import iter_session_stats
 from ctxd.store.private import FileMark
 
@@ -283,20 +283,11 @@ def _delete_rows(conn: sqlite3.Connection, path: str, from_line: int) -> None:
 
 def _complete_lines(fd: int, start: int) -> Iterator[tuple[bytes, int]]:
     """Each complete line from ``start`` on, with the offset after it, read in bounded chunks."""
-    pos = start
-    rest = b""
-    while True:
-        chunk = os.pread(fd, CHUNK, pos)
-        if not chunk:
-            return
-        pos += len(chunk)
-        data = rest + chunk
-        cut = data.rfind(b"\n") + 1
-        offset = pos - len(data)
-        for raw in data[:cut].split(b"\n")[:-1]:
+    for lines, end in complete_chunks(fd, start, CHUNK):
+        offset = end - len(lines)
+        for raw in lines.split(b"\n")[:-1]:
             offset += len(raw) + 1
             yield raw, offset
-        rest = data[cut:]
 
 
 def _read_pi(fd: int, known: _Known | None) -> tuple[list[tuple[int, Item]], str, str, int, int]:
