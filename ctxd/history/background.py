@@ -63,7 +63,7 @@ class Indexer:
         """Wait up to ``timeout`` seconds for the passes asked for so far; whether they finished."""
         return self._idle.wait(timeout)
 
-    def stop(self, timeout: float = 0.5) -> None:
+    def stop(self, timeout: float = 0.2) -> None:
         """Stop after the file being indexed (each file is its own transaction: nothing is half written)."""
         with self._lock:
             self._stopping = True
