@@ -100,6 +100,7 @@ def _open(path: str) -> sqlite3.Connection:
         if version not in (0, SCHEMA_VERSION):
             raise sqlite3.DatabaseError("not a database of this schema version: SQLITE_NOTADB")
         conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA synchronous=NORMAL")  # a cache: a power loss may cost the last files, never the file
         conn.executescript(_SCHEMA)
         conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
         conn.execute("SELECT count(*) FROM files").fetchone()
