@@ -221,3 +221,30 @@ def test_identifiers_paths_and_figures_are_found_as_written(tmp_path: Path, db: 
     assert [h.line for h in db.search("src/config/loader.py")] == [4]
     assert [h.line for h in db.search("vendor/")] == [4]
     assert {h.line for h in db.search("zeta OR loader")} == {2, 3, 4}
+
+
+def test_without_fts5_the_error_says_what_to_do(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    import sqlite3
+
+    from ctxd.errors import HistoryUnavailableError
+    from ctxd.history import db as history_db
+
+    real = sqlite3.connect
+
+    class NoFts5:
+        def __init__(self, conn: sqlite3.Connection) -> None:
+            self.conn = conn
+
+        def execute(self, sql: str, *args: object) -> object:
+            if "fts5" in sql:
+                raise sqlite3.OperationalError("no such module: fts5")
+            return self.conn.execute(sql, *args)
+
+        def close(self) -> None:
+            self.conn.close()
+
+    monkeypatch.setattr(history_db.sqlite3, "connect", lambda *a, **k: NoFts5(real(*a, **k)))
+    with pytest.raises(HistoryUnavailableError) as info:
+        HistoryIndex(str(tmp_path / "h.sqlite3")).search("anything")
+    assert "FTS5" in str(info.value) and "no such module: fts5" in str(info.value)
+    assert info.value.code == -31030
