@@ -111,7 +111,10 @@ def classify(body: dict[str, Any]) -> str:
     messages = body.get("messages")
     if not isinstance(messages, list) or not messages:
         return "other"
-    last = messages[-1]
+    # Claude Code 2.1.330 may end a request with a "system" message of its own (MCP tools that became available,
+    # the servers' instructions): the prompt is the last message that is not one of those.
+    spoken = [m for m in messages if not (isinstance(m, dict) and m.get("role") == "system")]
+    last = spoken[-1] if spoken else messages[-1]
     text = "\n".join(_texts(last.get("content"))) if isinstance(last, dict) else ""
     if any(marker in text for marker in SUMMARY_MARKERS):
         return "summary"
