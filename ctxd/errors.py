@@ -10,7 +10,7 @@
     ├── InvalidEntryError         an entry given to append is not valid
     ├── CompactionError           compaction failed (nothing was written)
     ├── CancelledError            an operation was cancelled by its caller
-    └── HistoryUnavailableError   the history index cannot work here (no FTS5 in SQLite, no data folder)
+    └── HistoryUnavailableError   the history index cannot work here (no FTS5 in SQLite, no usable data folder)
 
 Errors carry what a user needs to act: the file, the line, the entry id.
 """

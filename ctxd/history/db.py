@@ -115,6 +115,12 @@ def connect(path: str) -> sqlite3.Connection:
     """An open connection to the database at ``path``; a damaged file is deleted and made again."""
     check_fts5()
     try:
+        _create_private(path)
+    except OSError as exc:
+        raise HistoryUnavailableError(
+            f"cannot keep the history database at {path}: {exc.strerror or exc}", path=path
+        ) from None
+    try:
         return _open(path)
     except sqlite3.DatabaseError as exc:
         if not is_corrupt(exc):

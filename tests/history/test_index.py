@@ -248,3 +248,12 @@ def test_without_fts5_the_error_says_what_to_do(monkeypatch: pytest.MonkeyPatch,
         HistoryIndex(str(tmp_path / "h.sqlite3")).search("anything")
     assert "FTS5" in str(info.value) and "no such module: fts5" in str(info.value)
     assert info.value.code == -31030
+
+
+def test_a_data_folder_that_cannot_be_made_is_a_clear_error(tmp_path: Path) -> None:
+    from ctxd.errors import HistoryUnavailableError
+
+    (tmp_path / "file").write_text("not a folder")
+    with pytest.raises(HistoryUnavailableError) as info:
+        HistoryIndex(str(tmp_path / "file" / "ctxd" / "history.sqlite3")).search("anything")
+    assert "cannot keep the history database at" in str(info.value) and info.value.code == -31030
