@@ -63,14 +63,14 @@ class Indexer:
         """Wait up to ``timeout`` seconds for the passes asked for so far; whether they finished."""
         return self._idle.wait(timeout)
 
-    def stop(self, timeout: float = 0.2) -> None:
-        """Stop after the file being indexed (each file is its own transaction: nothing is half written)."""
+    def stop(self) -> None:
+        """Stop after the file being indexed (each file is its own transaction: nothing is half written).
+        Returns at once: a shutdown never waits for indexing (the worker closes its database itself)."""
         with self._lock:
             self._stopping = True
-            thread = self._thread
-        if thread is not None:
-            thread.join(timeout)
-        self.index.close()
+            running = self._thread is not None and self._thread.is_alive()
+        if not running:
+            self.index.close()
 
     def _work(self) -> None:
         while True:
@@ -78,6 +78,8 @@ class Indexer:
                 if not (self._stale or self._touched) or self._stopping:
                     self._idle.set()
                     self._thread = None
+                    if self._stopping:
+                        self.index.close()
                     return
                 full, self._stale = self._stale, False
                 touched, self._touched = self._touched, set()

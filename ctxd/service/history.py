@@ -71,9 +71,7 @@ class History(ServiceBase):
 
     async def close(self) -> None:
         if self._indexer is not None:
-            await asyncio.to_thread(self._indexer.stop)
-        if self._reader is not None:
-            self._reader.close()
+            self._indexer.stop()  # returns at once: shutting down never waits for indexing
         await super().close()
 
     async def history_search(self, params: p.HistorySearchParams) -> dict[str, Any]:
