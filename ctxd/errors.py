@@ -10,7 +10,8 @@
     ├── EntryNotFoundError        no such entry id in the session
     ├── InvalidEntryError         an entry given to append is not valid
     ├── CompactionError           compaction failed (nothing was written)
-    └── CancelledError            an operation was cancelled by its caller
+    ├── CancelledError            an operation was cancelled by its caller
+    └── HistoryUnavailableError   the history index cannot work here (no FTS5 in SQLite, no usable data folder)
 
 Errors carry what a user needs to act: the file, the line, the entry id.
 """
@@ -80,3 +81,7 @@ class CompactionError(CtxdError):
 
 class CancelledError(CtxdError):
     code = -32800
+
+
+class HistoryUnavailableError(CtxdError):
+    code = -31030

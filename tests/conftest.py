@@ -9,6 +9,8 @@ import pytest
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 # The persistent index lives in the user's cache: during tests, a private one (daemons inherit it).
 os.environ["XDG_CACHE_HOME"] = tempfile.mkdtemp(prefix="ctxd-test-cache-")
+# The history index (and the hooks' archive) live in the user's data folder: a private one too.
+os.environ["XDG_DATA_HOME"] = tempfile.mkdtemp(prefix="ctxd-test-data-")
 
 REPO = Path(__file__).resolve().parent.parent
 SHARED = REPO.parent / "shared" / "reference" / "sessions"

@@ -9,7 +9,9 @@ from pathlib import Path
 from conftest import REPO
 
 PKG = REPO / "ctxd"
-LAYERS = ["formats", "store", "tree", "context", "compaction", "service", "server", "setup", "cli"]
+# history (the search index) sits above compaction: it reads sessions through store/formats (and the tree,
+# to tell what a summary stands for), and only the service calls it. mcp is a front door like server.
+LAYERS = ["formats", "store", "tree", "context", "compaction", "history", "service", "server", "mcp", "setup", "cli"]
 # A layer may import itself and anything before it; the CLI sits on top (it starts the server).
 RANK = {name: i for i, name in enumerate(LAYERS)}
 LEAF_MODULES = {"errors", "llm", "__init__", "__main__", "client"}
@@ -71,3 +73,12 @@ def test_no_print_outside_the_cli() -> None:
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "print":
                 offenders.append(f"{path}:{node.lineno}")
     assert not offenders
+
+
+def test_only_the_mcp_package_imports_the_mcp_sdk() -> None:
+    found = []
+    for path in PKG.rglob("*.py"):
+        for module, line, _ in _imports(path):
+            if module.split(".")[0] == "mcp":
+                found.append((path.relative_to(PKG).parts[0], f"{path}:{line}"))
+    assert found and {part for part, _ in found} == {"mcp"}, found

@@ -112,6 +112,15 @@ def _parser() -> argparse.ArgumentParser:
     from ctxd.cli.setup import add_parsers as add_setup_parsers
 
     add_setup_parsers(sub)
+
+    se = sub.add_parser("search", help="search every session's history (SQLite FTS5 index in ~/.local/share/ctxd)")
+    se.add_argument("query", help='words, "a phrase", OR, NOT, prefix* (FTS5); other text is searched as words')
+    se.add_argument("--session", help="only this session (an id or a file)")
+    se.add_argument("--limit", type=count(1), default=20)
+    se.add_argument("--root", action="append", help="pi session root (default: the configured roots)")
+    se.add_argument("--json", action="store_true")
+
+    sub.add_parser("mcp", help="serve the Model Context Protocol over stdio (search_history, expand, session_facts)")
     return p
 
 
@@ -138,12 +147,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         from ctxd.cli.hook import run as run_hook
 
         return run_hook(args.event)
+    if args.command == "mcp":
+        from ctxd.mcp import serve as serve_mcp  # the only package that imports the MCP SDK
+
+        return serve_mcp()
     # Warnings (a model attempt that failed, ...) as one line each, never showing a secret.
     # CTXD_LOG_LEVEL sets ctxd's own level; libraries stay at warnings.
     level = logging.getLevelName(os.environ.get("CTXD_LOG_LEVEL", "WARNING").upper())
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="ctxd: %(message)s")
     logging.getLogger("ctxd").setLevel(level if isinstance(level, int) else logging.WARNING)
     redact_logs()
+    if args.command == "search":
+        from ctxd.cli.search import cmd_search
+
+        return run(cmd_search, args)
     from ctxd.cli import commands
 
     return run(getattr(commands, f"cmd_{args.command}"), args)

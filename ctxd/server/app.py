@@ -187,6 +187,8 @@ def create_server(config: Config | None = None) -> CtxdServer:
     _method(server, s.CONTEXT_TRUNCATE, s.ContextTruncateParams, lambda svc, a: svc.context_truncate(a))
     _method(server, s.CONTEXT_COMPOSITION, s.ContextCompositionParams, lambda svc, a: svc.context_composition(a))
     _method(server, s.SESSION_FACTS, s.SessionParams, lambda svc, a: svc.session_facts(a), own_text=True)
+    _method(server, s.HISTORY_SEARCH, s.HistorySearchParams, lambda svc, a: svc.history_search(a))
+    _method(server, s.HISTORY_EXPAND, s.HistoryExpandParams, lambda svc, a: svc.history_expand(a))
 
     @server.feature(s.SESSION_APPEND)
     async def append(ls: CtxdServer, params: Any) -> Any:
@@ -236,13 +238,20 @@ def create_server(config: Config | None = None) -> CtxdServer:
     @server.feature(lsp.INITIALIZED)
     async def initialized(ls: CtxdServer, params: lsp.InitializedParams) -> None:
         if ls.config.watch and ls.watcher is None:
+
+            async def changed(path: str, kind: str) -> None:
+                ls.service.history_touch(path)  # the history index follows every session file
+                await ls.service.file_changed(path, kind)
+
             ls.watcher = Watcher(
                 ls.config.all_roots,
-                ls.service.file_changed,
+                changed,
                 step_ms=ls.config.watchStepMs,
                 on_live=ls.service.catch_up,  # a listing answered before the watch began (ctxd.server.early)
             )
             ls.service.run_task(ls.watcher.run(), "watcher")
+            ls.service.history_watched = True
+        ls.service.history_kick()  # index in the background from the start: searches answer at once
 
     @server.feature(lsp.SHUTDOWN)
     async def shutdown(ls: CtxdServer, params: Any) -> None:

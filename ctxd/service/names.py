@@ -20,6 +20,8 @@ COMPACT_SUMMARIZE = "compact/summarize"
 BRANCH_SUMMARIZE = "branch/summarize"
 CONTEXT_TRUNCATE = "context/truncate"
 CONTEXT_COMPOSITION = "context/composition"
+HISTORY_SEARCH = "history/search"
+HISTORY_EXPAND = "history/expand"
 SESSION_FACTS = "session/facts"
 METHODS = (
     SESSION_LIST,
@@ -41,6 +43,8 @@ METHODS = (
     BRANCH_SUMMARIZE,
     CONTEXT_TRUNCATE,
     CONTEXT_COMPOSITION,
+    HISTORY_SEARCH,
+    HISTORY_EXPAND,
     SESSION_FACTS,
 )
 
@@ -70,6 +74,8 @@ __all__ = [
     "DID_CHANGE",
     "DID_CREATE",
     "DID_DELETE",
+    "HISTORY_EXPAND",
+    "HISTORY_SEARCH",
     "METHODS",
     "NOTIFICATIONS",
     "SESSION_APPEND",

@@ -15,6 +15,9 @@ import cattrs
 
 from ctxd.context.view import TEXT_CAP, cap
 
+# history/search and history/expand's params and results (defined apart: this module is near its size limit).
+from ctxd.service.history_types import *  # noqa: F403
+
 # The method and notification names (defined apart, importable without attrs or cattrs).
 from ctxd.service.names import *  # noqa: F403
 

@@ -23,6 +23,7 @@ from ctxd.service import protocol as p
 from ctxd.service.base import ServiceBase
 from ctxd.service.compacting import Compacting
 from ctxd.service.composing import Composing
+from ctxd.service.history import History
 from ctxd.service.live import Live
 from ctxd.service.registry import OpenSession, Registry, inside, only_inside
 from ctxd.service.summarize import Summarizing
@@ -33,7 +34,7 @@ from ctxd.store.listing import cwd_dirname, list_sessions
 log = logging.getLogger(__name__)
 
 
-class Service(Writing, Compacting, Live, Summarizing, Composing, ServiceBase):
+class Service(Writing, Compacting, Live, Summarizing, Composing, History, ServiceBase):
     """Every daemon method (the server's handlers call these)."""
 
     # --- sessions -----------------------------------------------------------------------------

@@ -167,3 +167,21 @@ def create_private(path: str, data: bytes) -> None:
     finally:
         os.close(fd)
     fsync_dir(path)
+
+
+def complete_chunks(fd: int, start: int, size: int = 1 << 23) -> Iterator[tuple[bytes, int]]:
+    """The file's complete lines from ``start`` on, as chunks of whole lines (about ``size`` bytes each,
+    more when a line spans chunks), each with the offset after it; a final line without its newline (it
+    may still be being written) is left out."""
+    pos = start
+    rest = b""
+    while True:
+        chunk = os.pread(fd, size, pos)
+        if not chunk:
+            return
+        pos += len(chunk)
+        data = rest + chunk
+        cut = data.rfind(b"\n") + 1
+        lines, rest = data[:cut], data[cut:]
+        if lines:
+            yield lines, pos - len(rest)

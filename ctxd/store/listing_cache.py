@@ -19,7 +19,7 @@ from typing import Any
 import attrs
 import msgspec
 
-from ctxd.store.files import open_regular
+from ctxd.store.files import complete_chunks, open_regular
 from ctxd.store.listing import SessionSummary, first_title, last_name, read_for_listing, summarize_bytes
 from ctxd.store.private import FileMark, cache_dir, read_kept, write_kept
 
@@ -138,18 +138,9 @@ class ListingCache:
             if not known.mark.appended_only(fd, st):
                 return None  # replaced, truncated or rewritten: read it again
             summary = attrs.evolve(known.summary, modified=st.st_mtime, size=st.st_size)
-            newlines, titled, pos = known.newlines, known.titled, known.mark.end
-            rest = b""
-            while True:
-                chunk = os.pread(fd, CHUNK, pos)
-                if not chunk:
-                    break
-                pos += len(chunk)
-                data = rest + chunk
-                cut = data.rfind(b"\n") + 1
-                lines, rest = data[:cut], data[cut:]
-                if not lines:
-                    continue
+            newlines, titled, end = known.newlines, known.titled, known.mark.end
+            for lines, after in complete_chunks(fd, known.mark.end, CHUNK):
+                end = after
                 newlines += lines.count(b"\n")
                 name = last_name(lines)
                 if name is not None:
@@ -159,7 +150,7 @@ class ListingCache:
                     if title is not None:
                         summary.title, titled = title, True
             summary.entries = newlines - 1
-            mark = FileMark.take(fd, st, pos - len(rest))
+            mark = FileMark.take(fd, st, end)
         finally:
             os.close(fd)
         if mark is None:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import threading
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -46,6 +46,10 @@ class Turn:
     tools: tuple[ToolUse, ...] = ()
     input_tokens: int = 0
     """Reported ``usage.input_tokens`` (0: a rough count of the request)."""
+
+
+Reply = Callable[[dict[str, Any]], Turn]
+"""A scripted turn computed from the request's body when it arrives (as a model reads what it was sent)."""
 
 
 def say(text: str) -> Turn:
@@ -107,7 +111,10 @@ def classify(body: dict[str, Any]) -> str:
     messages = body.get("messages")
     if not isinstance(messages, list) or not messages:
         return "other"
-    last = messages[-1]
+    # Claude Code 2.1.330 may end a request with a "system" message of its own (MCP tools that became available,
+    # the servers' instructions): the prompt is the last message that is not one of those.
+    spoken = [m for m in messages if not (isinstance(m, dict) and m.get("role") == "system")]
+    last = spoken[-1] if spoken else messages[-1]
     text = "\n".join(_texts(last.get("content"))) if isinstance(last, dict) else ""
     if any(marker in text for marker in SUMMARY_MARKERS):
         return "summary"
@@ -122,7 +129,7 @@ class FakeAnthropicServer:
         self.default_text = default_text
         self.summary_text = summary_text
         self.requests: list[RecordedRequest] = []
-        self._script: deque[Turn] = deque()
+        self._script: deque[Turn | Reply] = deque()
         self._lock = threading.Lock()
         self._ids = 0
         self._httpd: ThreadingHTTPServer | None = None
@@ -178,8 +185,8 @@ class FakeAnthropicServer:
 
     # -- scripting ---------------------------------------------------------------------------------------------
 
-    def script(self, *turns: Turn) -> None:
-        """Queue responses; each main request consumes one, in order."""
+    def script(self, *turns: Turn | Reply) -> None:
+        """Queue responses; each main request consumes one, in order (a :data:`Reply` is called with the body)."""
         with self._lock:
             self._script.extend(turns)
 
@@ -216,7 +223,8 @@ class FakeAnthropicServer:
         kind = classify(body)
         if kind == "main":
             with self._lock:
-                turn = self._script.popleft() if self._script else Turn(text=self.default_text)
+                scripted = self._script.popleft() if self._script else Turn(text=self.default_text)
+            turn = scripted if isinstance(scripted, Turn) else scripted(body)
         elif kind == "summary":
             turn = Turn(text=self.summary_text)
         else:

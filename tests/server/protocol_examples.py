@@ -548,6 +548,66 @@ async def record_archives(rec: Recorder) -> None:
     await client.close()
 
 
+_HISTORY: list[dict[str, Any]] = [
+    {"type": "session", "version": 3, "id": "0199e4a0-3c1f-7d22-9b1e-5a7c2f4d8e21",
+     "timestamp": "2026-11-20T10:00:00.000Z", "cwd": "/home/me/checkout"},
+    {"type": "message", "id": "b2000001", "parentId": None, "timestamp": "2026-11-20T10:00:00.000Z",
+     "message": {"role": "user", "timestamp": 1795168800000,
+                 "content": "Find why checkout is slow. Keep the public API unchanged."}},
+    {"type": "message", "id": "b2000002", "parentId": "b2000001", "timestamp": "2026-11-20T10:00:04.000Z",
+     "message": {"role": "assistant", "stopReason": "toolUse", "timestamp": 1795168804000,
+                 "content": [{"type": "toolCall", "id": "call_1", "name": "bash",
+                              "arguments": {"command": "./loadtest --hosts 12"}}]}},
+    {"type": "message", "id": "b2000003", "parentId": "b2000002", "timestamp": "2026-11-20T10:01:10.000Z",
+     "message": {"role": "toolResult", "toolCallId": "call_1", "toolName": "bash", "isError": False,
+                 "timestamp": 1795168870000,
+                 "content": [{"type": "text", "text": "p99 latency 731.25 ms (budget 500 ms) on 12 hosts\n"
+                                                      + "".join(f"host {i:02d}: p99 {700 + 3 * i}.0 ms\n"
+                                                                for i in range(40))}]}},
+    {"type": "message", "id": "b2000004", "parentId": "b2000003", "timestamp": "2026-11-20T10:01:20.000Z",
+     "message": {"role": "assistant", "stopReason": "stop", "timestamp": 1795168880000,
+                 "content": [{"type": "text", "text": "p99 is over budget; the cart handler dominates."}]}},
+    {"type": "message", "id": "b2000005", "parentId": "b2000004", "timestamp": "2026-11-20T10:02:00.000Z",
+     "message": {"role": "user", "content": "Then profile the cart handler.", "timestamp": 1795168920000}},
+    {"type": "compaction", "id": "b2000006", "parentId": "b2000005", "timestamp": "2026-11-20T10:02:01.000Z",
+     "summary": "## Goal\nFind why checkout is slow.", "firstKeptEntryId": "b2000005", "tokensBefore": 9100},
+    {"type": "message", "id": "b2000007", "parentId": "b2000006", "timestamp": "2026-11-20T10:02:30.000Z",
+     "message": {"role": "assistant", "stopReason": "stop", "timestamp": 1795168950000,
+                 "content": [{"type": "text", "text": "Profiling the cart handler."}]}},
+]  # fmt: skip
+
+
+async def record_history(rec: Recorder) -> None:
+    """history/search, history/expand and session/facts on a session whose compaction summarised a figure away
+    (a daemon of its own, with its own history index)."""
+    base = BASE / "history"
+    session = base / "sessions" / "--home-me-checkout--" / "2026-11-20T10-00-00-000Z_checkout.jsonl"
+    session.parent.mkdir(parents=True)
+    session.write_text("".join(json.dumps(line) + "\n" for line in _HISTORY))
+    options = {"roots": [str(base / "sessions")], "watch": True}
+    env = {
+        "CTXD_CONFIG": str(BASE / "none.json"),
+        "XDG_DATA_HOME": str(base / "data"),
+        "PI_CODING_AGENT_DIR": str(BASE / "none"),
+        "CLAUDE_CONFIG_DIR": str(BASE / "none"),
+        "CODEX_HOME": str(BASE / "none"),
+        "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+    }
+    client = CtxdClient(initialization_options=options, env=env, stderr=asyncio.subprocess.DEVNULL)
+    await client.start()
+    client.trace = rec.trace
+    rec.start("history/search")
+    await client.request("history/search", {"query": "p99 latency", "limit": 3, "waitMs": 5000})
+    rec.stop()
+    rec.start("history/expand")
+    await client.request("history/expand", {"session": str(session), "entryId": "b2000006", "maxChars": 1000})
+    rec.stop()
+    rec.start("session/facts")
+    await client.request("session/facts", {"session": _HISTORY[0]["id"]})
+    rec.stop()
+    await client.close()
+
+
 def compact_json(value: Any, indent: int = 0, used: int = 0, width: int = 100) -> str:
     """JSON indented by two, with objects and arrays that fit in ``width`` kept on one line
     (``used``: characters already on the line before the value)."""
@@ -603,6 +663,7 @@ def main() -> int:
     rec = Recorder()
     asyncio.run(record(rec))
     asyncio.run(record_archives(rec))
+    asyncio.run(record_history(rec))
     if args.update:
         missing = update(args.update, rec.examples, args.only)
         if missing:

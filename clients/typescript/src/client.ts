@@ -26,6 +26,11 @@ import {
   type CompactSummarizeResult,
   type ContextTruncateParams,
   type ContextTruncateResult,
+  type HistoryExpandParams,
+  type HistoryExpandResult,
+  type HistorySearchParams,
+  type HistorySearchResult,
+  type SessionFactsResult,
   type CompactParams,
   type CompactResult,
   type CompactionPlan,
@@ -44,7 +49,6 @@ import {
   type LabelResult,
   type PinResult,
   type LedgerResult,
-  type SessionFactsResult,
   type SessionEntryResult,
   type SessionInfo,
   type SessionListResult,
@@ -110,6 +114,7 @@ const KIND_NAMES: Record<ErrorKind, string> = {
   unsupportedVersion: 'unsupported session version',
   readOnlySession: 'read-only session',
   compactionFailed: 'compaction failed',
+  historyUnavailable: 'history unavailable',
   cancelled: 'cancelled',
 };
 
@@ -481,11 +486,6 @@ export class CtxdClient {
     return this.request(Method.contextComposition, { ...params, session });
   }
 
-  /** session/facts: the session's fact ledger (daemons that advertise it). */
-  facts(session: string): Promise<SessionFactsResult> {
-    return this.request(Method.sessionFacts, { session });
-  }
-
   buildContext(params: ContextBuildParams): Promise<ContextBuildResult> {
     return this.request(Method.contextBuild, params);
   }
@@ -541,6 +541,21 @@ export class CtxdClient {
   /** context/truncate: the messages with oversized tool results cut for a window. */
   truncate(params: ContextTruncateParams): Promise<ContextTruncateResult> {
     return this.request(Method.contextTruncate, params);
+  }
+
+  /** history/search: ranked hits from every session's history (the daemon's FTS5 index). */
+  searchHistory(params: HistorySearchParams, token?: CancellationToken): Promise<HistorySearchResult> {
+    return this.request(Method.historySearch, params, token);
+  }
+
+  /** session/facts: the session's fact ledger, read-only (daemons that advertise it). */
+  sessionFacts(session: string, token?: CancellationToken): Promise<SessionFactsResult> {
+    return this.request(Method.sessionFacts, { session }, token);
+  }
+
+  /** history/expand: the original messages behind a summary, of an entry, or of a range, in pages. */
+  expandHistory(params: HistoryExpandParams, token?: CancellationToken): Promise<HistoryExpandResult> {
+    return this.request(Method.historyExpand, params, token);
   }
 }
 

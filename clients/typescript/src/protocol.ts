@@ -25,6 +25,8 @@ export const Method = {
   branchSummarize: 'branch/summarize',
   contextTruncate: 'context/truncate',
   contextComposition: 'context/composition',
+  historySearch: 'history/search',
+  historyExpand: 'history/expand',
   sessionFacts: 'session/facts',
 } as const;
 
@@ -50,6 +52,7 @@ export const ErrorCode = {
   unsupportedVersion: -31012,
   readOnlySession: -31013,
   compactionFailed: -31020,
+  historyUnavailable: -31030,
   cancelled: -32800,
 } as const;
 
@@ -559,6 +562,77 @@ export interface ContextTruncateResult {
   /** Indices of the messages that were cut. */
   truncated: number[];
   limitChars: number;
+}
+
+// --- history (ctxd/service/history_types.py) ---------------------------------------------------
+
+export interface HistorySearchParams {
+  /** SQLite FTS5 query; text that is not valid FTS5 is searched as plain words. */
+  query: string;
+  /** Only this session (an id or a file path). */
+  session?: string | null;
+  limit?: number;
+  /** Wait up to this long (at most 10 s) for indexing in progress. */
+  waitMs?: number;
+}
+
+export interface HistorySession {
+  id: string;
+  path: string;
+}
+
+export interface HistoryHit {
+  session: HistorySession;
+  entryId: string;
+  line: number;
+  role: string;
+  /** The matching text, matches between « and ». */
+  snippet: string;
+  timestamp: string | null;
+  /** Summarised away in the session's current context (null: the session cannot be read now). */
+  summarized: boolean | null;
+  toolName: string | null;
+  agent: string;
+  archived: boolean;
+}
+
+export interface HistorySearchResult {
+  query: string;
+  hits: HistoryHit[];
+  /** Indexing is still in progress: recent sessions may be missing. */
+  indexing: boolean;
+  indexedFiles: number | null;
+}
+
+export interface HistoryExpandParams {
+  session: string;
+  /** A compaction or branch summary: the messages behind it; any other entry: that entry. */
+  entryId?: string | null;
+  fromEntryId?: string | null;
+  toEntryId?: string | null;
+  maxChars?: number;
+  cursor?: string | null;
+}
+
+export interface HistoryMessage {
+  entryId: string;
+  line: number;
+  role: string;
+  timestamp: string | null;
+  toolName: string | null;
+  text: string;
+  truncated: boolean;
+  fromChar: number;
+}
+
+export interface HistoryExpandResult {
+  session: HistorySession;
+  kind: 'compaction' | 'branchSummary' | 'entry' | 'range';
+  messages: HistoryMessage[];
+  totalMessages: number;
+  truncated: boolean;
+  nextCursor: string | null;
+  previousCompactionId: string | null;
 }
 
 // --- notifications ----------------------------------------------------------------------------

@@ -18,6 +18,7 @@ import { basename, dirname, join, resolve } from 'node:path';
 import { CancellationTokenSource, type CtxdClient, type PiUsage } from './client';
 import { Daemon } from './daemon';
 import { chooseSummarizer, type PiModel, type PiModelRegistry } from './model';
+import { registerRecall } from './recall';
 import { loadSettings, type Settings } from './settings';
 
 export const VERSION = '0.1.0';
@@ -330,6 +331,9 @@ export default function ctxd(pi: ExtensionAPI): void {
       return undefined;
     }
   });
+
+  // search_history, expand and session_facts: the tools `ctxd mcp` serves, here through the daemon.
+  registerRecall(pi, (ctx) => client(ctx, () => true));
 
   pi.registerCommand('ctxd', {
     description: "ctxd: the daemon's state, the summariser, and its recent log",

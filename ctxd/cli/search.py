@@ -1,0 +1,39 @@
+"""``ctxd search``: the history index from the command line, through the same service function as the
+daemon's ``history/search``."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import sys
+from typing import Any
+
+from ctxd.cli.render import dump
+from ctxd.service import protocol as p
+from ctxd.service.config import load_cli_config
+from ctxd.service.history_text import search_text
+from ctxd.service.service import Service
+
+
+async def _search(service: Service, params: p.HistorySearchParams) -> dict[str, Any]:
+    try:
+        return await service.history_search(params)
+    finally:
+        await service.close()
+
+
+def cmd_search(args: argparse.Namespace) -> int:
+    config, problems = load_cli_config()
+    for problem in problems:
+        print(f"ctxd: configuration: {problem}", file=sys.stderr)
+    if args.root:
+        config.roots = [os.path.abspath(r) for r in args.root]
+    # Waits for the index to catch up (bounded): the user asked and is waiting for the answer.
+    params = p.HistorySearchParams(args.query, args.session, args.limit, p.WAIT_LIMIT_MS)
+    result = asyncio.run(_search(Service(config), params))
+    if args.json:
+        dump(result)
+    else:
+        print(search_text(result))
+    return 0

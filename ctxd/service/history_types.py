@@ -1,0 +1,119 @@
+"""The wire types of ``history/search`` and ``history/expand`` (re-exported by :mod:`ctxd.service.protocol`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+
+SEARCH_LIMIT = 200
+"""The most hits one ``history/search`` answers."""
+EXPAND_MAX_CHARS = 100_000
+"""The most text one ``history/expand`` page carries."""
+WAIT_LIMIT_MS = 10_000
+
+
+@attrs.define
+class HistorySearchParams:
+    query: str = attrs.field(metadata={"min_len": 1, "max_len": 4096})
+    """An SQLite FTS5 query (words, "a phrase", OR, NOT, prefix*); anything that is not valid FTS5 is
+    searched as plain words."""
+    session: str | None = None
+    """Only this session (an id or a file path)."""
+    limit: int = attrs.field(default=20, metadata={"min": 1})
+    """At most this many hits (capped at 200)."""
+    waitMs: int = attrs.field(default=0, metadata={"min": 0})
+    """Wait up to this long (capped at 10 s) for indexing in progress before answering."""
+
+
+@attrs.define
+class HistorySession:
+    id: str
+    path: str
+
+
+@attrs.define
+class HistoryHit:
+    session: HistorySession
+    entryId: str
+    line: int
+    role: str
+    snippet: str
+    """The matching text around the hit, matches between « and »."""
+    timestamp: str | None
+    summarized: bool | None
+    """The entry is on the session's active path but summarised away in its current context (before the
+    latest compaction's first kept entry); null if the session cannot be read now."""
+    toolName: str | None = None
+    agent: str = "pi"
+    archived: bool = False
+    """A hit in ctxd's archived copy of a transcript (only when the live transcript lacks the entry)."""
+
+
+@attrs.define
+class HistorySearchResult:
+    query: str
+    hits: list[HistoryHit]
+    indexing: bool
+    """Indexing is still in progress: sessions written since the last pass may be missing."""
+    indexedFiles: int | None = None
+    """Session files the last finished pass saw (null before the first pass ended)."""
+
+
+@attrs.define
+class HistoryExpandParams:
+    session: str
+    entryId: str | None = None
+    """A compaction or branch summary: the messages behind it; any other entry: that entry."""
+    fromEntryId: str | None = None
+    """Without ``entryId``: the range's first entry (default: the root) ..."""
+    toEntryId: str | None = None
+    """... and its last (default: the leaf); ``fromEntryId`` must be on the path to it."""
+    maxChars: int = attrs.field(default=20_000, metadata={"min": 1})
+    """Text per page (capped at 100,000; at least 1,000)."""
+    cursor: str | None = None
+    """``nextCursor`` of the previous page."""
+
+
+@attrs.define
+class HistoryMessage:
+    entryId: str
+    line: int
+    role: str
+    timestamp: str | None
+    toolName: str | None
+    text: str
+    truncated: bool = False
+    """The text goes on in the next page."""
+    fromChar: int = 0
+    """Where in the entry's text this page's ``text`` starts (after a cut)."""
+
+
+@attrs.define
+class HistoryExpandResult:
+    session: HistorySession
+    kind: str
+    """``compaction``, ``branchSummary``, ``entry`` or ``range``."""
+    messages: list[HistoryMessage]
+    totalMessages: int
+    truncated: bool
+    """More follows: ask again with ``cursor``."""
+    nextCursor: str | None
+    previousCompactionId: str | None = None
+    """For a compaction: the one before it on its path (expand it to read further back)."""
+
+
+def messages_of(raw: list[dict[str, Any]]) -> list[HistoryMessage]:
+    return [
+        HistoryMessage(
+            m["entryId"],
+            m["line"],
+            m["role"],
+            m["timestamp"],
+            m["toolName"],
+            m["text"],
+            bool(m.get("truncated")),
+            int(m.get("fromChar", 0)),
+        )
+        for m in raw
+    ]

@@ -1,0 +1,115 @@
+"""``ctxd mcp`` as a real process, driven by the MCP SDK's own client (stdio_client + ClientSession):
+the tools are listed with descriptions that say when to use them, and each one answers from real files."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import REPO
+from factories import assistant, chain, compaction, header, tool_result, user, write
+from mcp import ClientSession, StdioServerParameters, stdio_client
+
+FIGURE = "cold start: 418.7 ms over 25 runs"
+
+
+def _session(root: Path, cwd: Path) -> tuple[Path, list[dict[str, Any]]]:
+    entries = chain(
+        lambda p: user(p, "Measure the loader's cold start. Never touch vendor/."),
+        lambda p: assistant(p, "Running it", calls=[("c1", "bash", {"command": "make bench"})]),
+        lambda p: tool_result(p, "c1", FIGURE, name="bash"),
+        lambda p: assistant(p, "Done: it is fast."),
+        lambda p: user(p, "Now make it faster"),
+    )
+    # A compaction that summarised everything before the last request (its summary lost the figure).
+    entries.append(compaction(entries[-1]["id"], entries[-1]["id"], summary="The user measured the loader."))
+    entries.append(assistant(entries[-1]["id"], "Working on it"))
+    path = root / "proj" / "s.jsonl"
+    path.parent.mkdir(parents=True)
+    write(path, entries, header(id="sess-mcp", cwd=str(cwd)))
+    return path, entries
+
+
+def _env(tmp_path: Path, root: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("CLAUDE", "CTXD_SESSION"))}
+    env.update(
+        CTXD_ROOTS=str(root),
+        CTXD_TRANSCRIPT_ROOTS=str(tmp_path / "none"),
+        XDG_DATA_HOME=str(tmp_path / "data"),
+        HOME=str(tmp_path / "home"),
+        PYTHONPATH=str(REPO),
+    )
+    return env
+
+
+def _text(result: Any) -> str:
+    assert not result.is_error, result
+    return "\n".join(block.text for block in result.content if block.type == "text")
+
+
+async def test_mcp_session_lists_and_calls_every_tool(tmp_path: Path) -> None:
+    root, cwd = tmp_path / "root", tmp_path / "work"
+    cwd.mkdir()
+    path, entries = _session(root, cwd)
+    params = StdioServerParameters(
+        command=sys.executable, args=["-m", "ctxd", "mcp"], env=_env(tmp_path, root), cwd=str(cwd)
+    )
+    async with stdio_client(params) as (read, write_), ClientSession(read, write_) as session:
+        info = await session.initialize()
+        assert info.server_info.name == "ctxd"
+        tools = {t.name: t for t in (await session.list_tools()).tools}
+        assert set(tools) == {"search_history", "expand", "session_facts"}
+        for tool in tools.values():
+            assert tool.description and "Use " in tool.description  # says when to use it
+        assert tools["search_history"].input_schema["required"] == ["query"]
+
+        # No session named: the newest session started in the server's cwd.
+        found = _text(await session.call_tool("search_history", {"query": "418.7"}))
+        assert f"{path}:4  toolResult (bash)  entry {entries[2]['id']}" in found
+        assert "[summarised away]" in found and "«418.7»" in found
+
+        behind = _text(await session.call_tool("expand", {"entry_id": entries[5]["id"]}))
+        assert behind.startswith("compaction in ")
+        assert FIGURE in behind and "Never touch vendor/" in behind
+        assert "Now make it faster" not in behind  # the first kept entry is not behind the summary
+
+        one = _text(await session.call_tool("expand", {"entry_id": entries[2]["id"], "session": "sess-mcp"}))
+        assert FIGURE in one
+
+        # Today's fact sheet of the context at the leaf (the fact ledger will add the earlier constraint).
+        facts = _text(await session.call_tool("session_facts", {}))
+        assert "## Must keep" in facts and "Now make it faster" in facts
+
+        everywhere = _text(await session.call_tool("search_history", {"query": "loader", "session": "all"}))
+        assert "sess-mcp" in everywhere
+
+        bad = await session.call_tool("expand", {"entry_id": "nope"})
+        assert bad.is_error and "nope" in bad.content[0].text
+
+
+async def test_mcp_without_a_session_for_the_cwd_says_so(tmp_path: Path) -> None:
+    root, cwd = tmp_path / "root", tmp_path / "elsewhere"
+    cwd.mkdir()
+    _session(root, tmp_path / "work")
+    params = StdioServerParameters(
+        command=sys.executable, args=["-m", "ctxd", "mcp"], env=_env(tmp_path, root), cwd=str(cwd)
+    )
+    async with stdio_client(params) as (read, write_), ClientSession(read, write_) as session:
+        await session.initialize()
+        result = await session.call_tool("session_facts", {})
+        assert result.is_error and "no session was started in" in result.content[0].text
+
+
+@pytest.mark.parametrize("env_name", ["CLAUDE_CODE_SESSION_ID", "CTXD_SESSION"])
+async def test_mcp_current_session_from_the_environment(tmp_path: Path, env_name: str) -> None:
+    root, cwd = tmp_path / "root", tmp_path / "elsewhere"
+    cwd.mkdir()
+    _session(root, tmp_path / "work")
+    env = {**_env(tmp_path, root), env_name: "sess-mcp"}
+    params = StdioServerParameters(command=sys.executable, args=["-m", "ctxd", "mcp"], env=env, cwd=str(cwd))
+    async with stdio_client(params) as (read, write_), ClientSession(read, write_) as session:
+        await session.initialize()
+        assert "418.7" in _text(await session.call_tool("search_history", {"query": "418.7"}))
