@@ -189,13 +189,15 @@ class HistoryIndex:
 
 def _known(conn: sqlite3.Connection, path: str) -> _Known | None:
     row = conn.execute(
-        "SELECT kind, session, cwd, dev, ino, size, mtime_ns, end, tail, lines, last_line FROM files WHERE path = ?",
+        "SELECT kind, session, cwd, dev, ino, size, mtime_ns, end, tail, ctime_ns, lines, last_line FROM files"
+        " WHERE path = ?",
         (path,),
     ).fetchone()
     if row is None:
         return None
-    kind, session, cwd, dev, ino, size, mtime_ns, end, tail, lines, last_line = row
-    return _Known(kind, session, cwd, FileMark(dev, ino, size, mtime_ns, end, bytes(tail)), lines, last_line)
+    kind, session, cwd, dev, ino, size, mtime_ns, end, tail, ctime_ns, lines, last_line = row
+    mark = FileMark(dev, ino, size, mtime_ns, end, bytes(tail), ctime_ns)
+    return _Known(kind, session, cwd, mark, lines, last_line)
 
 
 def _index_file(conn: sqlite3.Connection, path: str, st: os.stat_result, archived: bool) -> int | None:
@@ -254,7 +256,7 @@ def _write_file(
         )
     mark = FileMark.take(fd, st, end) or FileMark.of_stat(st)
     conn.execute(
-        "INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        "INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (
             path,
             kind,
@@ -267,6 +269,7 @@ def _write_file(
             mark.mtime_ns,
             mark.end,
             mark.tail,
+            mark.ctime_ns,
             lines,
             last_line,
         ),

@@ -578,7 +578,7 @@ _HISTORY: list[dict[str, Any]] = [
 
 
 async def record_history(rec: Recorder) -> None:
-    """history/search, history/expand and session/facts on a session whose compaction summarised a figure away
+    """history/search and history/expand on a session whose compaction summarised a figure away
     (a daemon of its own, with its own history index)."""
     base = BASE / "history"
     session = base / "sessions" / "--home-me-checkout--" / "2026-11-20T10-00-00-000Z_checkout.jsonl"
@@ -601,9 +601,6 @@ async def record_history(rec: Recorder) -> None:
     rec.stop()
     rec.start("history/expand")
     await client.request("history/expand", {"session": str(session), "entryId": "b2000006", "maxChars": 1000})
-    rec.stop()
-    rec.start("session/facts")
-    await client.request("session/facts", {"session": _HISTORY[0]["id"]})
     rec.stop()
     await client.close()
 
