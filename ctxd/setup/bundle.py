@@ -10,7 +10,7 @@ import os
 
 BUNDLE = {
     # name under ctxd/bundled: (folder in the repository, the paths it ships, relative to that folder)
-    "claude-code": ("integrations/claude-code", ["README.md", "bin", "hooks", ".claude-plugin"]),
+    "claude-code": ("integrations/claude-code", ["README.md", ".mcp.json", "bin", "hooks", ".claude-plugin"]),
     "pi": ("integrations/pi", ["README.md", "package.json", "src"]),
     "client-ts": ("clients/typescript", ["package.json", "src"]),
     "neovim": ("editors/neovim", ["README.md", "lua", "plugin", "doc"]),
