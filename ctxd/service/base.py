@@ -7,7 +7,7 @@ import asyncio
 import contextlib
 import logging
 import os
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ctxd.compaction.overflow import decide
@@ -114,15 +114,21 @@ class ServiceBase:
 
     async def _locked_call(self, opened: OpenSession, fn: Callable[[], T]) -> T:
         """``fn`` in a worker thread under the session's lock: a compaction's steps, which read, then
-        write.  Another process's write lock is waited for first, outside the session's lock (reads
-        are answered meanwhile; past ``appendLockTimeout`` it fails, before any model call), and
-        kept until ``fn`` is done."""
+        write (see :meth:`_writing`)."""
+        async with self._writing(opened):
+            return await asyncio.to_thread(fn)
+
+    @contextlib.asynccontextmanager
+    async def _writing(self, opened: OpenSession) -> AsyncIterator[None]:
+        """The session's lock for work that reads, then writes.  Another process's write lock is
+        waited for first, outside the session's lock (reads are answered meanwhile; past
+        ``appendLockTimeout`` it fails, before any model call), and kept until the work is done."""
         file = opened.session.file
         if not file.take_lock(wait=False):
             await asyncio.to_thread(file.take_lock)
         try:
             async with opened.lock:
-                return await asyncio.to_thread(fn)
+                yield
         finally:
             await asyncio.to_thread(file.release_lock)
 

@@ -135,7 +135,7 @@ class Compacting(ServiceBase):
 
         opened = await self._open(params.session)
         s = opened.session
-        async with opened.lock:
+        async with self._writing(opened):
             # The branch summary's model call holds the lock: the leaf must not move meanwhile.
             outcome = await run_branch(
                 s,

@@ -153,3 +153,28 @@ async def test_reads_are_answered_while_a_compaction_waits_for_the_lock(tmp_path
         await finish(daemon)
     finally:
         await daemon.close()
+
+
+async def test_reads_are_answered_while_a_branch_waits_for_the_lock(tmp_path: Path) -> None:
+    daemon, path = await started(tmp_path, appendLockTimeout=20)
+    try:
+        turns = {"session": path, "messages": conversation(4)}
+        assert "result" in await daemon.call(p.SESSION_APPEND, turns)
+        first = read_entries(path)[1]["id"]
+        async with lock_held(path, 3) as holder:
+            branching = daemon.request(p.BRANCH, {"session": path, "entryId": first, "summarize": True})
+            await asyncio.sleep(0.5)  # the branch (offline summary: quick) is waiting for the lock now
+            for method in (p.CONTEXT_BUILD, p.SESSION_TREE):
+                t0 = time.monotonic()
+                answer = await daemon.call(method, {"session": path}, timeout=10)
+                took = time.monotonic() - t0
+                assert "result" in answer, (method, answer)
+                assert took < 1.0, (method, took)
+            assert not [m for m in daemon.messages if m.get("id") == branching]
+            assert holder.returncode is None
+            answer = await daemon.response(branching, timeout=15)
+        assert "result" in answer, answer
+        assert read_entries(path)[-1]["type"] == "branch_summary"
+        await finish(daemon)
+    finally:
+        await daemon.close()
