@@ -89,6 +89,7 @@ def _parser() -> argparse.ArgumentParser:
 
     hk = sub.add_parser("hook", help="run one Claude Code hook (JSON on stdin); see integrations/claude-code")
     hk.add_argument("event", help="PreCompact, SessionStart, PostCompact, UserPromptSubmit, PostToolUse, SessionEnd")
+    hk.add_argument("--agent", choices=("claude", "codex"), default="claude", help="whose hook (default: claude)")
 
     srv = sub.add_parser("serve", help="run the daemon (JSON-RPC over stdio)")
     srv.add_argument("--tcp", help="HOST:PORT on loopback, for debugging")
@@ -107,7 +108,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         # Claude Code waits for hooks: only what the event needs is imported, and it never fails.
         from ctxd.cli.hook import run as run_hook
 
-        return run_hook(args.event)
+        return run_hook(args.event, agent=args.agent)
     # Warnings (a model attempt that failed, ...) as one line each, never showing a secret.
     # CTXD_LOG_LEVEL sets ctxd's own level; libraries stay at warnings.
     level = logging.getLevelName(os.environ.get("CTXD_LOG_LEVEL", "WARNING").upper())

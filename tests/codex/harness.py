@@ -114,3 +114,13 @@ class Codex:
 
     def rollouts(self) -> list[Path]:
         return sorted((self.home / "sessions").rglob("rollout-*.jsonl"))
+
+
+def ctxd_command() -> str:
+    """This environment's ``ctxd`` command (the hooks run it)."""
+    import sys
+
+    found = Path(sys.executable).parent / "ctxd"
+    if not found.exists():
+        pytest.fail(f"no ctxd command beside {sys.executable}: install the package (make .venv/.installed)")
+    return str(found)
