@@ -91,6 +91,8 @@ def _parser() -> argparse.ArgumentParser:
     hk.add_argument("event", help="PreCompact, SessionStart, PostCompact, UserPromptSubmit, PostToolUse, SessionEnd")
     hk.add_argument("--agent", choices=("claude", "codex"), default="claude", help="whose hook (default: claude)")
 
+    sub.add_parser("codex-prompt", help="print ctxd's compaction prompt for Codex's experimental_compact_prompt_file")
+
     srv = sub.add_parser("serve", help="run the daemon (JSON-RPC over stdio)")
     srv.add_argument("--tcp", help="HOST:PORT on loopback, for debugging")
     srv.add_argument("--config", help="config file (JSON)")
@@ -109,6 +111,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         from ctxd.cli.hook import run as run_hook
 
         return run_hook(args.event, agent=args.agent)
+    if args.command == "codex-prompt":
+        from ctxd.service.codex_hooks import compact_prompt
+
+        print(compact_prompt())
+        return 0
     # Warnings (a model attempt that failed, ...) as one line each, never showing a secret.
     # CTXD_LOG_LEVEL sets ctxd's own level; libraries stay at warnings.
     level = logging.getLevelName(os.environ.get("CTXD_LOG_LEVEL", "WARNING").upper())

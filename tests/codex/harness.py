@@ -59,8 +59,10 @@ class Codex:
     server: FakeResponsesServer
     compact_limit: int = 3000
     extra_config: str = ""
-    """TOML appended to config.toml (hooks, compact_prompt, ...)."""
+    """TOML put into config.toml before the provider's table (top-level keys such as compact_prompt, or tables)."""
     extra_env: dict[str, str] = attrs.field(factory=dict)
+    extra_path: list[str] = attrs.field(factory=list)
+    """Folders put before ``PATH`` (where the hooks find ``ctxd``)."""
     binary: str = attrs.field(factory=codex_binary)
 
     @property
@@ -76,15 +78,15 @@ class Codex:
             'model = "fake-model"\nmodel_provider = "fake"\n'
             f"model_auto_compact_token_limit = {self.compact_limit}\n"
             'model_reasoning_summary = "none"\n'
+            f"{self.extra_config}\n"
             "[model_providers.fake]\n"
             f'name = "fake"\nbase_url = "{self.server.url}"\nwire_api = "responses"\n'
             "request_max_retries = 0\nstream_max_retries = 0\n"
-            f"{self.extra_config}"
         )
 
     def env(self) -> dict[str, str]:
         keep = {k: v for k, v in os.environ.items() if k in ("LANG", "LC_ALL", "TERM", "TMPDIR")}
-        path = f"{node_bin()}:{os.environ.get('PATH', '/usr/bin:/bin')}"
+        path = ":".join([*self.extra_path, node_bin(), os.environ.get("PATH", "/usr/bin:/bin")])
         home = self.base / "home"
         home.mkdir(exist_ok=True)
         env = dict(keep, PATH=path, HOME=str(home), CODEX_HOME=str(self.home), RUST_LOG="error")

@@ -5,24 +5,25 @@ after each compaction, the rollout is archived, and ctxd's context still matches
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 
 from codex_match import assert_context_matches_request, leaves_after_compactions
-from fakes.responses_server import FakeResponsesServer
+from fakes.responses_server import COMPACTION_MARK, FakeResponsesServer
 
 from ctxd.service.claude_hooks import ALL_FACTS_HEADING, FACTS_HEADING
 
 from . import scenario
-from .harness import Codex, ctxd_command
+from .harness import REPO, Codex, ctxd_command
 
-EVENTS = ("PreCompact", "SessionStart", "UserPromptSubmit", "PostCompact", "Stop", "SessionEnd")
+HOOKS = REPO / "integrations" / "codex" / "hooks.json"
 
 
 def install_hooks(codex: Codex) -> None:
-    command = ctxd_command()
-    hooks = {e: [{"hooks": [{"type": "command", "command": f"{command} hook --agent codex {e}"}]}] for e in EVENTS}
+    """As the README says: integrations/codex/hooks.json as ``$CODEX_HOME/hooks.json``, ``ctxd`` on PATH."""
     codex.home.mkdir(parents=True, exist_ok=True)
-    (codex.home / "hooks.json").write_text(json.dumps({"hooks": hooks}))
+    (codex.home / "hooks.json").write_bytes(HOOKS.read_bytes())
+    codex.extra_path.append(str(Path(ctxd_command()).parent))
 
 
 def test_facts_reach_the_request_after_each_compaction(codex: Codex, responses: FakeResponsesServer) -> None:
@@ -62,3 +63,24 @@ def test_facts_reach_the_request_after_each_compaction(codex: Codex, responses: 
     for leaf, request in zip(leaves, after, strict=True):
         assert_context_matches_request(rollout, leaf, request.input, meta["base_instructions"]["text"])
     Path(codex.base / "first-request-after-compaction.json").write_text(json.dumps(after[0].input, indent=1))
+
+
+def test_ctxd_compact_prompt_replaces_codexs(codex: Codex, responses: FakeResponsesServer) -> None:
+    """``ctxd codex-prompt`` written to a file that ``experimental_compact_prompt_file`` names: Codex's compaction
+    request ends with ctxd's prompt instead of its own."""
+    from ctxd.service.codex_hooks import COMPACT_PROMPT_HEAD, compact_prompt
+
+    done = subprocess.run([ctxd_command(), "codex-prompt"], capture_output=True, text=True, timeout=30, check=True)
+    assert done.stdout.strip() == compact_prompt()
+    prompt = codex.base / "ctxd-compact-prompt.md"
+    prompt.write_text(done.stdout)
+    codex.extra_config = f'experimental_compact_prompt_file = "{prompt}"\n'
+    responses.compaction_marks = (COMPACT_PROMPT_HEAD,)
+    responses.responder = scenario.responder(responses)
+    run = codex.exec(scenario.PROMPTS[0])
+    assert run.returncode == 0, run.stderr[-2000:]
+    compactions = [r for r in responses.model_requests if r.is_compaction]
+    assert len(compactions) == 2
+    for request in compactions:
+        assert request.texts()[-1].strip() == compact_prompt()
+        assert not any(t.startswith(COMPACTION_MARK) for t in request.texts())

@@ -65,6 +65,9 @@ class RecordedRequest:
                 out.append("".join(str(b.get("text", "")) for b in item["content"] if isinstance(b, dict)))
         return out
 
+    compaction_marks: tuple[str, ...] = (COMPACTION_MARK,)
+    """How a compaction request's last user item may begin (set from the server's ``compaction_marks``)."""
+
     @property
     def is_compaction(self) -> bool:
         users = [i for i in self.input if i.get("type") == "message" and i.get("role") == "user"]
@@ -72,7 +75,7 @@ class RecordedRequest:
             return False
         last = users[-1].get("content")
         text = "".join(str(b.get("text", "")) for b in last if isinstance(b, dict)) if isinstance(last, list) else ""
-        return text.lstrip().startswith(COMPACTION_MARK)
+        return text.lstrip().startswith(self.compaction_marks)
 
 
 Responder = Callable[[RecordedRequest, int], Answer]
@@ -85,6 +88,8 @@ class FakeResponsesServer:
         self.default_text = default_text
         self.requests: list[RecordedRequest] = []
         self.responder: Responder | None = None
+        self.compaction_marks: tuple[str, ...] = (COMPACTION_MARK,)
+        """Beginnings of a compaction prompt (a test that sets its own ``compact_prompt`` adds its own)."""
         self._lock = threading.Lock()
         self._httpd: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
@@ -144,7 +149,8 @@ class FakeResponsesServer:
             body = json.loads(raw or b"{}")
         except ValueError:
             body = {"_raw": raw.decode("utf-8", "replace")}
-        record = RecordedRequest(path, body if isinstance(body, dict) else {}, dict(handler.headers.items()), method)
+        headers = dict(handler.headers.items())
+        record = RecordedRequest(path, body if isinstance(body, dict) else {}, headers, method, self.compaction_marks)
         with self._lock:
             self.requests.append(record)
             index = len(self.model_requests) - 1
