@@ -158,3 +158,22 @@ def test_token_count_still_gives_usage_without_usage_records() -> None:
     t = map_codex(data)
     assert [e["type"] for e in t.entries] == ["custom", "message", "usage"]
     assert t.entries[1]["message"]["usage"]["input"] == 70
+
+
+def test_a_remote_encrypted_compaction_keeps_its_user_messages_once() -> None:
+    """The OpenAI provider compacts remotely: ``message`` is empty and the summary is an encrypted item."""
+    kept = {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "Fix the parser."}]}
+    secret = {"type": "compaction", "encrypted_content": "gAAAA..."}
+    data = jsonl(
+        {"timestamp": "2026-01-01T00:00:00Z", "type": "session_meta", "payload": {"id": "x", "cwd": "/"}},
+        {"type": "response_item", "payload": kept},
+        {
+            "type": "compacted",
+            "payload": {"message": "", "replacement_history": [kept, secret], "retained_context": {}},
+        },
+    )
+    t = map_codex(data)
+    compaction = next(e for e in t.entries if e["type"] == "compaction")
+    assert compaction["summary"] == "[compaction: encrypted]"
+    after = t.entries[t.entries.index(compaction) + 1 :]
+    assert [e["message"]["content"][0]["text"] for e in after] == ["Fix the parser."]

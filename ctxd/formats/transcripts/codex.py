@@ -356,13 +356,14 @@ class _CodexMapper:
         self.compacting = False
         history = body.get("replacement_history")
         message = as_str(body.get("message")) or ""
-        summary = message if message.strip() else render_history(history)
+        retained = retained_items(history, message) if "retained_context" in body else []
+        rest = [i for i in history if all(i is not r for r in retained)] if isinstance(history, list) else history
+        summary = message if message.strip() else render_history(rest)  # kept messages follow as entries
         eid = self.ids.take(line_id(number))
         details: dict[str, Any] = {
             "source": "codex",
             "replacementHistory": len(history) if isinstance(history, list) else 0,
         }
-        retained = retained_items(history, message) if "retained_context" in body else []
         if retained:
             details["retained"] = len(retained)
         window = body.get("window_number")
