@@ -19,6 +19,7 @@ from pathlib import Path
 
 import attrs
 import pytest
+from claude_code.harness import ctxd_bin_dir
 from fakes.responses_server import FakeResponsesServer
 
 REPO = Path(__file__).resolve().parents[2]
@@ -120,9 +121,4 @@ class Codex:
 
 def ctxd_command() -> str:
     """This environment's ``ctxd`` command (the hooks run it)."""
-    import sys
-
-    found = Path(sys.executable).parent / "ctxd"
-    if not found.exists():
-        pytest.fail(f"no ctxd command beside {sys.executable}: install the package (make .venv/.installed)")
-    return str(found)
+    return str(Path(ctxd_bin_dir()) / "ctxd")

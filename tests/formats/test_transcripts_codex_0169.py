@@ -177,3 +177,12 @@ def test_a_remote_encrypted_compaction_keeps_its_user_messages_once() -> None:
     assert compaction["summary"] == "[compaction: encrypted]"
     after = t.entries[t.entries.index(compaction) + 1 :]
     assert [e["message"]["content"][0]["text"] for e in after] == ["Fix the parser."]
+
+
+def test_the_tree_view_says_which_user_turns_codex_injected() -> None:
+    from ctxd.context.view import preview
+
+    t = mapped()
+    previews = [preview(e) for e in t.entries if role(e) == "user"]
+    assert previews[0][0] == "user" and previews[0][1].startswith("[injected codex.environment] <environment_context>")
+    assert ("user", "Now append a second line to notes.txt.") in previews

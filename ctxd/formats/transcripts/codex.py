@@ -301,24 +301,27 @@ class _CodexMapper:
         if usage is None:
             self._custom(number, obj, stamp, source_kind)
             return
-        self.last_context = usage["totalTokens"]
-        if self.last_assistant is not None and "usage" not in self.last_assistant["message"]:
-            self.last_assistant["message"]["usage"] = dict(usage)
         self.open = None
-        fields: dict[str, Any] = {
-            "kind": "codex.token_count",
-            "provider": self.provider or "openai",
-            "model": self.model or "",
-            "usage": usage,
-            "note": "Codex token_count: last request (cumulative usage in totalUsage)",
-        }
-        total = codex_usage(info.get("total_token_usage"))
-        if total is not None:
-            fields["totalUsage"] = total
+        self._give_usage(usage)
+        fields = self._usage_fields("codex.token_count", usage, codex_usage(info.get("total_token_usage")))
+        fields["note"] = "Codex token_count: last request (cumulative usage in totalUsage)"
         window = info.get("model_context_window")
         if isinstance(window, int) and not isinstance(window, bool):
             fields["modelContextWindow"] = window
         self._add("usage", fields, number, stamp, source_kind)
+
+    def _give_usage(self, usage: dict[str, Any]) -> None:
+        """A conversation request's usage: the context size so far, and the latest assistant's usage if unset."""
+        self.last_context = usage["totalTokens"]
+        if self.last_assistant is not None and "usage" not in self.last_assistant["message"]:
+            self.last_assistant["message"]["usage"] = dict(usage)
+
+    def _usage_fields(self, kind: str, usage: dict[str, Any], total: dict[str, Any] | None) -> dict[str, Any]:
+        fields: dict[str, Any] = {"kind": kind, "provider": self.provider or "openai", "model": self.model or ""}
+        fields["usage"] = usage
+        if total is not None:
+            fields["totalUsage"] = total
+        return fields
 
     def _usage_record(self, number: int, obj: dict[str, Any], body: dict[str, Any], stamp: str | None) -> None:
         """A 0.169 ``token_usage_record``: the usage of one model response (``response_id``)."""
@@ -332,19 +335,9 @@ class _CodexMapper:
             kind = "codex.compaction_usage"
         else:
             kind = "codex.token_usage_record"
-            self.last_context = usage["totalTokens"]
-            if self.last_assistant is not None and "usage" not in self.last_assistant["message"]:
-                self.last_assistant["message"]["usage"] = dict(usage)
-        fields: dict[str, Any] = {
-            "kind": kind,
-            "provider": self.provider or "openai",
-            "model": self.model or "",
-            "usage": usage,
-            "note": "Codex token_usage_record: one model response (thread total in totalUsage)",
-        }
-        total = codex_usage(body.get("thread_token_usage"))
-        if total is not None:
-            fields["totalUsage"] = total
+            self._give_usage(usage)
+        fields = self._usage_fields(kind, usage, codex_usage(body.get("thread_token_usage")))
+        fields["note"] = "Codex token_usage_record: one model response (thread total in totalUsage)"
         response_id = as_str(body.get("response_id"))
         if response_id:
             fields["responseId"] = response_id
