@@ -63,3 +63,19 @@ def test_events_print_what_codex_takes(tmp_path: Path, monkeypatch) -> None:  # 
     found = list_sessions([str(tmp_path / "codex-home"), archive], archive_roots=[archive])
     listed = {Path(s.path): s for s in found}
     assert listed[archived].archiveOf == str(path) and listed[path].archives == [str(archived)]
+
+
+def test_a_summary_not_yet_in_the_rollout_sends_every_fact(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """A manual /compact whose compacted line is not written when SessionStart runs: all facts go, none wait for a
+    PostCompact that Codex would give no summary."""
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    monkeypatch.setenv("CTXD_CONFIG", str(tmp_path / "none.json"))
+    path = live(tmp_path)
+    payload = {"session_id": "01a2149d-8f0f-74c1-8dfa-7129af1db7c5", "transcript_path": str(path), "trigger": "manual"}
+    assert hook("PreCompact", payload) == ""
+    # The rollout does not change: no new compacted line when SessionStart runs.
+    printed = json.loads(hook("SessionStart", {**payload, "source": "compact"}))
+    context = printed["hookSpecificOutput"]["additionalContext"]
+    assert context.startswith("## Must keep (ctxd): facts from before the compaction\n")
+    assert "never edit README.md" in context

@@ -40,7 +40,9 @@ def handle(event: str, payload: Mapping[str, Any], settings: HookSettings) -> Ho
     own = settings._replace(state_dir=os.path.join(settings.state_dir, "codex"), archive=False)
     if event == "PreCompact":
         archived = _archive(payload, settings)
-        result = claude_hooks.pre_compact(payload, own)
+        # Codex keeps SessionStart's additionalContext in its history whatever the trigger, and PostCompact brings
+        # no summary: if SessionStart cannot read the summary yet, every fact goes (Claude's "auto" rule).
+        result = claude_hooks.pre_compact({**payload, "trigger": "auto"}, own)
         facts = result.note.removeprefix("PreCompact: archive off; ")
         return HookResult(note=f"PreCompact: {archived}; {facts} saved (nothing printed: Codex ignores it)")
     if event == "SessionStart":
