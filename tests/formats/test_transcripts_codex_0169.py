@@ -186,3 +186,31 @@ def test_the_tree_view_says_which_user_turns_codex_injected() -> None:
     previews = [preview(e) for e in t.entries if role(e) == "user"]
     assert previews[0][0] == "user" and previews[0][1].startswith("[injected codex.environment] <environment_context>")
     assert ("user", "Now append a second line to notes.txt.") in previews
+
+
+def test_cli_context_in_openai_format_and_check() -> None:
+    import subprocess
+    import sys
+
+    from conftest import REPO
+
+    def ctxd(*args: str) -> subprocess.CompletedProcess[str]:
+        command = [sys.executable, "-m", "ctxd", *args]
+        return subprocess.run(command, capture_output=True, text=True, cwd=REPO, timeout=60)
+
+    done = ctxd("context", str(ROLLOUT), "--json", "--format", "openai")
+    data = json.loads(done.stdout)
+    assert [m["role"] for m in data["openai"]] == [
+        "user",
+        "system",
+        "user",
+        "user",
+        "user",
+        "assistant",
+        "tool",
+        "assistant",
+    ]
+    assert data["openai"][0]["content"].startswith("The conversation history before this point was compacted")
+    assert data["contextTokens"] == 1010
+    check = ctxd("check", str(ROLLOUT))
+    assert check.returncode == 0 and check.stdout.rstrip().endswith("clean")
