@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint typecheck unit nvim-test vscode-test pi-test claude-code claude-test bench bench-fidelity clean codex-test
+.PHONY: demo test lint typecheck unit nvim-test vscode-test pi-test claude-code claude-test bench bench-fidelity clean
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -33,6 +33,7 @@ claude-code:
 claude-test: $(STAMP) claude-code
 	CTXD_CLAUDE_CODE="$$(bash scripts/claude-code.sh)" $(BIN)/pytest -q tests/claude_code
 
+.PHONY: codex-test
 codex-test: $(STAMP)
 	CTXD_CODEX="$$(bash scripts/codex.sh)" $(BIN)/pytest -q tests/codex tests/formats/test_transcripts_codex_0169.py
 

@@ -106,16 +106,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         from ctxd.server import serve
 
         return serve(tcp=args.tcp, config_path=args.config)
-    if args.command == "hook":
-        # Claude Code waits for hooks: only what the event needs is imported, and it never fails.
-        from ctxd.cli.hook import run as run_hook
-
-        return run_hook(args.event, agent=args.agent)
     if args.command == "codex-prompt":
         from ctxd.service.codex_hooks import compact_prompt
 
         print(compact_prompt())
         return 0
+    if args.command == "hook" and args.agent == "codex":
+        from ctxd.cli.hook import run as run_hook
+
+        return run_hook(args.event, agent="codex")
+    if args.command == "hook":
+        # Claude Code waits for hooks: only what the event needs is imported, and it never fails.
+        from ctxd.cli.hook import run as run_hook
+
+        return run_hook(args.event)
     # Warnings (a model attempt that failed, ...) as one line each, never showing a secret.
     # CTXD_LOG_LEVEL sets ctxd's own level; libraries stay at warnings.
     level = logging.getLevelName(os.environ.get("CTXD_LOG_LEVEL", "WARNING").upper())
