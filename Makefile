@@ -23,14 +23,19 @@ typecheck: $(STAMP)
 	$(BIN)/mypy
 
 # pytest includes tests/claude_code: the real Claude Code from npm (scripts/claude-code.sh, cached in .cache).
+# and tests/codex: the real Codex from npm (scripts/codex.sh; if npm cannot be reached, those tests skip saying so).
 unit: $(STAMP) claude-code
-	CTXD_CLAUDE_CODE="$$(bash scripts/claude-code.sh)" $(BIN)/pytest -q
+	CTXD_CLAUDE_CODE="$$(bash scripts/claude-code.sh)" CTXD_CODEX="$$(bash scripts/codex.sh || true)" $(BIN)/pytest -q
 
 claude-code:
 	bash scripts/claude-code.sh >/dev/null
 
 claude-test: $(STAMP) claude-code
 	CTXD_CLAUDE_CODE="$$(bash scripts/claude-code.sh)" $(BIN)/pytest -q tests/claude_code
+
+.PHONY: codex-test
+codex-test: $(STAMP)
+	CTXD_CODEX="$$(bash scripts/codex.sh)" $(BIN)/pytest -q tests/codex tests/formats/test_transcripts_codex_0169.py
 
 # The editors' suites run first, so pytest's summary is CI's closing line.
 nvim-test: $(STAMP)

@@ -104,6 +104,9 @@ def _parser() -> argparse.ArgumentParser:
 
     hk = sub.add_parser("hook", help="run one Claude Code hook (JSON on stdin); see integrations/claude-code")
     hk.add_argument("event", help="PreCompact, SessionStart, PostCompact, UserPromptSubmit, PostToolUse, SessionEnd")
+    hk.add_argument("--agent", choices=("claude", "codex"), default="claude", help="whose hook (default: claude)")
+
+    sub.add_parser("codex-prompt", help="print ctxd's compaction prompt for Codex's experimental_compact_prompt_file")
 
     srv = sub.add_parser("serve", help="run the daemon (JSON-RPC over stdio)")
     srv.add_argument("--tcp", help="HOST:PORT on loopback, for debugging")
@@ -142,6 +145,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         from ctxd.server import serve
 
         return serve(tcp=args.tcp, config_path=args.config)
+    if args.command == "codex-prompt":
+        from ctxd.service.codex_hooks import compact_prompt
+
+        print(compact_prompt())
+        return 0
+    if args.command == "hook" and args.agent == "codex":
+        from ctxd.cli.hook import run as run_hook
+
+        return run_hook(args.event, agent="codex")
     if args.command == "hook":
         # Claude Code waits for hooks: only what the event needs is imported, and it never fails.
         from ctxd.cli.hook import run as run_hook

@@ -119,8 +119,8 @@ def log(line: str, environ: Mapping[str, str] | None = None) -> None:
         pass
 
 
-def run(event: str, stdin: IO[bytes] | None = None, stdout: IO[str] | None = None) -> int:
-    """Handle one hook event; always returns 0."""
+def run(event: str, stdin: IO[bytes] | None = None, stdout: IO[str] | None = None, agent: str = "claude") -> int:
+    """Handle one hook event of ``agent`` (claude or codex); always returns 0."""
     started = time.perf_counter()
     session = "?"
     try:
@@ -129,7 +129,10 @@ def run(event: str, stdin: IO[bytes] | None = None, stdout: IO[str] | None = Non
         if not isinstance(payload, dict):
             raise ValueError(f"the hook input is a JSON {type(payload).__name__}, not an object")
         session = str(payload.get("session_id") or "?")[:64]
-        from ctxd.service.claude_hooks import handle
+        if agent == "codex":
+            from ctxd.service.codex_hooks import handle
+        else:
+            from ctxd.service.claude_hooks import handle
 
         result = handle(event, payload, load_settings(write_shell=True))
     except BaseException as exc:  # even SystemExit/KeyboardInterrupt: Claude Code must go on

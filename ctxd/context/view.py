@@ -123,7 +123,9 @@ def preview(entry: Mapping[str, Any]) -> tuple[str, str]:
             return role, one_line(f"$ {m.get('command', '')} (exit {m.get('exitCode')})")
         if role == "system":
             return role, one_line(_text(m.get("content")) or "system prompt update")
-        return role, one_line(_text(m.get("content")))
+        injected = m.get("ctxdInjected")  # an agent's text in a user turn (ctxd.formats.injected): say so
+        mark = f"[injected {one_line(injected, 40)}] " if isinstance(injected, str) and injected else ""
+        return role, one_line(mark + _text(m.get("content")))
     if kind == "compaction":
         tokens = entry.get("tokensBefore", 0)
         shown = f"{tokens:,}" if isinstance(tokens, int | float) and not isinstance(tokens, bool) else "?"

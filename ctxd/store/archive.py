@@ -12,6 +12,8 @@ path                                                                  what
 ``<data>/archive/claude/<project>/<session>/subagents/agent-*.jsonl``  copies of the session's subagent transcripts
 ``<data>/archive/claude/<project>/<session>/earlier/<UTC>.jsonl``      the previous copy, kept when the live file
                                                                       stopped extending it (rewritten, truncated)
+``<data>/archive/codex/YYYY/MM/DD/rollout-*.jsonl``                   copy of ``~/.codex/sessions/YYYY/MM/DD/
+                                                                      rollout-*.jsonl`` (Codex's hooks)
 ====================================================================  =============================================
 
 ``<data>`` is ``$XDG_DATA_HOME/ctxd`` (default ``~/.local/share/ctxd``); ctxd's state (the hooks' log and their
@@ -81,6 +83,27 @@ def archive_transcript(transcript: str, root: str | None = None) -> list[Archive
             if sub is not None and name.endswith(".jsonl") and os.path.isfile(src):
                 results.append(mirror(src, sub))
     return results
+
+
+def codex_archive_path(rollout: str, root: str) -> str | None:
+    """Where the archive keeps a Codex rollout: ``<root>/codex/YYYY/MM/DD/rollout-*.jsonl`` (Codex's own layout
+    under ``~/.codex/sessions``), or ``<root>/codex/<name>`` for a rollout elsewhere; None for other names."""
+    parts = os.path.normpath(os.path.abspath(rollout)).split(os.sep)
+    name = parts[-1]
+    if not (name.startswith("rollout-") and name.endswith(".jsonl") and _safe(name)):
+        return None
+    dated = parts[-4:-1]
+    if len(parts) >= 5 and all(p.isdigit() for p in dated):
+        return os.path.join(root, "codex", *dated, name)
+    return os.path.join(root, "codex", name)
+
+
+def archive_codex_rollout(rollout: str, root: str | None = None) -> list[ArchiveResult]:
+    """Copy a Codex rollout into the archive (as :func:`archive_transcript` does for Claude Code)."""
+    dst = codex_archive_path(rollout, root or archive_root())
+    if dst is None or not os.path.isfile(rollout):
+        return []
+    return [mirror(rollout, dst)]
 
 
 def mirror(src: str, dst: str) -> ArchiveResult:

@@ -24,7 +24,16 @@ other ``*_call_output`` items                          the same ``call_id``
 ``event_msg`` ``token_count`` with ``info``            ``usage`` entry (kind ``codex.token_count``); its
                                                        ``last_token_usage`` also becomes the usage of the latest
                                                        assistant message if that has none yet
-``compacted``                                          ``compaction``
+``compacted``                                          ``compaction``; in 0.169 (``retained_context`` present) also
+                                                       one ``message`` per item of ``replacement_history`` besides
+                                                       the summary (what the compaction kept; ``codexRetained``)
+``token_usage_record`` (0.169)                         ``usage`` entry (kind ``codex.token_usage_record``, or
+                                                       ``codex.compaction_usage`` for the summary request); also
+                                                       the usage of the assistant message it closes
+``response_item`` assistant ``message`` with           ``custom`` ``codex.response_item.compaction_output`` (the
+``metadata.compaction_output`` (0.169)                 summary request's answer, never a conversation message)
+``event_msg`` ``item_completed`` (0.169)               ``custom`` ``codex.event_msg.item_completed.<item type>``
+                                                       (UserMessage, AgentMessage, ContextCompaction, ...)
 anything else (``turn_context``, other ``event_msg``,  ``custom`` ``codex.<type>[.<payload type>]`` with ``data`` =
 ``web_search_call``, ``ghost_snapshot``, ...)          the line
 =====================================================  ===========================================================
@@ -44,6 +53,16 @@ Decisions where the format is ambiguous:
   totalTokens = total_tokens. An assistant message Codex reported no usage for carries no ``usage`` (a zero usage
   would read as an empty context). The usage entry keeps the cumulative ``total_token_usage`` as ``totalUsage``.
   A count never reaches back across a ``compacted`` line (after one it measures the new, smaller context).
+- Codex 0.169 writes each response's usage as a ``token_usage_record`` before the ``token_count`` event; once a
+  file has such records, ``token_count`` events are kept as custom entries (they repeat the record, and the one
+  after a compaction carries an estimate with zero input). The summary request's usage (between the compaction's
+  answer and the ``compacted`` line) never becomes an assistant's usage nor the compaction's ``tokensBefore``.
+- User messages whose 0.169 metadata gives every part a provenance other than the user (``harness``,
+  ``skills``, ...) get ``ctxdInjected`` = ``codex.<content item kind>`` when the text alone did not tell.
+- Compaction in 0.169: Codex's next request is its base instructions, then the replacement history (the kept
+  developer and user messages, then the summary as a user message), then what follows. ctxd's context is the
+  summary (the compaction entry), then the kept messages (entries of the ``compacted`` line, kind
+  ``compacted.replacement_history``), then what follows: the same items, the summary first.
 - Event messages (user_message, agent_message, agent_reasoning, exec_command_end, task_started, ...) mostly
   duplicate response items; they are kept as custom entries (never messages), so nothing is dropped and the
   command metadata (exit codes, durations) stays visible.
@@ -64,117 +83,38 @@ import re
 from pathlib import Path
 from typing import Any
 
-from ctxd.formats.injected import mark_injected
 from ctxd.formats.transcripts._base import (
     EPOCH_ISO,
     IdAllocator,
     Transcript,
     as_dict,
-    as_int,
     as_str,
-    data_url_image,
     finish_entries,
     iso_ms,
     line_id,
-    opaque_block,
-    parse_json_object,
     run_mapper,
     to_json_text,
 )
+from ctxd.formats.transcripts.codex_items import (
+    block_texts,
+    codex_usage,
+    content_blocks,
+    conversation_message,
+    render_history,
+    retained_items,
+    tool_arguments,
+    tool_output,
+)
 
-TOP_TYPES = frozenset({"session_meta", "response_item", "event_msg", "turn_context", "compacted"})
-TEXT_BLOCKS = frozenset({"input_text", "output_text", "text", "summary_text", "reasoning_text"})
+TOP_TYPES = frozenset(
+    {"session_meta", "response_item", "event_msg", "turn_context", "compacted", "world_state", "token_usage_record"}
+)
 _UUID_TAIL = re.compile(r"([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})$", re.I)
 
 
 def map_codex(data: bytes, path: str = "") -> Transcript:
     """Map a Codex rollout (the whole file's bytes) onto pi v3 entries; never raises."""
     return run_mapper(_CodexMapper(path if isinstance(path, str) else ""), data)
-
-
-def codex_usage(value: Any) -> dict[str, Any] | None:
-    if not isinstance(value, dict):
-        return None
-    inp = as_int(value.get("input_tokens"))
-    cached = as_int(value.get("cached_input_tokens"))
-    out = as_int(value.get("output_tokens"))
-    total = as_int(value.get("total_tokens")) or inp + out
-    return {"input": max(0, inp - cached), "output": out, "cacheRead": cached, "cacheWrite": 0, "totalTokens": total}
-
-
-def _block(block: Any) -> dict[str, Any]:
-    if isinstance(block, str):
-        return {"type": "text", "text": block}
-    if not isinstance(block, dict):
-        return opaque_block("block", block)
-    kind = block.get("type")
-    if kind in TEXT_BLOCKS and isinstance(block.get("text"), str):
-        return {"type": "text", "text": block["text"]}
-    if kind == "refusal" and isinstance(block.get("refusal"), str):
-        return {"type": "text", "text": block["refusal"]}
-    if kind == "input_image":
-        url = block.get("image_url")
-        if isinstance(url, str):
-            return data_url_image(url) or {"type": "text", "text": f"[image: {url}]"}
-    return opaque_block(kind if isinstance(kind, str) and kind else "block", block)
-
-
-def _blocks(content: Any) -> list[dict[str, Any]]:
-    if isinstance(content, str):
-        return [{"type": "text", "text": content}]
-    if isinstance(content, list):
-        return [_block(b) for b in content]
-    return []
-
-
-def _texts(items: Any) -> list[str]:
-    if not isinstance(items, list):
-        return []
-    return [b["text"] for b in items if isinstance(b, dict) and isinstance(b.get("text"), str)]
-
-
-def _render_history(items: Any) -> str:
-    """A plain rendering of a replacement history: one ``role: text`` paragraph per message."""
-    if not isinstance(items, list):
-        return ""
-    parts: list[str] = []
-    for item in items:
-        item = as_dict(item)
-        kind = item.get("type")
-        if kind == "message":
-            text = "\n".join(_texts(item.get("content")))
-            if text:
-                parts.append(f"{as_str(item.get('role')) or 'unknown'}: {text}")
-        elif kind in ("compaction", "compaction_summary"):
-            parts.append(f"[{kind}: encrypted]")
-    return "\n\n".join(parts)
-
-
-def _arguments(payload: dict[str, Any]) -> dict[str, Any]:
-    for key in ("arguments", "input", "action"):
-        if key not in payload:
-            continue
-        value = payload[key]
-        if isinstance(value, dict):
-            return value
-        if isinstance(value, str):
-            parsed = parse_json_object(value) if key == "arguments" else None
-            return parsed if parsed is not None else {"input": value}
-        if value is not None:
-            return {"input": value}
-    return {}
-
-
-def _output(value: Any) -> tuple[list[dict[str, Any]], bool]:
-    """Tool output content blocks and whether it reports an error."""
-    if isinstance(value, dict):
-        blocks = _blocks(value.get("content"))
-        if not blocks and "content" not in value:
-            blocks = [{"type": "text", "text": to_json_text(value)}]
-        return blocks, value.get("success") is False
-    if value is None:
-        return [], False
-    return _blocks(value) if isinstance(value, str | list) else [{"type": "text", "text": to_json_text(value)}], False
 
 
 class _CodexMapper:
@@ -190,6 +130,10 @@ class _CodexMapper:
         self.last_assistant: dict[str, Any] | None = None
         self.calls: dict[str, str] = {}
         self.last_context: int | None = None
+        self.usage_records = False
+        """Whether a ``token_usage_record`` line was seen (0.169): then ``token_count`` events only repeat it."""
+        self.compacting = False
+        """Between a compaction's model answer and its ``compacted`` line: that usage is the summary request's."""
         self.model: str | None = None
         self.provider: str | None = None
         self.header: dict[str, Any] = {}
@@ -227,7 +171,16 @@ class _CodexMapper:
         elif kind == "response_item":
             self._item(number, obj, body, ptype, stamp, source_kind)
         elif kind == "event_msg" and ptype == "token_count" and isinstance(body.get("info"), dict):
-            self._token_count(number, obj, body["info"], stamp, source_kind)
+            if self.usage_records:  # 0.169 writes each response's usage as a token_usage_record first
+                self.open = None
+                self._custom(number, obj, stamp, source_kind)
+            else:
+                self._token_count(number, obj, body["info"], stamp, source_kind)
+        elif kind == "token_usage_record":
+            self._usage_record(number, obj, body, stamp)
+        elif kind == "event_msg" and ptype == "item_completed":
+            item_type = as_str(as_dict(body.get("item")).get("type")) or "unknown"
+            self._custom(number, obj, stamp, f"event_msg.item_completed.{item_type}")
         elif kind == "compacted":
             self._compacted(number, body, stamp)
         else:
@@ -302,32 +255,33 @@ class _CodexMapper:
         call_id = as_str(body.get("call_id"))
         if ptype == "message":
             role = body.get("role")
-            blocks = _blocks(body.get("content"))
-            if role == "assistant":
+            blocks = content_blocks(body.get("content"))
+            if role == "assistant" and as_dict(obj.get("metadata")).get("compaction_output") is True:
+                # The compaction request's answer (0.169): the summary, which the compacted line carries; never a
+                # message of the conversation.
+                self.open = None
+                self.compacting = True
+                self._custom(number, obj, stamp, "response_item.compaction_output")
+            elif role == "assistant":
                 self._assistant(number, blocks, stamp, source_kind)
-            elif role == "user":
-                message = {"role": "user", "content": blocks, "timestamp": ms}
-                mark_injected(message)
-                self._message(number, message, stamp, source_kind)
-            elif role in ("developer", "system"):
-                message = {"role": "system", "content": blocks, "timestamp": ms, "codexRole": role}
-                self._message(number, message, stamp, source_kind)
+            elif role in ("user", "developer", "system"):
+                self._message(number, conversation_message(body, blocks, ms), stamp, source_kind)
             else:
                 self._custom(number, obj, stamp, source_kind)
         elif ptype == "reasoning":
-            texts = _texts(body.get("summary")) or _texts(body.get("content"))
+            texts = block_texts(body.get("summary")) or block_texts(body.get("content"))
             thinking = {"type": "thinking", "thinking": "\n\n".join(texts), "thinkingSignature": to_json_text(body)}
             self._assistant(number, [thinking], stamp, source_kind)
         elif ptype.endswith("_call") and call_id:
             call_name = as_str(body.get("name")) or ptype[: -len("_call")]
             self.calls.setdefault(call_id, call_name)
-            call = {"type": "toolCall", "id": call_id, "name": call_name, "arguments": _arguments(body)}
+            call = {"type": "toolCall", "id": call_id, "name": call_name, "arguments": tool_arguments(body)}
             self._assistant(number, [call], stamp, source_kind)
         elif ptype.endswith("_output") and call_id:
             name = self.calls.get(call_id)
             if name is None:
                 self.diagnostics.append((number, f"tool output for unknown call_id {call_id!r}"))
-            content, is_error = _output(body.get("output"))
+            content, is_error = tool_output(body.get("output"))
             message = {
                 "role": "toolResult",
                 "toolCallId": call_id,
@@ -347,32 +301,67 @@ class _CodexMapper:
         if usage is None:
             self._custom(number, obj, stamp, source_kind)
             return
-        self.last_context = usage["totalTokens"]
-        if self.last_assistant is not None and "usage" not in self.last_assistant["message"]:
-            self.last_assistant["message"]["usage"] = dict(usage)
         self.open = None
-        fields: dict[str, Any] = {
-            "kind": "codex.token_count",
-            "provider": self.provider or "openai",
-            "model": self.model or "",
-            "usage": usage,
-            "note": "Codex token_count: last request (cumulative usage in totalUsage)",
-        }
-        total = codex_usage(info.get("total_token_usage"))
-        if total is not None:
-            fields["totalUsage"] = total
+        self._give_usage(usage)
+        fields = self._usage_fields("codex.token_count", usage, codex_usage(info.get("total_token_usage")))
+        fields["note"] = "Codex token_count: last request (cumulative usage in totalUsage)"
         window = info.get("model_context_window")
         if isinstance(window, int) and not isinstance(window, bool):
             fields["modelContextWindow"] = window
         self._add("usage", fields, number, stamp, source_kind)
 
+    def _give_usage(self, usage: dict[str, Any]) -> None:
+        """A conversation request's usage: the context size so far, and the latest assistant's usage if unset."""
+        self.last_context = usage["totalTokens"]
+        if self.last_assistant is not None and "usage" not in self.last_assistant["message"]:
+            self.last_assistant["message"]["usage"] = dict(usage)
+
+    def _usage_fields(self, kind: str, usage: dict[str, Any], total: dict[str, Any] | None) -> dict[str, Any]:
+        fields: dict[str, Any] = {"kind": kind, "provider": self.provider or "openai", "model": self.model or ""}
+        fields["usage"] = usage
+        if total is not None:
+            fields["totalUsage"] = total
+        return fields
+
+    def _usage_record(self, number: int, obj: dict[str, Any], body: dict[str, Any], stamp: str | None) -> None:
+        """A 0.169 ``token_usage_record``: the usage of one model response (``response_id``)."""
+        usage = codex_usage(body.get("usage"))
+        self.usage_records = True
+        self.open = None
+        if usage is None:
+            self._custom(number, obj, stamp, "token_usage_record")
+            return
+        if self.compacting:  # the summary request's usage: it measures the old context plus the prompt
+            kind = "codex.compaction_usage"
+        else:
+            kind = "codex.token_usage_record"
+            self._give_usage(usage)
+        fields = self._usage_fields(kind, usage, codex_usage(body.get("thread_token_usage")))
+        fields["note"] = "Codex token_usage_record: one model response (thread total in totalUsage)"
+        response_id = as_str(body.get("response_id"))
+        if response_id:
+            fields["responseId"] = response_id
+        self._add("usage", fields, number, stamp, "token_usage_record")
+
     def _compacted(self, number: int, body: dict[str, Any], stamp: str | None) -> None:
         self.open = None
         self.last_assistant = None  # counts after a compaction measure the new context, not older messages
+        self.compacting = False
         history = body.get("replacement_history")
         message = as_str(body.get("message")) or ""
-        summary = message if message.strip() else _render_history(history)
+        retained = retained_items(history, message) if "retained_context" in body else []
+        rest = [i for i in history if all(i is not r for r in retained)] if isinstance(history, list) else history
+        summary = message if message.strip() else render_history(rest)  # kept messages follow as entries
         eid = self.ids.take(line_id(number))
+        details: dict[str, Any] = {
+            "source": "codex",
+            "replacementHistory": len(history) if isinstance(history, list) else 0,
+        }
+        if retained:
+            details["retained"] = len(retained)
+        window = body.get("window_number")
+        if isinstance(window, int) and not isinstance(window, bool):
+            details["window"] = window
         entry: dict[str, Any] = {
             "type": "compaction",
             "id": eid,
@@ -381,12 +370,19 @@ class _CodexMapper:
             "summary": summary,
             "firstKeptEntryId": eid,
             "tokensBefore": self.last_context or 0,
-            "details": {"source": "codex", "replacementHistory": len(history) if isinstance(history, list) else 0},
+            "details": details,
             "ctxdSource": {"lines": [number], "kind": "compacted"},
         }
         self.entries.append(entry)
         self.lines.append(number)
         self.prev = eid
+        # What the compaction kept (0.169): the replacement history's messages besides the summary, which Codex
+        # sends again after it; they follow the compaction as messages of the same line.
+        ms = iso_ms(stamp)
+        for item in retained:
+            kept = conversation_message(item, content_blocks(item.get("content")), ms)
+            kept["codexRetained"] = True
+            self._add("message", {"message": kept}, number, stamp, "compacted.replacement_history")
 
     def result(self) -> Transcript:
         header: dict[str, Any] = {
