@@ -239,6 +239,7 @@ def create_server(config: Config | None = None) -> CtxdServer:
                 ls.service.file_changed,
                 step_ms=ls.config.watchStepMs,
                 on_live=ls.service.catch_up,  # a listing answered before the watch began (ctxd.server.early)
+                files=ls.config.opencodeDatabases,
             )
             ls.service.run_task(ls.watcher.run(), "watcher")
 

@@ -36,12 +36,14 @@ class ServiceBase:
     def __init__(self, config: Config, notify: Notify | None = None) -> None:
         self.config = config
         self.notify: Notify = notify or (lambda method, payload: None)
-        self.registry = Registry(config.all_roots)
+        self.registry = Registry(config.all_roots, config.opencodeDatabases)
         self.hook: SessionHook | None = None
         """The client's compact/willRun hook, called with the session's path, the trigger and the plan."""
         self._tasks: set[asyncio.Task[Any]] = set()
         self._announced: set[str] = set()
         """Session files announced with session/didCreate (by a method or by the watcher)."""
+        self._opencode_seen: dict[str, dict[str, tuple[int, ...]]] = {}
+        """Per opencode database: each session's update stamp when the watcher last looked."""
 
     # --- plumbing -----------------------------------------------------------------------------
 

@@ -1,7 +1,8 @@
 """Watching session roots with watchfiles (inotify), so files written by agents show up at once.
 
 Roots that do not exist yet are picked up when they appear; a root that vanishes is survived.
-Only ``*.jsonl`` files are reported.  Every change is handed to ``on_change(path, kind)`` with
+Only ``*.jsonl`` files are reported, and the ``files`` named (opencode's databases: a change to one or to its
+``-wal`` is reported as a modification of the database).  Every change is handed to ``on_change(path, kind)`` with
 kind "added", "modified" or "deleted"; the receiver re-reads from its saved offset, so coalesced
 or missed events lose nothing.
 """
@@ -11,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 
 log = logging.getLogger(__name__)
 
@@ -27,8 +28,17 @@ class Watcher:
         *,
         step_ms: int = 10,
         on_live: Callable[[], Awaitable[None]] | None = None,
+        files: Iterable[str] = (),
     ) -> None:
         """``on_live``: called once the watch is live (what changed before it began is not an event)."""
+        files = list(files)
+        self.files = {os.path.realpath(f): f for f in files}
+        for real, given in list(self.files.items()):
+            self.files[real + "-wal"] = given
+            self.files[given + "-wal"] = given
+            self.files.setdefault(given, given)
+        # A database's folder is watched like a root (only its database's changes are reported).
+        roots = [*roots, *(d for d in dict.fromkeys(os.path.dirname(f) for f in files) if d not in roots)]
         self.roots = roots
         self.on_change = on_change
         self.step_ms = step_ms
@@ -77,7 +87,8 @@ class Watcher:
                     # Deletions first, then additions, then modifications, in path order.
                     order = {"deleted": 0, "added": 1, "modified": 2}
                     events = sorted(
-                        {(path, kinds[c]) for c, path in changes if path.endswith(".jsonl") and c in kinds},
+                        {(path, kinds[c]) for c, path in changes if path.endswith(".jsonl") and c in kinds}
+                        | {(self.files[path], "modified") for c, path in changes if path in self.files},
                         key=lambda e: (order[e[1]], e[0]),
                     )
                     for path, kind in events:
