@@ -10,11 +10,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from opencode.harness import SUMMARY
+from opencode.rows import DATA, SESSION, add_turn
 from pytest_lsp import LanguageClient
 
 from ctxd.service import protocol as p
-from opencode.harness import SUMMARY
-from opencode.rows import DATA, SESSION, add_turn
 
 from .harness import call, call_error, user
 
