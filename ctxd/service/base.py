@@ -103,8 +103,13 @@ class ServiceBase:
 
     async def _with(self, ref: str, fn: Callable[[OpenSession], T]) -> T:
         opened = await self._open(ref)
+        if getattr(opened.session.file, "checked_per_request", False):
+            await self._freshen(opened)
         async with opened.lock:
             return await asyncio.to_thread(fn, opened)
+
+    async def _freshen(self, opened: OpenSession) -> None:
+        """Catch a session up with its source before a request is served (the live part overrides it)."""
 
     async def _locked_call(self, opened: OpenSession, fn: Callable[[], T]) -> T:
         async with opened.lock:

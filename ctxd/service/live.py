@@ -104,6 +104,11 @@ class Live(ServiceBase):
             self._announced.discard(path)
             self._emit(p.DID_DELETE, p.DidDelete(path))
 
+    async def _freshen(self, opened: OpenSession) -> None:
+        """An opencode session is caught up with its database before each request (two stats when nothing
+        changed), so an answer never lags the watcher; what it finds is announced as the watcher would."""
+        await self._refresh_open(opened.session.path, opened)
+
     async def _refresh_open(self, real: str, opened: OpenSession) -> None:
         s = opened.session
 

@@ -201,6 +201,9 @@ def list_database(db: str) -> list[SessionSummary]:
 class OpencodeFile(TranscriptFile):
     """One opencode session, ``<database>#<session id>``, as a read-only session file."""
 
+    checked_per_request = True
+    """The daemon refreshes it before serving each request (see ``ServiceBase._with``)."""
+
     def __init__(self, path: str, **kwargs: Any) -> None:
         super().__init__(path, **kwargs)
         found = split_ref(self.path)
