@@ -47,6 +47,7 @@ class OpencodeHome:
     server: FakeOpenAIServer
     binary: str
     plugins: list[str] = attrs.field(factory=list)
+    extra_env: dict[str, str] = attrs.field(factory=dict)
 
     @property
     def data(self) -> Path:
@@ -75,6 +76,7 @@ class OpencodeHome:
             NO_PROXY="127.0.0.1,localhost",
             PWD=str(self.workdir),
         )
+        env.update(self.extra_env)
         return env
 
     def write_config(self) -> None:
@@ -137,8 +139,9 @@ class CompactingResponder:
     the first turn runs bash once, and the answer after its result reports a prompt near the window (so
     opencode compacts); every later request gets a short answer with small usage."""
 
-    def __init__(self, summary: str = SUMMARY) -> None:
+    def __init__(self, summary: str = SUMMARY, command: str = "echo hello-from-bash") -> None:
         self.summary = summary
+        self.command = command
         self.turns = 0
 
     def __call__(self, body: dict[str, Any], index: int) -> Action | None:
@@ -148,7 +151,7 @@ class CompactingResponder:
             return reply(self.summary)
         self.turns += 1
         if self.turns == 1:
-            call = {"command": "echo hello-from-bash", "description": "Say hello"}
+            call = {"command": self.command, "description": "Say hello"}
             return tool_call("bash", call, call_id=f"call_bash_{index}")
         if self.turns == 2:
             usage = {"prompt_tokens": LARGE, "completion_tokens": 20, "total_tokens": LARGE + 20}
