@@ -57,6 +57,10 @@ def test_the_plugin_keeps_the_facts_through_a_real_opencode_compaction(tmp_path:
         stored = [json.loads(d) for (d,) in conn.execute("SELECT data FROM part WHERE data LIKE '%\"tool\"%'")]
     output = next(p["state"]["output"] for p in stored if p.get("type") == "tool")
     assert "chars omitted" in output and len(output) < 3000
-    if NOTE.parent.is_dir():  # the request, for the report
-        shown = json.dumps(after, indent=1)
+    if NOTE.parent.is_dir():  # the request, for the report (opencode's long system prompt and tools shortened)
+        messages = [
+            {**m, "content": text_of(m)[:300] + " [...]"} if m["role"] == "system" and text_of(m) not in injected else m
+            for m in after["messages"]
+        ]
+        shown = json.dumps({"model": after.get("model"), "messages": messages}, indent=1)
         NOTE.write_text(f"# opencode: the first request after a compaction\n\n```json\n{shown}\n```\n")
