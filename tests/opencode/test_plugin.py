@@ -7,7 +7,9 @@ database alike."""
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
+import subprocess
 import sys
 from pathlib import Path
 
@@ -64,3 +66,16 @@ def test_the_plugin_keeps_the_facts_through_a_real_opencode_compaction(tmp_path:
         ]
         shown = json.dumps({"model": after.get("model"), "messages": messages}, indent=1)
         NOTE.write_text(f"# opencode: the first request after a compaction\n\n```json\n{shown}\n```\n")
+
+
+def test_the_plugin_type_checks_against_opencodes_plugin_api() -> None:
+    opencode_binary()  # installs @opencode-ai/plugin beside opencode
+    tsc = REPO / ".cache" / "pi-0.87.1" / "node_modules" / ".bin" / "tsc"
+    if not tsc.exists():
+        subprocess.run(["bash", str(REPO / "scripts" / "pi.sh")], check=True, capture_output=True, timeout=900)
+    node = subprocess.run(["bash", str(REPO / "scripts" / "node24.sh")], check=True, capture_output=True, text=True)
+    env = {**os.environ, "PATH": f"{node.stdout.strip()}{os.pathsep}{os.environ.get('PATH', '')}"}
+    done = subprocess.run(
+        [str(tsc), "-p", "tsconfig.json"], cwd=PLUGIN.parents[1], env=env, capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stdout + done.stderr

@@ -17,6 +17,8 @@
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 
+import type { Hooks, Plugin } from '@opencode-ai/plugin';
+
 import { CtxdClient, splitCommand } from './client';
 import { cutOutput, type Fact, missingFacts, renderMissing } from './facts';
 
@@ -40,7 +42,7 @@ function log(line: string): void {
   process.stderr.write(`[ctxd] ${line}\n`);
 }
 
-export const CtxdPlugin = async (_input: unknown) => {
+export const CtxdPlugin: Plugin = async () => {
   const settings = readSettings(process.env);
   let started: Promise<CtxdClient> | undefined;
   const factsAtCompaction = new Map<string, Fact[]>();
@@ -67,8 +69,8 @@ export const CtxdPlugin = async (_input: unknown) => {
     return started;
   }
 
-  return {
-    'experimental.session.compacting': async (input: { sessionID: string }, output: { context: string[] }) => {
+  const hooks: Hooks = {
+    'experimental.session.compacting': async (input, output) => {
       reinject.delete(input.sessionID);
       try {
         // opencode summarises the whole conversation: nothing is kept verbatim.
@@ -84,7 +86,7 @@ export const CtxdPlugin = async (_input: unknown) => {
         log(`no must-keep facts for ${input.sessionID}: ${String(error)}`);
       }
     },
-    'experimental.compaction.autocontinue': async (input: { sessionID: string }) => {
+    'experimental.compaction.autocontinue': async (input) => {
       const facts = factsAtCompaction.get(input.sessionID);
       factsAtCompaction.delete(input.sessionID);
       if (!facts || facts.length === 0) return;
@@ -98,11 +100,11 @@ export const CtxdPlugin = async (_input: unknown) => {
         log(`cannot check the summary of ${input.sessionID}: ${String(error)}`);
       }
     },
-    'experimental.chat.system.transform': async (input: { sessionID?: string }, output: { system: string[] }) => {
+    'experimental.chat.system.transform': async (input, output) => {
       const text = input.sessionID ? reinject.get(input.sessionID) : undefined;
       if (text) output.system.push(text);
     },
-    'tool.execute.after': async (_input: { tool: string }, output: { output: string }) => {
+    'tool.execute.after': async (_input, output) => {
       if (settings.toolOutputChars > 0 && typeof output.output === 'string') {
         output.output = cutOutput(output.output, settings.toolOutputChars);
       }
@@ -113,6 +115,7 @@ export const CtxdPlugin = async (_input: unknown) => {
       if (client) await (await client).stop();
     },
   };
+  return hooks;
 };
 
 export default CtxdPlugin;
