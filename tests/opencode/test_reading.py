@@ -4,6 +4,7 @@ Chat Completions server: a bash call, then an auto-compaction), strictly read-on
 from __future__ import annotations
 
 import hashlib
+import json
 import shutil
 import sqlite3
 from pathlib import Path
@@ -12,7 +13,7 @@ import pytest
 
 from ctxd.context.build import build_context
 from ctxd.errors import ReadOnlySessionError, SessionError
-from ctxd.formats.transcripts.opencode import map_opencode
+from ctxd.formats.transcripts.opencode import OpencodeRows, map_opencode
 from ctxd.store.opencode import OpencodeFile, list_databases, read_session, session_path, split_ref
 from ctxd.tree.session import Session
 
@@ -124,3 +125,46 @@ def test_a_missing_session_or_database_is_a_clear_error(tmp_path: Path) -> None:
     t = map_opencode(read_session(str(broken), SESSION))
     assert any("not a JSON object" in reason for _, reason in t.diagnostics)
     assert [e["type"] for e in t.entries].count("compaction") == 1  # the rest is served
+
+
+def test_errors_pending_calls_reasoning_and_two_steps_in_one_message() -> None:
+    def part(message: str, n: int, data: dict[str, object]) -> tuple[str, str, str]:
+        return (message, f"prt_{message}_{n}", json.dumps(data))
+
+    tokens = {"total": 50, "input": 40, "output": 10, "cache": {"read": 0, "write": 0}}
+    messages = [
+        ("m1", 1, json.dumps({"role": "user", "time": {"created": 1795642339000}})),
+        ("m2", 2, json.dumps({"role": "assistant", "providerID": "x", "modelID": "y", "tokens": tokens})),
+        ("m3", 3, json.dumps({"role": "assistant", "error": {"name": "APIError", "data": {"message": "boom"}}})),
+    ]
+    failed = {"status": "error", "input": {"command": "false"}, "error": "exit 1"}
+    parts = [
+        part("m1", 1, {"type": "text", "text": "look"}),
+        part("m1", 2, {"type": "file", "mime": "image/png", "url": "data:image/png;base64,AAAA", "filename": "a.png"}),
+        part("m2", 1, {"type": "step-start"}),
+        part("m2", 2, {"type": "reasoning", "text": "thinking it over"}),
+        part("m2", 3, {"type": "tool", "tool": "bash", "callID": "c1", "state": failed}),
+        part("m2", 4, {"type": "step-finish", "tokens": tokens}),
+        part("m2", 5, {"type": "step-start"}),
+        part("m2", 6, {"type": "tool", "tool": "read", "callID": "c2", "state": {"status": "running", "input": {}}}),
+        part("m2", 7, {"type": "patch", "hash": "abc", "files": []}),
+        part("m3", 1, {"type": "text", "text": "partial"}),
+    ]
+    t = map_opencode(OpencodeRows({"id": "ses_x", "directory": "/w", "time_created": 1}, messages, parts))
+    assert t.diagnostics == []
+    kinds = [(e["type"], e.get("message", {}).get("role") or e.get("customType")) for e in t.entries]
+    assert kinds == [
+        ("message", "user"),
+        ("message", "assistant"),
+        ("message", "toolResult"),
+        ("message", "assistant"),
+        ("custom", "opencode.patch"),
+        ("message", "assistant"),
+    ]
+    user, step1, result, step2, _, broken = t.entries
+    assert user["message"]["content"][1] == {"type": "image", "data": "AAAA", "mimeType": "image/png"}
+    assert step1["message"]["content"][0] == {"type": "thinking", "thinking": "thinking it over"}
+    assert step1["message"]["usage"]["totalTokens"] == 50 and step1["message"]["stopReason"] == "toolUse"
+    assert result["message"]["isError"] is True and result["message"]["content"][0]["text"] == "exit 1"
+    assert step2["id"] == "m2~1" and step2["message"]["content"][0]["id"] == "c2"  # running: no result yet
+    assert broken["message"]["stopReason"] == "error" and broken["message"]["errorMessage"] == "boom"
