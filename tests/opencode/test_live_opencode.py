@@ -61,3 +61,9 @@ async def test_a_watching_daemon_follows_a_real_opencode_run_through_its_compact
             assert [r["type"] for r in tree["rows"]].count("compaction") == 1
             assert "hello-from-bash" in rows["toolResult"]["preview"]
             assert hashlib.sha256(Path(db).read_bytes()).hexdigest() == before
+            # ctxd's context is what opencode sent in its last request (opencode's "What did we do so far?"
+            # and the summary are ctxd's compaction summary), plus the answer to it.
+            sent = [m for m in server.requests[-1].body["messages"] if m["role"] != "system"]
+            assert [m["role"] for m in sent] == ["user", "assistant", "user"]
+            assert sent[1]["content"] == messages[0]["message"]["summary"]
+            assert sent[2]["content"] == messages[1]["message"]["content"][0]["text"]

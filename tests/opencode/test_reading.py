@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import shutil
 import sqlite3
 from pathlib import Path
@@ -14,7 +15,7 @@ import pytest
 from ctxd.context.build import build_context
 from ctxd.errors import ReadOnlySessionError, SessionError
 from ctxd.formats.transcripts.opencode import OpencodeRows, map_opencode
-from ctxd.store.opencode import OpencodeFile, list_databases, read_session, session_path, split_ref
+from ctxd.store.opencode import OpencodeFile, default_databases, list_databases, read_session, session_path, split_ref
 from ctxd.tree.session import Session
 
 from .harness import LARGE, SUMMARY
@@ -168,3 +169,20 @@ def test_errors_pending_calls_reasoning_and_two_steps_in_one_message() -> None:
     assert result["message"]["isError"] is True and result["message"]["content"][0]["text"] == "exit 1"
     assert step2["id"] == "m2~1" and step2["message"]["content"][0]["id"] == "c2"  # running: no result yet
     assert broken["message"]["stopReason"] == "error" and broken["message"]["errorMessage"] == "boom"
+
+
+def test_the_databases_come_from_the_config_the_environment_or_opencodes_default(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ctxd.service.config import config_from_json, load_cli_config
+
+    problems: list[str] = []
+    assert config_from_json({"opencodeDatabases": [str(DATA)]}, problems).opencodeDatabases == [str(DATA)]
+    config_from_json({"opencodeDatabases": "x.db"}, problems)
+    assert problems == ["opencodeDatabases: expected a list of paths, got 'x.db'"]
+    env = {"CTXD_CONFIG": str(tmp_path / "none.json"), "CTXD_OPENCODE_DATABASES": f"{DATA}{os.pathsep}/b.db"}
+    assert load_cli_config(environ=env)[0].opencodeDatabases == [str(DATA), "/b.db"]
+    (tmp_path / "opencode").mkdir()
+    shutil.copyfile(DATA, tmp_path / "opencode" / "opencode.db")
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path))
+    assert default_databases() == [str(tmp_path / "opencode" / "opencode.db")]
