@@ -58,7 +58,13 @@ export const CtxdPlugin: Plugin = async () => {
         log,
         commandHint: 'install ctxd, or set CTXD_OPENCODE_COMMAND',
         // Reads opencode's database only; it never writes it, nor compacts on its own.
-        initializationOptions: { transcriptRoots: [], opencodeDatabases: [settings.database], autoCompact: false },
+        // No watching: an opencode session is caught up with the database on every request anyway.
+        initializationOptions: {
+          transcriptRoots: [],
+          opencodeDatabases: [settings.database],
+          autoCompact: false,
+          watch: false,
+        },
       });
       started = client.start().then(() => client);
       started.catch((error) => {
