@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ctxd.errors import SessionError
+from ctxd.formats.transcripts._base import parse_json_object
 from ctxd.formats.transcripts.opencode import OpencodeRows, map_opencode, ms_iso
 from ctxd.store.listing import SessionSummary
 from ctxd.store.session_file import RefreshResult
@@ -175,8 +176,6 @@ def list_database(db: str) -> list[SessionSummary]:
         conn.close()
     out: list[SessionSummary] = []
     for row in sessions:
-        from ctxd.formats.transcripts._base import parse_json_object
-
         first = parse_json_object(row["first_text"] or "") or {}
         text = first.get("text") if isinstance(first.get("text"), str) else ""
         summary = SessionSummary(
