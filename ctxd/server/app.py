@@ -248,6 +248,7 @@ def create_server(config: Config | None = None) -> CtxdServer:
                 changed,
                 step_ms=ls.config.watchStepMs,
                 on_live=ls.service.catch_up,  # a listing answered before the watch began (ctxd.server.early)
+                files=ls.config.opencodeDatabases,
             )
             ls.service.run_task(ls.watcher.run(), "watcher")
             ls.service.history_watched = True

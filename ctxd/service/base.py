@@ -36,12 +36,14 @@ class ServiceBase:
     def __init__(self, config: Config, notify: Notify | None = None) -> None:
         self.config = config
         self.notify: Notify = notify or (lambda method, payload: None)
-        self.registry = Registry(config.all_roots)
+        self.registry = Registry(config.all_roots, config.opencodeDatabases)
         self.hook: SessionHook | None = None
         """The client's compact/willRun hook, called with the session's path, the trigger and the plan."""
         self._tasks: set[asyncio.Task[Any]] = set()
         self._announced: set[str] = set()
         """Session files announced with session/didCreate (by a method or by the watcher)."""
+        self._opencode_seen: dict[str, dict[str, tuple[int, ...]]] = {}
+        """Per opencode database: each session's update stamp when the watcher last looked."""
 
     # --- plumbing -----------------------------------------------------------------------------
 
@@ -109,8 +111,13 @@ class ServiceBase:
 
     async def _with(self, ref: str, fn: Callable[[OpenSession], T]) -> T:
         opened = await self._open(ref)
+        if getattr(opened.session.file, "checked_per_request", False):
+            await self._freshen(opened)
         async with opened.lock:
             return await asyncio.to_thread(fn, opened)
+
+    async def _freshen(self, opened: OpenSession) -> None:
+        """Catch a session up with its source before a request is served (the live part overrides it)."""
 
     async def _locked_call(self, opened: OpenSession, fn: Callable[[], T]) -> T:
         """``fn`` in a worker thread under the session's lock: a compaction's steps, which read, then

@@ -17,6 +17,7 @@ from ctxd.compaction.settings import CompactionSettings
 from ctxd.redact import add_secret
 from ctxd.store.dirs import default_archive_roots
 from ctxd.store.listing import default_roots, default_transcript_roots
+from ctxd.store.opencode import default_databases
 from ctxd.store.session_file import Durability
 
 
@@ -41,6 +42,9 @@ class Config:
     watchStepMs: int = 10
     appendLockTimeout: float = 10.0
     """Seconds an append waits for another process's write lock before it fails (-31010)."""
+    opencodeDatabases: list[str] = attrs.field(factory=default_databases)
+    """opencode's SQLite databases (read-only); by default ``$XDG_DATA_HOME/opencode/opencode.db`` if it exists.
+    A session in one is named ``<database>#<session id>``."""
 
     @property
     def all_roots(self) -> list[str]:
@@ -93,7 +97,7 @@ def config_from_json(data: Any, problems: list[str] | None = None, *, base: Conf
             cfg.roots = found
         else:
             problems.append(f"roots: expected a non-empty list of paths, got {show(roots)}; using {cfg.roots}")
-    for key in ("transcriptRoots", "archiveRoots"):
+    for key in ("transcriptRoots", "archiveRoots", "opencodeDatabases"):
         value = data.get(key)
         if value is not None:
             found = _paths(value)
@@ -151,7 +155,11 @@ ENV_KEYS = {
     "CTXD_API_BASE": "apiBase",
     "CTXD_API_KEY": "apiKey",
     "CTXD_DURABILITY": "durability",
+    "CTXD_OPENCODE_DATABASES": "opencodeDatabases",
 }
+
+
+PATH_LISTS = ("roots", "transcriptRoots", "opencodeDatabases")
 
 
 def load_cli_config(path: str | None = None, environ: dict[str, str] | None = None) -> tuple[Config, list[str]]:
@@ -174,7 +182,7 @@ def load_cli_config(path: str | None = None, environ: dict[str, str] | None = No
         problems.append(f"{path}: no such config file")
     for env, key in ENV_KEYS.items():
         if environ.get(env):
-            data[key] = environ[env].split(os.pathsep) if key in ("roots", "transcriptRoots") else environ[env]
+            data[key] = environ[env].split(os.pathsep) if key in PATH_LISTS else environ[env]
     for env, key in (("CTXD_AUTO_COMPACT", "autoCompact"), ("CTXD_WATCH", "watch")):
         if env in environ:
             data[key] = environ[env].lower() not in ("0", "false", "no", "off")

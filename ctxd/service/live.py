@@ -15,8 +15,10 @@ from ctxd.context.live import size_of
 from ctxd.errors import CtxdError, SessionNotFoundError
 from ctxd.service import protocol as p
 from ctxd.service.base import ServiceBase
+from ctxd.service.registry import OpenSession
 from ctxd.store.files import is_regular, open_regular
 from ctxd.store.listing_cache import LISTINGS
+from ctxd.store.opencode import session_path, updated_sessions
 from ctxd.tree.session import Session
 
 log = logging.getLogger(__name__)
@@ -37,9 +39,19 @@ class Live(ServiceBase):
         ``session/list`` can be answered before the watch began, while the daemon was loading)."""
         for path, kind in await asyncio.to_thread(LISTINGS.changed_since_listed):
             await self.file_changed(path, kind)
+        for db in self.config.opencodeDatabases:  # the baseline later changes are told against
+            real = os.path.realpath(db)
+            if real not in self._opencode_seen:
+                try:
+                    self._opencode_seen[real] = await asyncio.to_thread(updated_sessions, real)
+                except CtxdError:
+                    pass  # not there (yet): its sessions are announced when it appears
 
     async def file_changed(self, path: str, kind: str) -> None:
         """A session file under a root was added, modified or deleted by someone (maybe us)."""
+        if path in self.config.opencodeDatabases:
+            await self.database_changed(path)
+            return
         if kind == "deleted":
             real = os.path.abspath(path)
             opened = self.registry.get(real)
@@ -63,6 +75,41 @@ class Live(ServiceBase):
             session_id = await asyncio.to_thread(_header_id, real)
             self._emit(p.DID_CHANGE, p.DidChange(real, session_id, [], None, "external"))
             return
+        await self._refresh_open(real, opened)
+
+    async def database_changed(self, db: str) -> None:
+        """opencode wrote its database (or its WAL): refresh the open sessions in it, and announce the
+        sessions that appeared or changed (their ``time_updated`` / part count moved)."""
+        real = os.path.realpath(db)
+        try:
+            now = await asyncio.to_thread(updated_sessions, real)
+        except CtxdError as exc:
+            log.warning("cannot read %s: %s", real, exc.message)
+            return
+        before = self._opencode_seen.get(real, {})
+        self._opencode_seen[real] = now
+        for session_id, stamp in now.items():
+            path = session_path(real, session_id)
+            self.registry.remember(session_id, path)
+            opened = self.registry.get(path)
+            if opened is not None:
+                await self._refresh_open(path, opened)
+            elif session_id not in before:
+                self._did_create(path, session_id)
+            elif before[session_id] != stamp:
+                self._emit(p.DID_CHANGE, p.DidChange(path, session_id, [], None, "external"))
+        for session_id in set(before) - set(now):
+            path = session_path(real, session_id)
+            self.registry.drop(path)
+            self._announced.discard(path)
+            self._emit(p.DID_DELETE, p.DidDelete(path))
+
+    async def _freshen(self, opened: OpenSession) -> None:
+        """An opencode session is caught up with its database before each request (two stats when nothing
+        changed), so an answer never lags the watcher; what it finds is announced as the watcher would."""
+        await self._refresh_open(opened.session.path, opened)
+
+    async def _refresh_open(self, real: str, opened: OpenSession) -> None:
         s = opened.session
 
         def work() -> tuple[Any, range, Size, Any]:

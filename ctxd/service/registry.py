@@ -12,6 +12,7 @@ import attrs
 
 from ctxd.errors import SessionNotFoundError
 from ctxd.store.listing import SessionSummary, iter_session_files, summarize_file
+from ctxd.store.opencode import SEPARATOR, has_session, session_path
 from ctxd.tree.session import Session
 
 
@@ -69,8 +70,10 @@ class Registry:
     """Every way of naming a session ends in :meth:`resolve`, which checks the real path against
     the roots each time: a name (path, link, id) is never trusted because it was good before."""
 
-    def __init__(self, roots: list[str]) -> None:
+    def __init__(self, roots: list[str], databases: Iterable[str] = ()) -> None:
         self.roots = roots
+        self.databases = list(databases)
+        """opencode databases whose sessions (``<database>#<session id>``) may be named."""
         self.open: dict[str, OpenSession] = {}
         self._ids: dict[str, str] = {}
 
@@ -85,6 +88,10 @@ class Registry:
         unknown id could tell (and ``scan`` is false)."""
         if not isinstance(ref, str) or not ref:
             raise SessionNotFoundError("session must be a non-empty string")
+        if self.databases:
+            found = self._opencode(ref, scan=scan)
+            if found is not None:
+                return found
         candidates = [ref] if os.path.isabs(ref) else [os.path.join(root, ref) for root in self.roots]
         for candidate in candidates:
             if os.path.isfile(candidate):
@@ -104,6 +111,23 @@ class Registry:
         if os.path.isabs(ref) and not inside(ref, self.roots):
             raise _outside(ref)
         raise SessionNotFoundError(f"no session {ref!r} under the configured roots", session=ref)
+
+    def _opencode(self, ref: str, *, scan: bool) -> str | None:
+        """The path of the opencode session ``ref`` names (``<database>#<id>``, or an id the databases hold)."""
+        reals = {os.path.realpath(db): db for db in self.databases}
+        db, sep, session_id = ref.rpartition(SEPARATOR)
+        if sep and db:
+            if os.path.realpath(db) in reals and session_id:
+                return session_path(os.path.realpath(db), session_id)
+            return None
+        known = self._ids.get(ref)
+        if known is not None and known.rpartition(SEPARATOR)[0] in reals:
+            return known
+        if scan and ref.startswith("ses_"):
+            for real in reals:
+                if has_session(real, ref):
+                    return self.remember(ref, session_path(real, ref))
+        return None
 
     def check(self, path: str, ref: str | None = None) -> str:
         """The real path of ``path``, or -31001 if it lies outside the roots."""
@@ -140,10 +164,14 @@ class Registry:
         return None
 
     def remember(self, session_id: str, path: str) -> str:
-        real = os.path.realpath(path)
+        real = path if SEPARATOR in path and path.rpartition(SEPARATOR)[0] in self.databases_real() else None
+        real = real or os.path.realpath(path)
         if session_id:
             self._ids[session_id] = real
         return real
+
+    def databases_real(self) -> set[str]:
+        return {os.path.realpath(db) for db in self.databases}
 
     def get(self, path: str) -> OpenSession | None:
         return self.open.get(path)

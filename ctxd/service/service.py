@@ -30,6 +30,7 @@ from ctxd.service.summarize import Summarizing
 from ctxd.service.writer import Writing
 from ctxd.store.create import create_session
 from ctxd.store.listing import cwd_dirname, list_sessions
+from ctxd.store.opencode import list_databases
 
 log = logging.getLogger(__name__)
 
@@ -42,7 +43,11 @@ class Service(Writing, Compacting, Live, Summarizing, Composing, History, Servic
     async def session_list(self, params: p.SessionListParams) -> dict[str, Any]:
         roots = self.config.all_roots
         if params.roots:
-            outside = [r for r in params.roots if not inside(r, self.config.all_roots)]
+            outside = [
+                r
+                for r in params.roots
+                if not inside(r, self.config.all_roots) and r not in self.config.opencodeDatabases
+            ]
             if outside:
                 raise SessionNotFoundError(f"roots outside the configured roots: {outside}", roots=outside)
             roots = params.roots
@@ -50,6 +55,10 @@ class Service(Writing, Compacting, Live, Summarizing, Composing, History, Servic
         # Real paths, as every other method and notification names sessions (symlinked roots);
         # a link that leads outside the configured roots is neither listed nor remembered.
         found = only_inside(found, self.config.all_roots)
+        if self.config.opencodeDatabases:  # opencode's sessions live in SQLite databases (ctxd.store.opencode)
+            databases = [d for d in self.config.opencodeDatabases if not params.roots or d in params.roots]
+            found.extend(await asyncio.to_thread(list_databases, databases, params.cwd))
+            found.sort(key=lambda s: s.modified, reverse=True)
         for s in found:
             if not s.archived:  # a session id names the live transcript, not ctxd's copy of it
                 self.registry.remember(s.id, s.path)
@@ -197,7 +206,7 @@ class Service(Writing, Compacting, Live, Summarizing, Composing, History, Servic
             return {
                 "session": s.path,
                 "entries": len(s.file),
-                "bytes": os.path.getsize(s.path),
+                "bytes": os.path.getsize(s.path) if os.path.isfile(s.path) else 0,  # 0: a session in a database
                 "types": types,
                 "roles": roles,
                 "leaves": leaves,

@@ -1,7 +1,8 @@
 """Watching session roots with watchfiles (inotify), so files written by agents show up at once.
 
 Roots that do not exist yet are picked up when they appear; a root that vanishes is survived.
-Only ``*.jsonl`` files are reported.  Every change is handed to ``on_change(path, kind)`` with
+Only ``*.jsonl`` files are reported, and the ``files`` named (opencode's databases: a change to one or to its
+``-wal`` is reported as a modification of the database).  Every change is handed to ``on_change(path, kind)`` with
 kind "added", "modified" or "deleted"; the receiver re-reads from its saved offset, so coalesced
 or missed events lose nothing.
 """
@@ -11,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 
 log = logging.getLogger(__name__)
 
@@ -27,9 +28,18 @@ class Watcher:
         *,
         step_ms: int = 10,
         on_live: Callable[[], Awaitable[None]] | None = None,
+        files: Iterable[str] = (),
     ) -> None:
         """``on_live``: called once the watch is live (what changed before it began is not an event)."""
+        files = list(files)
+        self.files = {os.path.realpath(f): f for f in files}
+        for real, given in list(self.files.items()):
+            self.files[real + "-wal"] = given
+            self.files[given + "-wal"] = given
+            self.files.setdefault(given, given)
         self.roots = roots
+        self.folders = list(dict.fromkeys(os.path.dirname(f) for f in files))
+        """The databases' folders, watched without their subfolders (opencode keeps git snapshots there)."""
         self.on_change = on_change
         self.step_ms = step_ms
         self.on_live = on_live
@@ -39,12 +49,19 @@ class Watcher:
         self._stop.set()
 
     async def run(self) -> None:
+        loops = [self._watch(self.roots, recursive=True)]
+        if self.folders:
+            loops.append(self._watch(self.folders, recursive=False))
+        await asyncio.gather(*loops)
+
+    async def _watch(self, roots: list[str], *, recursive: bool) -> None:
+        """Watch ``roots`` (with their subfolders: session roots; without: the databases' folders)."""
         from watchfiles import Change, awatch
 
         kinds = {Change.added: "added", Change.modified: "modified", Change.deleted: "deleted"}
         previous: set[str] | None = None
         while not self._stop.is_set():
-            existing = [r for r in self.roots if os.path.isdir(r)]
+            existing = [r for r in roots if os.path.isdir(r)]
             # Roots that appeared since the last watch may already hold files (made with the root).
             appeared = [] if previous is None else [r for r in existing if r not in previous]
             previous = set(existing)
@@ -59,7 +76,7 @@ class Watcher:
                     debounce=400,
                     rust_timeout=int(RESCAN_SECONDS * 1000),
                     yield_on_timeout=True,
-                    recursive=True,
+                    recursive=recursive,
                     ignore_permission_denied=True,
                 ):
                     if self.on_live is not None:
@@ -68,7 +85,7 @@ class Watcher:
                             await live()
                         except Exception:
                             log.exception("catching up once the watch was live failed")
-                    if appeared:
+                    if appeared and recursive:
                         # The watch is live now: report what the new roots held before it began
                         # (a file also reported by an event is harmless: the receiver re-reads).
                         for path in await asyncio.to_thread(_sessions_under, appeared):
@@ -77,12 +94,17 @@ class Watcher:
                     # Deletions first, then additions, then modifications, in path order.
                     order = {"deleted": 0, "added": 1, "modified": 2}
                     events = sorted(
-                        {(path, kinds[c]) for c, path in changes if path.endswith(".jsonl") and c in kinds},
+                        {
+                            (path, kinds[c])
+                            for c, path in changes
+                            if recursive and path.endswith(".jsonl") and c in kinds
+                        }
+                        | {(self.files[path], "modified") for c, path in changes if path in self.files},
                         key=lambda e: (order[e[1]], e[0]),
                     )
                     for path, kind in events:
                         await self._deliver(path, kind)
-                    if [r for r in self.roots if os.path.isdir(r)] != existing:
+                    if [r for r in roots if os.path.isdir(r)] != existing:
                         break  # a root appeared or vanished: watch the new set
             except (FileNotFoundError, RuntimeError, OSError) as exc:
                 log.warning("watching %s stopped (%s); restarting", existing, exc)

@@ -102,6 +102,8 @@ export interface InitializationOptions {
   compaction?: Record<string, unknown>;
   hooks?: { compactWillRun?: boolean };
   client?: { name: string; version: string };
+  /** opencode's SQLite databases, read-only; a session in one is named `<database>#<session id>`. */
+  opencodeDatabases?: string[];
 }
 
 export interface CtxdCapabilities {
