@@ -218,9 +218,10 @@ async function hoverCompaction(p: Page): Promise<void> {
   await p.waitForTimeout(400);
 }
 
-/** A picture of the window for docs/images/ (the page, scaled down to keep the file small). */
+/** A picture of the window for the docs (the page, scaled down to keep the file small): into docs/images/ with
+ * CTXD_DOCS_PICTURES=1, else beside the screenshots (a test run leaves the checkout as it was). */
 async function docsPicture(p: Page, name: string): Promise<void> {
-  const dir = join(REPO, 'docs', 'images');
+  const dir = process.env.CTXD_DOCS_PICTURES === '1' ? join(REPO, 'docs', 'images') : ARTIFACTS;
   mkdirSync(dir, { recursive: true });
   const panel = await p.locator('.part.panel').boundingBox();
   const sidebar = await p.locator('.part.sidebar').boundingBox();
