@@ -18,7 +18,7 @@ import attrs
 
 from ctxd.compaction.fileops import format_file_blocks
 from ctxd.compaction.goal import session_goal
-from ctxd.compaction.mustkeep import FactSheet, patch_summary
+from ctxd.compaction.mustkeep import FactSheet, patch_summary, strip_patch
 from ctxd.compaction.plan import CompactionPlan, NothingToCompact, plan_compaction
 from ctxd.compaction.plan_ledger import PlanFacts, ledger_before, plan_ledger, plan_where
 from ctxd.compaction.prune import prune_messages
@@ -72,11 +72,31 @@ async def facts_of_messages(plan: CompactionPlan) -> PlanFacts:
     return plan_ledger(plan, None, None)
 
 
+PATCH_TARGET_SHARE = 0.02
+"""Facts the ledger carried from earlier ranges may bring a summary up to this share of what it summarises: the
+share the offline summary is designed for (:class:`ctxd.compaction.summarizers.sections.Budget`), under the 3%
+target, whose rest small ranges need (their fixed parts alone are above it)."""
+MIN_CARRIED_CHARS = 300
+"""Carried facts always get this much room: the most important (the user's constraints and stated facts, open
+errors) come first."""
+
+
 def patch_budget(plan: CompactionPlan) -> int:
     """Characters the ``## Must keep`` patch may take: an eighth of what is summarised, 600 to 12,000."""
     chars = 4 * estimate_total([*plan.messagesToSummarize, *plan.turnPrefixMessages])
     chars += len(plan.previousSummary or "")
     return max(600, min(12_000, chars // 8))
+
+
+def carried_budget(plan: CompactionPlan, summary: str) -> int:
+    """Characters the facts the ledger carried from earlier ranges may take in the patch of ``summary`` (as it
+    will be written): what :data:`PATCH_TARGET_SHARE` of what is summarised leaves, at least
+    :data:`MIN_CARRIED_CHARS`, at most :func:`patch_budget`. They are shown most important first and the rest
+    counted; all stay open in the ledger (``session/facts``) and are checked again by the next compaction."""
+    chars = 4 * estimate_total([*plan.messagesToSummarize, *plan.turnPrefixMessages])
+    chars += len(plan.previousSummary or "")
+    room = int(chars * PATCH_TARGET_SHARE) - len(summary)
+    return min(patch_budget(plan), max(MIN_CARRIED_CHARS, room))
 
 
 @attrs.define
@@ -309,7 +329,9 @@ async def summarize_plan(
     ``result`` is a summary already made (a hook's).  When the model fails twice, ``replan`` gives
     the plan that keeps the last turns verbatim (a session's compaction); without it (a client's
     messages, which cannot be re-cut) the offline digest covers the same messages.  Every summary,
-    however made, is checked against ``facts`` (the must-keep fact sheet) and patched with what it lacks.
+    however made, is checked against ``facts`` (the must-keep fact sheet) and patched with what it lacks;
+    the summariser gets the previous summary without the earlier patches the ledger carries
+    (:func:`ctxd.compaction.mustkeep.strip_patch`).
     """
     started = clock() if started is None else started
     window = settings.resolved_window()
@@ -321,7 +343,7 @@ async def summarize_plan(
         file_context = format_file_blocks(plan.readFiles, plan.modifiedFiles).strip() or None
         request = SummaryRequest(
             messages=plan.messagesToSummarize,
-            previous_summary=plan.previousSummary,
+            previous_summary=strip_patch(plan.previousSummary),
             turn_prefix=plan.turnPrefixMessages,
             custom_instructions=instructions,
             file_context=file_context,
@@ -360,7 +382,7 @@ async def summarize_plan(
         result = await offline.summarize(
             SummaryRequest(
                 messages=plan.messagesToSummarize,
-                previous_summary=plan.previousSummary,
+                previous_summary=strip_patch(plan.previousSummary),
                 turn_prefix=plan.turnPrefixMessages,
                 custom_instructions=instructions,
                 first_request=goal,
@@ -371,9 +393,12 @@ async def summarize_plan(
             made = await facts(plan)
             sheet, goal = made.sheet, made.goal
 
-    # Every summary, however made, is checked against the fact sheet and patched with what it lacks.
-    text, missing = patch_summary(result.text.rstrip(), sheet, max_chars=patch_budget(plan))
-    summary = text.rstrip() + format_file_blocks(plan.readFiles, plan.modifiedFiles)
+    # Every summary, however made, is checked as it will be written (its file blocks appended: they keep the
+    # files of earlier ranges) against the fact sheet, and patched with what it lacks.
+    whole = result.text.rstrip() + format_file_blocks(plan.readFiles, plan.modifiedFiles)
+    summary, missing = patch_summary(
+        whole, sheet, max_chars=patch_budget(plan), carried_chars=carried_budget(plan, whole)
+    )
     failures = [redact(f) for f in failures]  # kept on disk and reported: never a key a provider echoed
     duration_ms = int((clock() - started) * 1000)
     details: dict[str, Any] = {

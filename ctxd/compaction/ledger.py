@@ -59,8 +59,9 @@ class LedgerFact:
     def is_open(self) -> bool:
         return self.status == "open"
 
-    def fact(self) -> Fact:
-        return Fact(self.kind, self.text, tuple(self.probes), key=self.key)
+    def fact(self, *, carried: bool = False) -> Fact:
+        """The fact as a fact sheet's; ``carried``: from an earlier range than the one being summarised."""
+        return Fact(self.kind, self.text, tuple(self.probes), key=self.key, carried=carried)
 
 
 def _rank(kind: str) -> int:

@@ -26,13 +26,19 @@ from ctxd.formats.injected import CTXD_MARK, ctxd_blocks
 
 MAX_CLOSED = 60
 """Resolved and superseded facts kept (the newest): history, not what a summary must keep."""
-MAX_OPEN = {"file-read": 60, "command": 60, "decision": 20, "file-modified": 150, "stated": 60, "error": 60}
+MAX_OPEN = {"file-read": 60, "command": 60, "decision": 8, "file-modified": 150, "stated": 60, "error": 60}
 """Open facts kept per kind for the kinds that grow with every range (the newest): a bound for sessions of
 thousands of ranges (the ledger is written into every compaction entry, so it stays under about 100 KB);
-every other open fact stays. The file lists themselves are carried whole in ``details``."""
+every other open fact stays. The file lists themselves are carried whole in ``details``. Decisions: the newest
+eight, as many as a summary keeps (:data:`ctxd.compaction.summarizers.document.MAX_DECISIONS`)."""
 _SUPERSEDED_BY_NEWER = ("request", "next")
 """Kinds of which only the newest range's facts are current."""
 _RESOLVABLE = ("constraint", "correction", "stated")
+_OF_THEIR_RANGE = ("command",)
+"""Kinds a later summary need not keep: the commands that matter are named by the summary of the range that ran
+them (:func:`ctxd.compaction.summarizers.commands.mattering`), as the offline summary lists them; a later run
+updates the fact, and a failure is carried as an ``error`` until a success resolves it. The ledger keeps them
+(``session/facts``); search and expand recover the runs."""
 
 
 @attrs.frozen
@@ -141,8 +147,10 @@ def advance(
     check = list(sheet.facts)
     listed = {(_family(f.kind), f.probes[0]) for f in check}
     for carried in ledger.open_facts():
+        if carried.kind in _OF_THEIR_RANGE:
+            continue
         if (_family(carried.kind), carried.probes[0]) not in listed:
-            check.append(carried.fact())
+            check.append(carried.fact(carried=True))
     ordered = sorted(enumerate(check), key=lambda pair: (_rank_of(pair[1]), pair[0]))
     return Advanced(ledger, FactSheet(tuple(f for _, f in ordered)))
 

@@ -59,6 +59,7 @@ LABELS = {
 }
 LISTED = frozenset({"file-modified", "file-read", "command"})
 """Kinds rendered as one bullet listing all their facts (the others get a bullet per fact)."""
+FILE_KINDS = frozenset({"file-modified", "file-read"})
 HEADING = "## Must keep"
 MAX_STATED = 20
 """User-stated facts (paths, commands) per sheet: the newest."""
@@ -111,6 +112,9 @@ class Fact:
     """For an error: what a later success must match to resolve it (a command's, a file's key)."""
     resolved: bool = attrs.field(default=False, eq=False)
     """For an error: resolved within the scanned messages."""
+    carried: bool = attrs.field(default=False, eq=False)
+    """Carried by the ledger from an earlier range (not seen in this one): a file of an earlier range is kept by
+    the ``<read-files>``/``<modified-files>`` blocks every summary ends with (see :meth:`FactSheet.missing`)."""
 
     def to_json(self) -> dict[str, Any]:
         return {"kind": self.kind, "text": self.text, "probes": list(self.probes)}
@@ -135,10 +139,15 @@ class FactSheet:
         return bool(self.facts)
 
     def missing(self, summary: str) -> FactSheet:
-        """The facts ``summary`` lacks. File-list blocks (``<read-files>``/``<modified-files>``) do not count:
-        a file must be named in the summary's body."""
+        """The facts ``summary`` (as it will be written, its file-list blocks included) lacks. A file of the
+        summarised range must be named in the body: the ``<read-files>``/``<modified-files>`` blocks do not
+        count for it. A file the ledger carried from an earlier range is kept by those blocks: they list every
+        earlier range's files, and the body names only its own range's."""
         body = normalize(strip_file_blocks(summary))
-        return FactSheet(tuple(f for f in self.facts if not f.present(body)))
+        whole = normalize(summary) if any(f.carried and f.kind in FILE_KINDS for f in self.facts) else body
+        return FactSheet(
+            tuple(f for f in self.facts if not f.present(whole if f.carried and f.kind in FILE_KINDS else body))
+        )
 
     def by_kind(self, kind: str) -> tuple[Fact, ...]:
         return tuple(f for f in self.facts if f.kind == kind)
@@ -282,8 +291,11 @@ def _from_facts(
     for index, sentence in facts.constraints:
         kind = "correction" if CORRECTION_RE.match(sentence) else "constraint"
         sheet.add(kind, sentence, text_probes(sentence), index)
+    requests = {index: normalize(text) for index, text in facts.requests}
     for index, sentence in facts.stated[-MAX_STATED:]:
-        sheet.add("stated", sentence, text_probes(sentence), index)
+        # The sentence a request opens with is the request (kept, and superseded, as one), not a statement.
+        if not requests.get(index, "").startswith(normalize(sentence)):
+            sheet.add("stated", sentence, text_probes(sentence), index)
     errors = sorted(reversed(facts.errors), key=lambda e: (e.resolved, e.reported))
     for error in errors[:MAX_ERRORS]:
         note = " (resolved)" if error.resolved and not error.reported else ""
@@ -347,17 +359,49 @@ def sheet_of(
     return sheet.sheet()
 
 
-def patch_summary(summary: str, sheet: FactSheet, *, max_chars: int) -> tuple[str, FactSheet]:
+_PATCH_RE = re.compile(r"(?ms)^## Must keep\b[^\n]*\n(.*?)(?=^## |^<(?:read|modified)-files>|\Z)")
+_USERS_WORDS = (f"- {LABELS['stated']}: ",)
+
+
+def strip_patch(summary: str | None) -> str | None:
+    """``summary`` (an earlier one, to merge) with only the stated facts left in the ``## Must keep`` sections
+    ctxd patched into it: a summary has no section of its own for those, so they stay verbatim and are never
+    patched twice (constraints, corrections and requests are in its body). The session's fact ledger holds the
+    other facts: the next check patches the ones still open again within its budget, and closed ones (an error
+    fixed) and files the file blocks list stay out."""
+    if summary is None or HEADING not in summary:
+        return summary
+
+    def users(match: re.Match[str]) -> str:
+        lines = [line for line in match.group(1).splitlines() if line.startswith(_USERS_WORDS)]
+        return HEADING + "\n" + "\n".join(lines) + "\n\n" if lines else ""
+
+    return _PATCH_RE.sub(users, summary).rstrip() + "\n"
+
+
+def patch_summary(
+    summary: str, sheet: FactSheet, *, max_chars: int, carried_chars: int | None = None
+) -> tuple[str, FactSheet]:
     """``summary`` with a ``## Must keep`` section for the facts it lacks, and the facts that were missing.
 
     The section is at most ``max_chars`` characters (most important facts first; the rest are counted); it goes
-    before trailing ``<read-files>``/``<modified-files>`` blocks so those stay last. A summary that lacks nothing
-    is returned unchanged.
+    before trailing ``<read-files>``/``<modified-files>`` blocks so those stay last. With ``carried_chars``, the
+    facts the ledger carried from earlier ranges come after the range's own, within that many characters of
+    their own. A summary that lacks nothing is returned unchanged.
     """
     missing = sheet.missing(summary)
     if not missing:
         return summary, missing
-    section = missing.render(max_chars)
+    if carried_chars is None:
+        section = missing.render(max_chars)
+    else:
+        own = FactSheet(tuple(f for f in missing.facts if not f.carried))
+        carried = FactSheet(tuple(f for f in missing.facts if f.carried))
+        section = own.render(max_chars)
+        if section:
+            section += carried.render(carried_chars, heading="")
+        else:
+            section = carried.render(carried_chars + len(HEADING) + 1)
     if not section:
         return summary, missing
     body = strip_file_blocks(summary)

@@ -211,8 +211,9 @@ def _label(item: str) -> str | None:
     return head if head in _DERIVED else None
 
 
-MAX_DONE = 3
-"""Answered requests a merged summary keeps (the newest): the session has the rest."""
+MAX_DONE = 2
+"""Answered requests a merged summary keeps (the newest, as many as a range's summary shows): the session has
+the rest; the room goes to the facts the ledger carries."""
 MAX_DECISIONS = 8
 UNION_LABELS: tuple[str, ...] = ()
 """Derived lists that accumulate across summaries. None do: the files of earlier ranges are named in the
