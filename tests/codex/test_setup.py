@@ -19,15 +19,19 @@ from .test_hooks import assert_facts_after_each_compaction
 USER_HOOKS = {"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "true", "timeout": 5}]}]}}
 
 
-def setup(codex: Codex, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [ctxd_command(), "setup", "codex", *args], env=env, capture_output=True, text=True, timeout=60, check=False
-    )
-
-
 def test_codex_set_up_by_ctxd_setup_keeps_the_facts_and_uninstalls_cleanly(
     codex: Codex, responses: FakeResponsesServer
 ) -> None:
+    set_up_and_check(codex, responses, ctxd_command())
+
+
+def set_up_and_check(codex: Codex, responses: FakeResponsesServer, ctxd: str) -> None:
+    """The whole scenario with ``ctxd`` (this checkout's, or the one pipx installed from the wheel)."""
+
+    def setup(codex: Codex, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+        argv = [ctxd, "setup", "codex", *args]
+        return subprocess.run(argv, env=env, capture_output=True, text=True, timeout=60, check=False)
+
     responses.responder = scenario.responder(responses)
     data, state = codex.base / "data", codex.base / "state"
     codex.home.mkdir(parents=True)
@@ -61,7 +65,7 @@ def test_codex_set_up_by_ctxd_setup_keeps_the_facts_and_uninstalls_cleanly(
     assert_facts_after_each_compaction(codex, responses, data, state)
 
     doctor = subprocess.run(
-        [ctxd_command(), "doctor", "--json"], env=env, capture_output=True, text=True, timeout=120, check=False
+        [ctxd, "doctor", "--json"], env=env, capture_output=True, text=True, timeout=120, check=False
     )
     report = json.loads(doctor.stdout)
     assert doctor.returncode == 0 and report["ok"], doctor.stdout

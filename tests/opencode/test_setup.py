@@ -22,6 +22,11 @@ def ctxd_command() -> str:
 
 
 def test_opencode_set_up_by_ctxd_setup_keeps_the_facts_and_uninstalls_cleanly(tmp_path: Path) -> None:
+    set_up_and_check(tmp_path, ctxd_command())
+
+
+def set_up_and_check(tmp_path: Path, ctxd: str) -> None:
+    """The whole scenario with ``ctxd`` (this checkout's, or the one pipx installed from the wheel)."""
     binary = opencode_binary()
     with FakeOpenAIServer() as server:
         server.responder = CompactingResponder(command="seq 1 20000; echo hello-from-bash")
@@ -37,7 +42,7 @@ def test_opencode_set_up_by_ctxd_setup_keeps_the_facts_and_uninstalls_cleanly(tm
         env.pop("CTXD_OPENCODE_COMMAND", None)
 
         def setup(*args: str) -> subprocess.CompletedProcess[str]:
-            argv = [ctxd_command(), "setup", "opencode", *args]
+            argv = [ctxd, "setup", "opencode", *args]
             return subprocess.run(argv, env=env, capture_output=True, text=True, timeout=60, check=False)
 
         dry = setup("--dry-run")
@@ -50,14 +55,14 @@ def test_opencode_set_up_by_ctxd_setup_keeps_the_facts_and_uninstalls_cleanly(tm
         settings = json.loads(config.read_text())
         [url] = settings["plugin"]
         assert url.startswith("file://" + str(home.data / "ctxd" / "integrations" / "opencode"))
-        assert settings["mcp"]["ctxd"] == {"type": "local", "command": [ctxd_command(), "mcp"]}
+        assert settings["mcp"]["ctxd"] == {"type": "local", "command": [os.path.realpath(ctxd), "mcp"]}
 
         run = home.run(GOAL)
         assert run.returncode == 0, run.stderr[-3000:]
         assert_the_plugin_acted(home, [r.body for r in server.requests])
 
         doctor = subprocess.run(
-            [ctxd_command(), "doctor", "--json"], env=env, capture_output=True, text=True, timeout=120, check=False
+            [ctxd, "doctor", "--json"], env=env, capture_output=True, text=True, timeout=120, check=False
         )
         report = json.loads(doctor.stdout)
         assert doctor.returncode == 0 and report["ok"], doctor.stdout
