@@ -87,17 +87,11 @@ def is_ours(handler: Any) -> bool:
     """Whether a hooks.json handler is one ctxd setup wrote (``<path>/ctxd hook --agent codex EVENT``)."""
     if not isinstance(handler, dict) or not isinstance(handler.get("command"), str):
         return False
-    words = handler["command"].split()
-    return (
-        len(words) >= 4
-        and os.path.basename(words[0].strip("'\"")) == "ctxd"
-        and words[1:4]
-        == [
-            "hook",
-            "--agent",
-            "codex",
-        ]
-    )
+    try:
+        words = shlex.split(handler["command"])
+    except ValueError:
+        return False
+    return len(words) >= 4 and os.path.basename(words[0]) == "ctxd" and words[1:4] == ["hook", "--agent", "codex"]
 
 
 def _template() -> dict[str, Any]:
@@ -189,18 +183,18 @@ def install(ctx: Context, record: Record) -> list[str]:
     hooks_file, config_file = hooks_path(ctx), config_path(ctx)
     before_hooks = jsonfiles.load(hooks_file)
     settings, trust = wanted_hooks(ctx, before_hooks)
-    prompt = None
-    if ctx.compact_prompt or record.extra.get("compactPrompt"):
+    want_prompt = ctx.compact_prompt or bool(record.extra.get("compactPrompt"))
+    prompt = os.path.join(ctx.copy_dir(NAME), "compact-prompt.md") if want_prompt else None
+    old_text = (jsonfiles.read_bytes(config_file) or b"").decode("utf-8")
+    new_text, notes = wanted_config(ctx, old_text, trust, prompt)  # refuses a config.toml it cannot read
+    if prompt is not None:
         from ctxd.service.codex_hooks import compact_prompt
 
-        prompt = os.path.join(ctx.copy_dir(NAME), "compact-prompt.md")
         text = compact_prompt().rstrip("\n") + "\n"
         if jsonfiles.read_bytes(prompt) != text.encode():
             if not ctx.dry_run:
                 write_text(prompt, text)
             lines.append(f"{ctx.did('write', 'wrote')} ctxd's compaction prompt to {prompt}")
-    old_text = (jsonfiles.read_bytes(config_file) or b"").decode("utf-8")
-    new_text, notes = wanted_config(ctx, old_text, trust, prompt)
     if settings != before_hooks:
         if not ctx.dry_run:
             jsonfiles.remember(record, hooks_file)

@@ -20,7 +20,7 @@ HOOKS = REPO / "integrations" / "codex" / "hooks.json"
 
 
 def install_hooks(codex: Codex) -> None:
-    """As the README says: integrations/codex/hooks.json as ``$CODEX_HOME/hooks.json``, ``ctxd`` on PATH."""
+    """The hand install: integrations/codex/hooks.json as ``$CODEX_HOME/hooks.json``, ``ctxd`` on PATH."""
     codex.home.mkdir(parents=True, exist_ok=True)
     (codex.home / "hooks.json").write_bytes(HOOKS.read_bytes())
     codex.extra_path.append(str(Path(ctxd_command()).parent))
