@@ -1,6 +1,6 @@
 """``ctxd setup`` and ``ctxd doctor``: each agent's or editor's integration installed with one command.
 
-One row per integration in :data:`INTEGRATIONS` .
+One row per integration in :data:`INTEGRATIONS`.
 Every installer writes the integration with the absolute path of the ctxd running it, from a copy in ctxd's
 data folder (never the clone), records what it did (:mod:`ctxd.setup.base`) and returns the lines saying so;
 ``ctxd doctor`` (:mod:`ctxd.setup.doctor`) checks what the records say is installed.

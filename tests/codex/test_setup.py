@@ -63,6 +63,9 @@ def set_up_and_check(codex: Codex, responses: FakeResponsesServer, ctxd: str) ->
     assert second.returncode == 0, second.stderr[-2000:]
     assert first.seconds + second.seconds < 60
     assert_facts_after_each_compaction(codex, responses, data, state)
+    # Codex started `ctxd mcp` from [mcp_servers.ctxd]: its tools reach the model (once the server is up).
+    served = [t for r in responses.model_requests for t in r.body.get("tools", []) if t.get("name") == "mcp__ctxd"]
+    assert served and any(tool.get("name") == "search_history" for tool in served[0].get("tools", [])), served
 
     doctor = subprocess.run(
         [ctxd, "doctor", "--json"], env=env, capture_output=True, text=True, timeout=120, check=False

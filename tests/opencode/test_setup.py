@@ -60,6 +60,8 @@ def set_up_and_check(tmp_path: Path, ctxd: str) -> None:
         run = home.run(GOAL)
         assert run.returncode == 0, run.stderr[-3000:]
         assert_the_plugin_acted(home, [r.body for r in server.requests])
+        names = {t.get("function", {}).get("name") for r in server.requests for t in r.body.get("tools") or []}
+        assert "ctxd_search_history" in names  # opencode started `ctxd mcp` from mcp.ctxd: its tools reach the model
 
         doctor = subprocess.run(
             [ctxd, "doctor", "--json"], env=env, capture_output=True, text=True, timeout=120, check=False
