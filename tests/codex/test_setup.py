@@ -1,7 +1,8 @@
-"""Codex set up the way a user sets it up: ``ctxd setup codex`` into a private HOME / CODEX_HOME, then real Codex
-0.169.0 without ``--dangerously-bypass-hook-trust`` and without ctxd on PATH. The hooks run only because setup
-recorded Codex's trust for them; the facts reach the first request after each compaction; ``--uninstall`` puts
-hooks.json and config.toml back byte for byte."""
+"""Codex set up the way a user sets it up: ``ctxd setup codex --compact-prompt`` into a private HOME /
+CODEX_HOME, then real Codex 0.169.0 without ``--dangerously-bypass-hook-trust`` and without ctxd on PATH. The
+hooks run only because setup recorded Codex's trust for them; Codex compacts with ctxd's prompt; the facts reach
+the first request after each compaction; the MCP server's tools reach the model; ``--uninstall`` puts hooks.json
+and config.toml back byte for byte."""
 
 from __future__ import annotations
 
@@ -11,6 +12,8 @@ import subprocess
 from pathlib import Path
 
 from fakes.responses_server import FakeResponsesServer
+
+from ctxd.service.codex_hooks import COMPACT_PROMPT_HEAD, compact_prompt
 
 from . import scenario
 from .harness import Codex, ctxd_command, node_bin
@@ -46,9 +49,11 @@ def set_up_and_check(codex: Codex, responses: FakeResponsesServer, ctxd: str) ->
     assert dry.returncode == 0, dry.stderr
     assert "would add ctxd's hooks" in dry.stdout and "would set trust" in dry.stdout
     assert {n: (codex.home / n).read_bytes() for n in before} == before
-    done = setup(codex, env)
+    done = setup(codex, env, "--compact-prompt")
     assert done.returncode == 0, done.stderr
     assert "set trust for ctxd's hooks" in done.stdout and "[mcp_servers.ctxd]" in done.stdout
+    assert "set experimental_compact_prompt_file" in done.stdout
+    responses.compaction_marks = (COMPACT_PROMPT_HEAD,)  # Codex now compacts with ctxd's prompt
     again = setup(codex, env)
     assert again.returncode == 0 and "nothing to change" in again.stdout, again.stdout + again.stderr
     hooks = json.loads((codex.home / "hooks.json").read_text())
@@ -63,6 +68,8 @@ def set_up_and_check(codex: Codex, responses: FakeResponsesServer, ctxd: str) ->
     assert second.returncode == 0, second.stderr[-2000:]
     assert first.seconds + second.seconds < 60
     assert_facts_after_each_compaction(codex, responses, data, state)
+    compactions = [r for r in responses.model_requests if r.is_compaction]
+    assert len(compactions) == 3 and all(r.texts()[-1].strip() == compact_prompt() for r in compactions)
     # Codex started `ctxd mcp` from [mcp_servers.ctxd]: its tools reach the model (once the server is up).
     served = [t for r in responses.model_requests for t in r.body.get("tools", []) if t.get("name") == "mcp__ctxd"]
     assert served and any(tool.get("name") == "search_history" for tool in served[0].get("tools", [])), served
@@ -78,3 +85,4 @@ def set_up_and_check(codex: Codex, responses: FakeResponsesServer, ctxd: str) ->
     assert gone.returncode == 0, gone.stderr
     assert {n: (codex.home / n).read_bytes() for n in before} == before
     assert not (data / "ctxd" / "installed" / "codex.json").exists()
+    assert not (data / "ctxd" / "integrations" / "codex").exists()  # the prompt's copy
