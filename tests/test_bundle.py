@@ -13,7 +13,7 @@ from ctxd.setup.bundle import BUNDLE, files
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-@pytest.mark.parametrize("name", ["claude-code", "pi", "client-ts", "neovim"])
+@pytest.mark.parametrize("name", ["claude-code", "pi", "client-ts", "neovim", "codex", "opencode"])
 def test_the_bundle_ships_every_tracked_file_it_is_meant_to(name: str) -> None:
     folder, _ = BUNDLE[name]
     tracked = subprocess.run(

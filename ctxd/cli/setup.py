@@ -9,7 +9,7 @@ import argparse
 import os
 import sys
 
-NAMES = "claude-code | pi | vscode | neovim"
+NAMES = "claude-code | pi | vscode | neovim | codex | opencode"
 """The integrations ``ctxd setup`` knows (:data:`ctxd.setup.INTEGRATIONS`; a test keeps the two the same)."""
 
 
@@ -26,6 +26,11 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-a
     s.add_argument("--dry-run", action="store_true", help="say what would change, change nothing")
     s.add_argument("--uninstall", action="store_true", help="remove it and put the settings files back as they were")
     s.add_argument("--json", action="store_true")
+    s.add_argument(
+        "--compact-prompt",
+        action="store_true",
+        help="codex: also make ctxd's prompt Codex's compaction prompt (experimental_compact_prompt_file)",
+    )
 
     d = sub.add_parser("doctor", help="check every installed integration end to end; exit 1 on a problem")
     d.add_argument("--json", action="store_true")
@@ -38,7 +43,7 @@ def cmd_setup(args: argparse.Namespace) -> int:
 
     if args.integration not in INTEGRATIONS:
         raise SetupError(f"no integration named {args.integration!r}: ctxd setup {NAMES}")
-    ctx = Context(os.environ, ctxd_executable(), dry_run=args.dry_run)
+    ctx = Context(os.environ, ctxd_executable(), dry_run=args.dry_run, compact_prompt=args.compact_prompt)
     lines = setup(args.integration, ctx, uninstall=args.uninstall)
     if args.json:
         dump({"integration": args.integration, "ctxd": ctx.ctxd, "dryRun": ctx.dry_run, "changes": lines})
@@ -60,7 +65,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
         dump({"ok": ok, "ctxd": ctx.ctxd, "version": ctx.version, "checks": [c.to_json() for c in checks]})
         return 0 if ok else 1
     if not checks:
-        print("no integration is installed: `ctxd setup claude-code | pi | vscode | neovim`")
+        print(f"no integration is installed: `ctxd setup {NAMES}`")
     for c in checks:
         print(f"{'ok  ' if c.ok else 'FAIL'} {c.integration}: {c.check}: {c.detail}")
         if not c.ok and c.fix:

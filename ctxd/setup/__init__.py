@@ -1,6 +1,6 @@
 """``ctxd setup`` and ``ctxd doctor``: each agent's or editor's integration installed with one command.
 
-One row per integration in :data:`INTEGRATIONS` (codex and opencode get theirs when their integrations exist).
+One row per integration in :data:`INTEGRATIONS`.
 Every installer writes the integration with the absolute path of the ctxd running it, from a copy in ctxd's
 data folder (never the clone), records what it did (:mod:`ctxd.setup.base`) and returns the lines saying so;
 ``ctxd doctor`` (:mod:`ctxd.setup.doctor`) checks what the records say is installed.
@@ -12,7 +12,7 @@ from collections.abc import Callable
 
 import attrs
 
-from ctxd.setup import claude_code, neovim, pi, vscode
+from ctxd.setup import claude_code, codex, neovim, opencode, pi, vscode
 from ctxd.setup.base import Context, Record, SetupError, drop_record, load_record, save_record
 
 
@@ -32,6 +32,8 @@ INTEGRATIONS: dict[str, Integration] = {
         Integration("pi", "pi", pi.detect, pi.install, pi.uninstall),
         Integration("vscode", "VS Code", vscode.detect, vscode.install, vscode.uninstall),
         Integration("neovim", "Neovim", neovim.detect, neovim.install, neovim.uninstall),
+        Integration("codex", "Codex", codex.detect, codex.install, codex.uninstall),
+        Integration("opencode", "opencode", opencode.detect, opencode.install, opencode.uninstall),
     )
 }
 

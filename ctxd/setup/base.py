@@ -58,6 +58,8 @@ class Context:
     ctxd: str
     dry_run: bool = False
     version: str = __version__
+    compact_prompt: bool = False
+    """``ctxd setup codex --compact-prompt``: also install ctxd's compaction prompt."""
 
     @property
     def home(self) -> str:

@@ -15,6 +15,8 @@ BUNDLE = {
     "client-ts": ("clients/typescript", ["package.json", "src"]),
     "neovim": ("editors/neovim", ["README.md", "lua", "plugin", "doc"]),
     "vscode": ("editors/vscode/dist", ["ctxd.vsix"]),  # present when `make dist` built it first
+    "codex": ("integrations/codex", ["README.md", "hooks.json"]),
+    "opencode": ("integrations/opencode", ["README.md", "package.json", "src"]),
 }
 
 _PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

@@ -4,7 +4,8 @@ For each record ``ctxd setup`` left: the ctxd it names runs and is this version;
 ``initialize`` and ``session/list``; and the integration's own checks (Claude Code: the plugin is installed and
 enabled at this version, and its installed hook runs ctxd and answers; pi: the package is listed and its daemon
 command is this ctxd; VS Code: the extension at this version and the server command; Neovim: the plugin folder
-and the ctxd it names).
+and the ctxd it names; Codex: ctxd's hooks in hooks.json, trusted in config.toml, the SessionStart hook runs, the
+MCP server; opencode: the plugin listed and pointing at this ctxd, the MCP server).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from typing import Any
 
 import attrs
 
-from ctxd.setup import claude_code, jsonfiles, neovim, pi, vscode
+from ctxd.setup import claude_code, codex, jsonfiles, neovim, opencode, pi, vscode
 from ctxd.setup.base import Context, Record, SetupError, installed_names, load_record
 
 TIMEOUT = 30.0
@@ -53,7 +54,14 @@ def run(ctx: Context) -> list[Check]:
             if record.ctxd not in daemons:
                 daemons[record.ctxd] = _daemon(record.ctxd, ctx)
             checks.append(attrs.evolve(daemons[record.ctxd], integration=name))
-        specific = {"claude-code": _claude_code, "pi": _pi, "vscode": _vscode, "neovim": _neovim}.get(name)
+        specific = {
+            "claude-code": _claude_code,
+            "pi": _pi,
+            "vscode": _vscode,
+            "neovim": _neovim,
+            "codex": _codex,
+            "opencode": _opencode,
+        }.get(name)
         if specific is not None:
             try:
                 checks += specific(ctx, record, again)
@@ -246,3 +254,82 @@ def _neovim(ctx: Context, record: Record, again: str) -> list[Check]:
         return [Check("neovim", "plugin", False, f"{installed} is missing", again)]
     ok = os.path.isfile(os.path.join(record.copy, "plugin", "ctxd.lua")) and record.ctxd in text
     return [Check("neovim", "plugin", ok, f"{record.copy} (Neovim loads it; spec: {neovim.spec(record.copy)})", again)]
+
+
+def _codex(ctx: Context, record: Record, again: str) -> list[Check]:
+    import shlex
+    import tomllib
+
+    name = "codex"
+    hooks = jsonfiles.load(codex.hooks_path(ctx)).get("hooks") or {}
+    try:
+        config = tomllib.loads((jsonfiles.read_bytes(codex.config_path(ctx)) or b"").decode())
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        return [Check(name, "config", False, f"{codex.config_path(ctx)} is not valid TOML: {exc}", "fix it by hand")]
+    states = (config.get("hooks") or {}).get("state") or {}
+    ours, untrusted = [], []
+    for event, groups in hooks.items():
+        for g, group in enumerate(groups if isinstance(groups, list) else []):
+            for h, handler in enumerate(group.get("hooks") or [] if isinstance(group, dict) else []):
+                if codex.is_ours(handler) and event in codex.EVENT_LABELS:
+                    ours.append((event, handler))
+                    key = f"{codex.hooks_path(ctx)}:{codex.EVENT_LABELS[event]}:{g}:{h}"
+                    if (states.get(key) or {}).get("trusted_hash") != codex.trusted_hash(event, handler):
+                        untrusted.append(event)
+    stale = [e for e, h in ours if shlex.split(h["command"])[0] != record.ctxd]
+    checks = [
+        Check(name, "hooks", bool(ours) and not stale, f"{len(ours)} ctxd hooks in {codex.hooks_path(ctx)}", again),
+        Check(
+            name,
+            "hook trust",
+            bool(ours) and not untrusted,
+            f"untrusted: {', '.join(untrusted)}" if untrusted else "Codex trusts ctxd's hooks",
+            f"{again}, or trust them in Codex's /hooks view",
+        ),
+    ]
+    start = [h for e, h in ours if e == "SessionStart"]
+    if start:
+        payload = {"session_id": "ctxd-doctor", "hook_event_name": "SessionStart", "source": "startup", "cwd": ctx.home}
+        with tempfile.TemporaryDirectory(prefix="ctxd-doctor-") as state:
+            env = {"HOME": ctx.home, "PATH": "/usr/bin:/bin", "XDG_STATE_HOME": state}
+            try:
+                done = subprocess.run(
+                    ["/bin/sh", "-c", start[0]["command"]],
+                    input=json.dumps(payload),
+                    env=env,
+                    capture_output=True,
+                    text=True,
+                    timeout=TIMEOUT,
+                )
+                detail = f"exit {done.returncode} {done.stderr.strip()[-300:]}".strip()
+                ok = done.returncode == 0
+            except (OSError, subprocess.TimeoutExpired) as exc:
+                ok, detail = False, str(exc)
+        checks.append(Check(name, "hook", ok, f"SessionStart hook ran with a bare PATH: {detail}", again))
+    server = (config.get("mcp_servers") or {}).get("ctxd") or {}
+    checks.append(
+        Check(
+            name,
+            "mcp server",
+            server.get("command") == record.ctxd and server.get("args") == ["mcp"],
+            f"[mcp_servers.ctxd] command = {server.get('command')}, args = {server.get('args')}",
+            again,
+        )
+    )
+    return checks
+
+
+def _opencode(ctx: Context, record: Record, again: str) -> list[Check]:
+    name = "opencode"
+    config = jsonfiles.load(opencode.config_path(ctx))
+    url = opencode.plugin_url(record.copy)
+    index = (jsonfiles.read_bytes(os.path.join(record.copy, "src", "index.ts")) or b"").decode(errors="replace")
+    listed = url in (config.get("plugin") or [])
+    checks = [
+        Check(name, "plugin", listed and bool(index), f"{url} {'listed' if listed else 'missing'}", again),
+        Check(name, "daemon command", json.dumps(record.ctxd) in index, f"the plugin copy runs {record.ctxd}", again),
+    ]
+    mcp = jsonfiles.get(config, opencode.MCP_KEY) or {}
+    ok = mcp.get("command") == [record.ctxd, "mcp"]
+    checks.append(Check(name, "mcp server", ok, f"mcp.ctxd command = {mcp.get('command')}", again))
+    return checks

@@ -11,7 +11,7 @@ from __future__ import annotations
 import base64
 import json
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from ctxd.setup.base import Record, SetupError
@@ -116,13 +116,25 @@ def _prune(value: Any, like: Any) -> Any:
     return out
 
 
-def restore(record: Record, path: str, ours: Sequence[Path] = (), dry_run: bool = False) -> str | None:
+def bytes_before(record: Record, path: str) -> bytes | None:
+    """``path``'s bytes from before setup first changed it (None: it did not exist, or setup never changed it)."""
+    encoded = record.settings_before.get(path)
+    return None if encoded is None else base64.b64decode(encoded)
+
+
+def restore(
+    record: Record,
+    path: str,
+    ours: Sequence[Path] = (),
+    dry_run: bool = False,
+    strip: Callable[[dict[str, Any]], None] | None = None,
+) -> str | None:
     """Put ``path`` back as it was before setup (see the module's docstring); a line saying what was done, or
-    None when the file is already as it was."""
+    None when the file is already as it was. ``strip`` takes out what ctxd added that is not a key of its own
+    (items in the agent's lists)."""
     if path not in record.settings_before:
         return None
-    encoded = record.settings_before[path]
-    before = None if encoded is None else base64.b64decode(encoded)
+    before = bytes_before(record, path)
     now = read_bytes(path)
     if now == before:
         return None
@@ -132,6 +144,8 @@ def restore(record: Record, path: str, ours: Sequence[Path] = (), dry_run: bool 
     except SetupError:
         return f"{verb}leave {path} alone: it is no longer plain JSON (ctxd's keys: {_names(ours)})"
     previous = load(path, before) if before is not None else {}
+    if strip is not None:
+        strip(current)
     for key in ours:  # ctxd's keys go back to what they were (or away)
         if get(previous, key) is None:
             delete(current, key)

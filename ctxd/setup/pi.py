@@ -31,10 +31,16 @@ COMMAND_KEY = ("ctxd", "command")
 
 def assemble(into: str) -> None:
     """Write the self-contained package into folder ``into``."""
-    files = bundle.files(NAME)
+    assemble_package(NAME, into)
+
+
+def assemble_package(name: str, into: str) -> None:
+    """Write integration ``name``'s TypeScript package into ``into`` with ctxd's client vendored under
+    ``src/ctxd-client/`` (its ``src/client.ts`` imports it from the repository's clients/typescript)."""
+    files = bundle.files(name)
     client = {rel.replace("src/", "src/ctxd-client/", 1): src for rel, src in bundle.files("client-ts").items()}
     if "src/index.ts" not in files or "src/ctxd-client/index.ts" not in client:
-        raise SetupError("this ctxd has no pi extension files (ctxd/bundled/pi, client-ts): reinstall ctxd")
+        raise SetupError(f"this ctxd has no {name} files (ctxd/bundled/{name}, client-ts): reinstall ctxd")
     copy_files(files, into)
     copy_files({k: v for k, v in client.items() if k.startswith("src/")}, into)
     path = os.path.join(into, "src", "client.ts")

@@ -65,6 +65,8 @@ class Codex:
     extra_path: list[str] = attrs.field(factory=list)
     """Folders put before ``PATH`` (where the hooks find ``ctxd``)."""
     binary: str = attrs.field(factory=codex_binary)
+    write_config: bool = True
+    """Whether :meth:`exec` writes config.toml (False once ``ctxd setup codex`` has added to it)."""
 
     @property
     def home(self) -> Path:
@@ -98,7 +100,8 @@ class Codex:
         """``codex exec PROMPT`` (or ``codex exec resume --last PROMPT``) in the project folder."""
         self.home.mkdir(parents=True, exist_ok=True)
         self.work.mkdir(parents=True, exist_ok=True)
-        (self.home / "config.toml").write_text(self.config())
+        if self.write_config:
+            (self.home / "config.toml").write_text(self.config())
         head = [self.binary, "exec"] + (["resume", "--last"] if resume else [])
         command = [*head, "--skip-git-repo-check", "--dangerously-bypass-approvals-and-sandbox", *args, prompt]
         if not resume:

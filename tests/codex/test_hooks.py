@@ -20,7 +20,7 @@ HOOKS = REPO / "integrations" / "codex" / "hooks.json"
 
 
 def install_hooks(codex: Codex) -> None:
-    """As the README says: integrations/codex/hooks.json as ``$CODEX_HOME/hooks.json``, ``ctxd`` on PATH."""
+    """The hand install: integrations/codex/hooks.json as ``$CODEX_HOME/hooks.json``, ``ctxd`` on PATH."""
     codex.home.mkdir(parents=True, exist_ok=True)
     (codex.home / "hooks.json").write_bytes(HOOKS.read_bytes())
     codex.extra_path.append(str(Path(ctxd_command()).parent))
@@ -37,6 +37,13 @@ def test_facts_reach_the_request_after_each_compaction(codex: Codex, responses: 
     assert second.returncode == 0, second.stderr[-2000:]
     assert first.seconds + second.seconds < 60
 
+    assert_facts_after_each_compaction(codex, responses, data, state)
+
+
+def assert_facts_after_each_compaction(codex: Codex, responses: FakeResponsesServer, data: Path, state: Path) -> None:
+    """In the first request after each of the scenario's 3 compactions, a developer item right after the summary
+    holds ctxd's facts with the constraint the summary left out; the rollout is archived; no hook error; ctxd's
+    context still equals each request."""
     requests = responses.model_requests
     after = [r for i, r in enumerate(requests) if i and requests[i - 1].is_compaction and not r.is_compaction]
     assert len(after) == 3

@@ -12,6 +12,7 @@ import sqlite3
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 from fakes.openai_server import FakeOpenAIServer
 
@@ -42,7 +43,20 @@ def test_the_plugin_keeps_the_facts_through_a_real_opencode_compaction(tmp_path:
         home.write_config()
         run = home.run(GOAL)
         assert run.returncode == 0, run.stderr[-3000:]
-        bodies = [r.body for r in server.requests]
+        after, injected = assert_the_plugin_acted(home, [r.body for r in server.requests])
+    if NOTE.parent.is_dir():  # the request, for the report (opencode's long system prompt and tools shortened)
+        messages = [
+            {**m, "content": text_of(m)[:300] + " [...]"} if m["role"] == "system" and text_of(m) not in injected else m
+            for m in after["messages"]
+        ]
+        shown = json.dumps({"model": after.get("model"), "messages": messages}, indent=1)
+        NOTE.write_text(f"# opencode: the first request after a compaction\n\n```json\n{shown}\n```\n")
+
+
+def assert_the_plugin_acted(home: OpencodeHome, bodies: list[dict[str, Any]]) -> tuple[dict[str, Any], list[str]]:
+    """The must-keep facts reached opencode's compaction prompt, the facts its summary lacked reached the first
+    request after it (a system message), and the bash output was cut for the model and the database; that first
+    request and the injected system texts."""
     compactions = [i for i, b in enumerate(bodies) if is_compaction_request(b)]
     assert len(compactions) == 1, [text_of(b["messages"][-1])[:80] for b in bodies]
     prompt = text_of(bodies[compactions[0]]["messages"][-1])
@@ -59,13 +73,7 @@ def test_the_plugin_keeps_the_facts_through_a_real_opencode_compaction(tmp_path:
         stored = [json.loads(d) for (d,) in conn.execute("SELECT data FROM part WHERE data LIKE '%\"tool\"%'")]
     output = next(p["state"]["output"] for p in stored if p.get("type") == "tool")
     assert "chars omitted" in output and len(output) < 3000
-    if NOTE.parent.is_dir():  # the request, for the report (opencode's long system prompt and tools shortened)
-        messages = [
-            {**m, "content": text_of(m)[:300] + " [...]"} if m["role"] == "system" and text_of(m) not in injected else m
-            for m in after["messages"]
-        ]
-        shown = json.dumps({"model": after.get("model"), "messages": messages}, indent=1)
-        NOTE.write_text(f"# opencode: the first request after a compaction\n\n```json\n{shown}\n```\n")
+    return after, injected
 
 
 def test_the_plugin_type_checks_against_opencodes_plugin_api() -> None:
