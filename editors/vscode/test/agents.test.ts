@@ -124,6 +124,8 @@ describe('Codex and opencode sessions beside pi and Claude Code', { timeout: 120
     const info = await store.open(opencodePath);
     assert.equal(info.path, opencodePath); // a session inside the database, not a file
     assert.match(shown().get(opencodePath)!.description, /open/);
+    assert.equal(shown().get(opencodePath)!.label, 'Hello with bash'); // opencode's title, kept once opened
+    assert.equal(store.current!.info.name, 'Hello with bash'); // the Conversation view's title
     const before = store.current!.tree!;
     assert.ok(before.rows.some((r) => 'type' in r && r.type === 'compaction'));
     const [, answerId] = opencodeTurn(db, 'one more thing', 'done, live', 1795642500000);
