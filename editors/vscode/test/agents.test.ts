@@ -12,12 +12,14 @@ import { copyFileSync, existsSync, mkdirSync, readFileSync, realpathSync, writeF
 import { dirname, join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import type { CtxdClient } from '@ctxd/client';
+import { Documents } from '../src/documents';
 import type { SessionsNode } from '../src/projection/sessions';
 import { ConversationProvider } from '../src/sessionTree';
 import { SessionsProvider } from '../src/sessionsView';
 import { Store } from '../src/state';
 import { REPO, startDaemon, tempRoot, until } from './daemon';
 import { writeSampleSession } from './fixtures';
+import { Uri } from './vscode-mock';
 
 const OPENCODE_SESSION = 'ses_deb60502affel00BqeWtCJeQt7';
 
@@ -131,6 +133,16 @@ describe('Codex and opencode sessions beside pi and Claude Code', { timeout: 120
     const [, answerId] = opencodeTurn(db, 'one more thing', 'done, live', 1795642500000);
     await until(() => store.current?.tree?.leafId === answerId, 10_000, 'the new opencode turn in the conversation');
     assert.equal(store.current!.tree!.entries, before.entries + 2);
+    // The Context document names the session in its URI's query: the '#' of <db>#<id> survives the round trip.
+    const docs = new Documents(store, () => client);
+    try {
+      const uri = Documents.uri('context', opencodePath, 'Hello with bash');
+      const text = await docs.render(Uri.parse(uri.toString()) as unknown as import('vscode').Uri);
+      assert.match(text, /Hello with bash/);
+      assert.match(text, /done, live/);
+    } finally {
+      docs.dispose();
+    }
     await until(() => /● live · open/.test(shown().get(opencodePath)!.description), 10_000, 'a live marker on the opencode session');
   });
 });
