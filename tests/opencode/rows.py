@@ -61,3 +61,17 @@ def add_turn(writer: sqlite3.Connection, session: str, text: str, answer: str, s
     writer.execute("UPDATE session SET time_updated = ? WHERE id = ?", (stamp + 2, session))
     writer.execute("COMMIT")
     return user_id, answer_id
+
+
+if __name__ == "__main__":
+    # For the editors' tests (Node, Lua): `python tests/opencode/rows.py DB TEXT ANSWER STAMP` adds one turn to
+    # the real session of a copy, as opencode does (WAL mode), and prints the user's and the answer's ids.
+    import sys
+
+    db_path, text, answer, stamp = sys.argv[1:5]
+    conn = sqlite3.connect(db_path, isolation_level=None)
+    try:
+        conn.execute("PRAGMA journal_mode=WAL")
+        print(*add_turn(conn, SESSION, text, answer, int(stamp)))
+    finally:
+        conn.close()

@@ -80,7 +80,7 @@ if [ $# -gt 0 ]; then
   suites=()
   for name in "$@"; do suites+=("tests/test_${name#test_}.lua"); done
 else
-  suites=(tests/test_config.lua tests/test_tree.lua tests/test_compaction.lua tests/test_commands.lua tests/test_archives.lua tests/test_usage.lua)
+  suites=(tests/test_config.lua tests/test_tree.lua tests/test_compaction.lua tests/test_commands.lua tests/test_archives.lua tests/test_usage.lua tests/test_agents.lua)
 fi
 
 passed=0

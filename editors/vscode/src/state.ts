@@ -345,15 +345,17 @@ export class Store {
       if (generation !== this.treeGeneration || this.current !== current) {
         return;
       }
+      const summary = this.sessions.find((s) => s.path === current.path);
+      // An opencode session is named in its database, not by an entry: keep the listing's name.
+      const name = tree.name ?? summary?.name ?? null;
       current.tree = tree;
-      current.info = { ...current.info, name: tree.name, entries: tree.entries, leafId: tree.leafId };
+      current.info = { ...current.info, name, entries: tree.entries, leafId: tree.leafId };
       if (tree.usage) {
         current.usage = tree.usage;
       }
       this.fullRows = undefined;
-      const summary = this.sessions.find((s) => s.path === current.path);
-      if (summary && (summary.name !== tree.name || summary.entries !== tree.entries)) {
-        summary.name = tree.name;
+      if (summary && (summary.name !== name || summary.entries !== tree.entries)) {
+        summary.name = name;
         summary.entries = tree.entries;
         this.sessionsEmitter.fire();
       }

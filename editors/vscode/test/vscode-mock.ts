@@ -210,6 +210,12 @@ export const workspace = {
   workspaceFolders: undefined as undefined | { uri: Uri }[],
 };
 
+export const languages = {
+  async setTextDocumentLanguage<T>(doc: T, _language: string): Promise<T> {
+    return doc;
+  },
+};
+
 export const env = {
   clipboard: {
     text: '',

@@ -105,7 +105,11 @@ function H.format_session(s)
   local name = s.name
   if type(name) ~= 'string' or name == '' then name = s.title end
   if type(name) ~= 'string' or name == '' then name = vim.fn.fnamemodify(s.path, ':t') end
-  if s.archived == true then name = name .. '  [ctxd archive]' end
+  if s.archived == true then
+    name = name .. '  [ctxd archive]'
+  elseif s.readOnly == true then -- another agent's session (Claude Code, Codex, opencode), read-only
+    name = name .. '  [' .. (type(s.agent) == 'string' and s.agent or 'transcript') .. ' · read-only]'
+  end
   local archived = type(s.archives) == 'table' and #s.archives > 0 and (' · ' .. #s.archives .. ' archived') or ''
   return string.format('%s  (%s entries · %s · %s%s)', name, tostring(s.entries or '?'), tostring(s.cwd or '?'), when, archived)
 end

@@ -261,11 +261,18 @@ function M.format_row(row)
   return text, hls
 end
 
+--- The name session/list gave a session (opencode names a session in its database, not by an entry).
+function H.listed_name(session)
+  for _, s in ipairs(client().state.sessions or {}) do
+    if s.path == session and type(s.name) == 'string' and s.name ~= '' then return s.name end
+  end
+end
+
 function H.header(t)
   local data = t.data or {}
   local info = client().state.info[t.session] or {}
   local name = data.name or info.name
-  if name == nil or name == vim.NIL then name = vim.fn.fnamemodify(t.session, ':t') end
+  if name == nil or name == vim.NIL then name = H.listed_name(t.session) or vim.fn.fnamemodify(t.session, ':t') end
   local sl = require('ctxd.statusline')
   local i = sl.info(t.session)
   local parts = {}
@@ -281,6 +288,7 @@ function H.header(t)
     )
   end
   if data.entries then table.insert(parts, data.entries .. ' entries') end
+  if info.readOnly == true then table.insert(parts, (type(info.agent) == 'string' and info.agent or 'transcript') .. ' · read-only') end
   if t.error then table.insert(parts, 'error: ' .. t.error) end
   if t.data == nil and t.error == nil then table.insert(parts, 'loading…') end
   table.insert(parts, 'g? help')
