@@ -1,8 +1,8 @@
 """The ctxd plugin inside real opencode 1.18.33 (npm ``opencode-ai``), configured as a user would (``plugin`` in
 opencode.json naming integrations/opencode/src/index.ts, ``ctxd serve`` as the daemon), against the fake Chat
 Completions server: the must-keep facts reach opencode's compaction prompt, the facts the fake summary omitted
-reach the first request after the compaction, and an oversized bash output is cut for the model and the
-database alike."""
+reach the first request after the compaction, an oversized bash output is cut for the model and the
+database alike, and ctxd's archive holds a copy of the session (made on the plugin's session events)."""
 
 from __future__ import annotations
 
@@ -14,6 +14,9 @@ import sys
 from pathlib import Path
 
 from fakes.openai_server import FakeOpenAIServer
+
+from ctxd.store.opencode import session_path
+from ctxd.store.transcript import open_session_file
 
 from .harness import REPO, SUMMARY, CompactingResponder, OpencodeHome, is_compaction_request, opencode_binary
 
@@ -57,8 +60,15 @@ def test_the_plugin_keeps_the_facts_through_a_real_opencode_compaction(tmp_path:
     assert "chars omitted" in text_of(tool) and len(text_of(tool)) < 3000
     with sqlite3.connect(f"file:{home.database}?mode=ro", uri=True) as conn:
         stored = [json.loads(d) for (d,) in conn.execute("SELECT data FROM part WHERE data LIKE '%\"tool\"%'")]
+        (session_id,) = [row[0] for row in conn.execute("SELECT id FROM session")]
     output = next(p["state"]["output"] for p in stored if p.get("type") == "tool")
     assert "chars omitted" in output and len(output) < 3000
+    # ctxd archived the session (after the compaction, and when it went idle): the copy reads as the live one.
+    (copy,) = (home.data / "ctxd" / "archive" / "opencode").glob(f"*/{session_id}.jsonl")
+    assert oct(copy.stat().st_mode & 0o777) == oct(0o600)
+    live, archived = open_session_file(session_path(str(home.database), session_id)), open_session_file(str(copy))
+    assert archived.entries(range(len(archived.heads))) == live.entries(range(len(live.heads)))
+    assert any(h.type == "compaction" for h in archived.heads)
     if NOTE.parent.is_dir():  # the request, for the report (opencode's long system prompt and tools shortened)
         messages = [
             {**m, "content": text_of(m)[:300] + " [...]"} if m["role"] == "system" and text_of(m) not in injected else m
