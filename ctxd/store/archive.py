@@ -14,6 +14,8 @@ path                                                                  what
                                                                       stopped extending it (rewritten, truncated)
 ``<data>/archive/codex/YYYY/MM/DD/rollout-*.jsonl``                   copy of ``~/.codex/sessions/YYYY/MM/DD/
                                                                       rollout-*.jsonl`` (Codex's hooks)
+``<data>/archive/opencode/<project>/<session>.jsonl``                 an opencode session's database rows
+                                                                      (:mod:`ctxd.store.opencode_archive`)
 ====================================================================  =============================================
 
 ``<data>`` is ``$XDG_DATA_HOME/ctxd`` (default ``~/.local/share/ctxd``); ctxd's state (the hooks' log and their
