@@ -23,6 +23,7 @@ CONTEXT_COMPOSITION = "context/composition"
 HISTORY_SEARCH = "history/search"
 HISTORY_EXPAND = "history/expand"
 SESSION_FACTS = "session/facts"
+SESSION_ARCHIVE = "session/archive"
 METHODS = (
     SESSION_LIST,
     SESSION_OPEN,
@@ -46,6 +47,7 @@ METHODS = (
     HISTORY_SEARCH,
     HISTORY_EXPAND,
     SESSION_FACTS,
+    SESSION_ARCHIVE,
 )
 
 DID_CHANGE = "session/didChange"
@@ -79,6 +81,7 @@ __all__ = [
     "METHODS",
     "NOTIFICATIONS",
     "SESSION_APPEND",
+    "SESSION_ARCHIVE",
     "SESSION_CHECK",
     "SESSION_CREATE",
     "SESSION_ENTRY",

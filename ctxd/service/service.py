@@ -20,6 +20,7 @@ from ctxd.context.truncate import is_oversized, limit_chars, truncate_tool_resul
 from ctxd.context.view import cap, project, run_rows
 from ctxd.errors import InvalidEntryError, SessionNotFoundError
 from ctxd.service import protocol as p
+from ctxd.service.archiving import Archiving
 from ctxd.service.base import ServiceBase
 from ctxd.service.compacting import Compacting
 from ctxd.service.composing import Composing
@@ -28,6 +29,7 @@ from ctxd.service.live import Live
 from ctxd.service.registry import OpenSession, Registry, inside, only_inside
 from ctxd.service.summarize import Summarizing
 from ctxd.service.writer import Writing
+from ctxd.store.archive import link_archives
 from ctxd.store.create import create_session
 from ctxd.store.listing import cwd_dirname, list_sessions
 from ctxd.store.opencode import list_databases
@@ -35,7 +37,7 @@ from ctxd.store.opencode import list_databases
 log = logging.getLogger(__name__)
 
 
-class Service(Writing, Compacting, Live, Summarizing, Composing, History, ServiceBase):
+class Service(Writing, Compacting, Live, Summarizing, Composing, History, Archiving, ServiceBase):
     """Every daemon method (the server's handlers call these)."""
 
     # --- sessions -----------------------------------------------------------------------------
@@ -59,6 +61,7 @@ class Service(Writing, Compacting, Live, Summarizing, Composing, History, Servic
             databases = [d for d in self.config.opencodeDatabases if not params.roots or d in params.roots]
             found.extend(await asyncio.to_thread(list_databases, databases, params.cwd))
             found.sort(key=lambda s: s.modified, reverse=True)
+            link_archives(found, self.config.archiveRoots)  # ctxd's copies of opencode sessions beside them
         for s in found:
             if not s.archived:  # a session id names the live transcript, not ctxd's copy of it
                 self.registry.remember(s.id, s.path)

@@ -14,6 +14,8 @@ path                                                                  what
                                                                       stopped extending it (rewritten, truncated)
 ``<data>/archive/codex/YYYY/MM/DD/rollout-*.jsonl``                   copy of ``~/.codex/sessions/YYYY/MM/DD/
                                                                       rollout-*.jsonl`` (Codex's hooks)
+``<data>/archive/opencode/<project>/<session>.jsonl``                 an opencode session's database rows
+                                                                      (:mod:`ctxd.store.opencode_archive`)
 ====================================================================  =============================================
 
 ``<data>`` is ``$XDG_DATA_HOME/ctxd`` (default ``~/.local/share/ctxd``); ctxd's state (the hooks' log and their
@@ -42,7 +44,8 @@ PROBE = 4096
 EARLIER = "earlier"
 
 
-def _safe(part: str) -> bool:
+def is_safe_name(part: str) -> bool:
+    """True for a name that is one path component (not empty, no separator, not . or ..)."""
     return bool(part) and part not in (".", "..") and "/" not in part and "\\" not in part and "\0" not in part
 
 
@@ -52,7 +55,7 @@ def claude_archive_path(transcript: str, root: str) -> str | None:
     if not parts[-1].endswith(".jsonl"):
         return None
     tail = parts[-4:] if len(parts) >= 5 and parts[-2] == "subagents" else parts[-2:]
-    if len(tail) < 2 or not all(_safe(p) for p in tail):
+    if len(tail) < 2 or not all(is_safe_name(p) for p in tail):
         return None
     return os.path.join(root, "claude", *tail)
 
@@ -90,7 +93,7 @@ def codex_archive_path(rollout: str, root: str) -> str | None:
     under ``~/.codex/sessions``), or ``<root>/codex/<name>`` for a rollout elsewhere; None for other names."""
     parts = os.path.normpath(os.path.abspath(rollout)).split(os.sep)
     name = parts[-1]
-    if not (name.startswith("rollout-") and name.endswith(".jsonl") and _safe(name)):
+    if not (name.startswith("rollout-") and name.endswith(".jsonl") and is_safe_name(name)):
         return None
     dated = parts[-4:-1]
     if len(parts) >= 5 and all(p.isdigit() for p in dated):
@@ -140,7 +143,7 @@ def _mirror_locked(src: str, dst: str) -> ArchiveResult:
                 finally:
                     os.close(out)
                 return ArchiveResult(dst, end - size, None)
-            rotated = _rotate(dst)
+            rotated = rotate_copy(dst)
         with replacing(dst, durable=False) as out:
             _copy(fd, out, 0, end)
         return ArchiveResult(dst, end, rotated)
@@ -180,7 +183,7 @@ def _copy(src: int, dst: int, start: int, end: int) -> None:
         pos += len(chunk)
 
 
-def _rotate(dst: str) -> str:
+def rotate_copy(dst: str) -> str:
     """Move the current copy to ``<session>/earlier/<UTC>.jsonl``; its path."""
     folder = os.path.join(dst[: -len(".jsonl")], EARLIER)
     makedirs_private(folder)
@@ -246,4 +249,5 @@ def link_archives(summaries: Iterable[Any], archive_roots: Iterable[str]) -> Non
         owner = live.get((copy.agent, copy.id, _role(copy.path)))
         if owner is not None:
             copy.archiveOf = owner.path
-            owner.archives.append(copy.path)
+            if copy.path not in owner.archives:  # pairing again (opencode's rows join the listing later) adds none
+                owner.archives.append(copy.path)

@@ -17,6 +17,8 @@ import attrs
 
 from ctxd.errors import SessionError
 from ctxd.formats.codec import decode_any
+from ctxd.formats.transcripts.opencode import ms_iso
+from ctxd.formats.transcripts.opencode_archive import decode_archive, first_user_text
 from ctxd.store.archive import link_archives
 from ctxd.store.files import open_regular, read_bounded
 
@@ -147,6 +149,9 @@ def summarize_bytes(path: str, root: str, st: os.stat_result, data: bytes, newli
     if kind in ("claude", "codex"):
         _summarize_transcript(kind, data, summary)
         return summary
+    if kind == "opencode":
+        _summarize_opencode_archive(data, summary)
+        return summary
     try:
         header = decode_any(data[: first_nl if first_nl >= 0 else len(data)])
     except Exception:
@@ -250,6 +255,23 @@ def _summarize_transcript(kind: str, data: bytes, summary: SessionSummary) -> No
                     summary.title = " ".join(text.split())[:120]
                     break
     summary.entries += 1  # every line is an entry: a transcript has no header line
+
+
+def _summarize_opencode_archive(data: bytes, summary: SessionSummary) -> None:
+    """Id, cwd, title and first request of ctxd's archive of an opencode session (as the database's listing)."""
+    summary.agent = "opencode"
+    summary.readOnly = True
+    rows, _ = decode_archive(data)
+    if rows is None:
+        summary.error = "line 1 is not an opencode archive's session line"
+        return
+    row = rows.session
+    summary.id = str(row.get("id") or "")
+    summary.cwd = str(row.get("directory") or "")
+    summary.name = str(row["title"]) if row.get("title") else None
+    summary.title = " ".join(first_user_text(rows).split())[:120]
+    summary.created = ms_iso(row.get("time_created")) or ""
+    summary.entries = len(rows.messages) + len(rows.parts)
 
 
 def iter_session_files(root: str) -> Iterable[str]:

@@ -169,6 +169,6 @@ def open_session_file(path: str, **kwargs: Any) -> SessionFile:
     if split_ref(path) is not None:
         return OpencodeFile.open(path, **kwargs)
     kind = sniff(path)
-    if kind in ("claude", "codex"):
+    if kind in ("claude", "codex", "opencode"):
         return TranscriptFile.open(path, **kwargs)
     return SessionFile.open(path, **kwargs)

@@ -1,8 +1,8 @@
 """The ctxd plugin inside real opencode 1.18.33 (npm ``opencode-ai``), configured as a user would (``plugin`` in
 opencode.json naming integrations/opencode/src/index.ts, ``ctxd serve`` as the daemon), against the fake Chat
 Completions server: the must-keep facts reach opencode's compaction prompt, the facts the fake summary omitted
-reach the first request after the compaction, and an oversized bash output is cut for the model and the
-database alike."""
+reach the first request after the compaction, an oversized bash output is cut for the model and the
+database alike, and ctxd's archive holds a copy of the session (made on the plugin's session events)."""
 
 from __future__ import annotations
 
@@ -16,11 +16,15 @@ from typing import Any
 
 from fakes.openai_server import FakeOpenAIServer
 
+from ctxd.store.opencode import session_path
+from ctxd.store.transcript import open_session_file
+
 from .harness import REPO, SUMMARY, CompactingResponder, OpencodeHome, is_compaction_request, opencode_binary
 
 PLUGIN = REPO / "integrations" / "opencode" / "src" / "index.ts"
 GOAL = "Fix the crash in src/parser.py when the input is empty. Do not change the public API of parse()."
-NOTE = Path("/work/notes/opencode-request.md")
+NOTE = Path(os.environ.get("CTXD_OPENCODE_REQUEST_NOTE", "/nonexistent/opencode-request.md"))
+"""Where the first request after the compaction is written for a report (set the variable to keep it)."""
 
 
 def text_of(message: dict[str, object]) -> str:
@@ -71,8 +75,15 @@ def assert_the_plugin_acted(home: OpencodeHome, bodies: list[dict[str, Any]]) ->
     assert "chars omitted" in text_of(tool) and len(text_of(tool)) < 3000
     with sqlite3.connect(f"file:{home.database}?mode=ro", uri=True) as conn:
         stored = [json.loads(d) for (d,) in conn.execute("SELECT data FROM part WHERE data LIKE '%\"tool\"%'")]
+        (session_id,) = [row[0] for row in conn.execute("SELECT id FROM session")]
     output = next(p["state"]["output"] for p in stored if p.get("type") == "tool")
     assert "chars omitted" in output and len(output) < 3000
+    # ctxd archived the session (after the compaction, and when it went idle): the copy reads as the live one.
+    (copy,) = (home.data / "ctxd" / "archive" / "opencode").glob(f"*/{session_id}.jsonl")
+    assert oct(copy.stat().st_mode & 0o777) == oct(0o600)
+    live, archived = open_session_file(session_path(str(home.database), session_id)), open_session_file(str(copy))
+    assert archived.entries(range(len(archived.heads))) == live.entries(range(len(live.heads)))
+    assert any(h.type == "compaction" for h in archived.heads)
     return after, injected
 
 

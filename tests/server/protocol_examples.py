@@ -548,6 +548,31 @@ async def record_archives(rec: Recorder) -> None:
     await client.close()
 
 
+async def record_opencode_archive(rec: Recorder) -> None:
+    """``session/archive`` of the real opencode session (tests/data/opencode), twice: the copy, then no change."""
+    from opencode.rows import DATA, SESSION
+
+    base = BASE / "opencode"
+    base.mkdir(parents=True)
+    db = base / "opencode" / "opencode.db"
+    db.parent.mkdir()
+    shutil.copyfile(DATA, db)
+    options = {"roots": [str(base / "pi")], "transcriptRoots": [], "opencodeDatabases": [str(db)], "watch": False}
+    env = {
+        "CTXD_CONFIG": str(BASE / "none.json"),
+        "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+        "XDG_DATA_HOME": str(base / "data"),
+    }
+    client = CtxdClient(initialization_options=options, env=env, stderr=asyncio.subprocess.DEVNULL)
+    await client.start()
+    client.trace = rec.trace
+    rec.start("session/archive", only("session/archive"))
+    await client.request("session/archive", {"session": SESSION})
+    await client.request("session/archive", {"session": SESSION})
+    rec.stop()
+    await client.close()
+
+
 _HISTORY: list[dict[str, Any]] = [
     {"type": "session", "version": 3, "id": "0199e4a0-3c1f-7d22-9b1e-5a7c2f4d8e21",
      "timestamp": "2026-11-20T10:00:00.000Z", "cwd": "/home/me/checkout"},
@@ -660,6 +685,7 @@ def main() -> int:
     rec = Recorder()
     asyncio.run(record(rec))
     asyncio.run(record_archives(rec))
+    asyncio.run(record_opencode_archive(rec))
     asyncio.run(record_history(rec))
     if args.update:
         missing = update(args.update, rec.examples, args.only)

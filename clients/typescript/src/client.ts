@@ -49,6 +49,7 @@ import {
   type LabelResult,
   type PinResult,
   type LedgerResult,
+  type SessionArchiveResult,
   type SessionEntryResult,
   type SessionInfo,
   type SessionListResult,
@@ -551,6 +552,11 @@ export class CtxdClient {
   /** session/facts: the session's fact ledger, read-only (daemons that advertise it). */
   sessionFacts(session: string, token?: CancellationToken): Promise<SessionFactsResult> {
     return this.request(Method.sessionFacts, { session }, token);
+  }
+
+  /** session/archive: copy an opencode session into ctxd's archive (daemons that advertise it). */
+  archiveSession(session: string): Promise<SessionArchiveResult> {
+    return this.request(Method.sessionArchive, { session });
   }
 
   /** history/expand: the original messages behind a summary, of an entry, or of a range, in pages. */

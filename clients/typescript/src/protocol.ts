@@ -28,6 +28,7 @@ export const Method = {
   historySearch: 'history/search',
   historyExpand: 'history/expand',
   sessionFacts: 'session/facts',
+  sessionArchive: 'session/archive',
 } as const;
 
 export const Notification = {
@@ -310,6 +311,17 @@ export interface LedgerFact {
 }
 
 /** session/facts: the session's fact ledger, read-only. */
+/** session/archive: where ctxd keeps its copy of an opencode session (ctxd/service/archiving.py). */
+export interface SessionArchiveResult {
+  session: string;
+  /** The copy, `$XDG_DATA_HOME/ctxd/archive/opencode/<project>/<session id>.jsonl`. */
+  path: string;
+  /** Bytes written (0: the copy was up to date). */
+  copied: number;
+  /** Where the previous copy went when it held rows the database no longer has, else null. */
+  rotated: string | null;
+}
+
 export interface SessionFactsResult {
   session: string;
   version: number;

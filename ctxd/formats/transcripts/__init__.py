@@ -13,6 +13,7 @@ from ctxd.formats.transcripts._base import Transcript, first_json_line
 from ctxd.formats.transcripts.claude import map_claude
 from ctxd.formats.transcripts.claude_files import claude_subagent_files
 from ctxd.formats.transcripts.codex import map_codex
+from ctxd.formats.transcripts.opencode_archive import is_archive_header, map_opencode_archive
 
 __all__ = ["Transcript", "claude_subagent_files", "detect", "map_claude", "map_codex", "map_transcript"]
 
@@ -35,10 +36,13 @@ CLAUDE_KEYS = ("uuid", "parentUuid", "sessionId", "leafUuid", "isSidechain")
 
 
 def detect(first_line: bytes) -> str | None:
-    """``"pi"``, ``"claude"``, ``"codex"`` or None, from the first non-empty line of a file."""
+    """``"pi"``, ``"claude"``, ``"codex"``, ``"opencode"`` (ctxd's archive of an opencode session) or None, from
+    the first non-empty line of a file."""
     obj: Any = first_json_line(first_line)
     if not isinstance(obj, dict):
         return None
+    if is_archive_header(obj):
+        return "opencode"
     kind = obj.get("type")
     if kind == "session":
         return "pi"
@@ -58,4 +62,6 @@ def map_transcript(data: bytes, path: str = "") -> Transcript | None:
         return map_claude(data, path)
     if kind == "codex":
         return map_codex(data, path)
+    if kind == "opencode":
+        return map_opencode_archive(data, path)
     return None

@@ -9,6 +9,10 @@
  *   the next compaction.
  * - `tool.execute.after`: a tool output over the limit is cut to its head and tail (the model and
  *   opencode's database get the short version).
+ * - `event`: after a compaction (`session.compacted`) and whenever the session goes idle
+ *   (`session.idle`), ctxd copies the session's rows into its archive (`session/archive`), so a session
+ *   later deleted in opencode stays readable in ctxd. (`session.deleted` comes after the rows are gone:
+ *   the copy from the last idle is what is kept.)
  *
  * Settings (environment): CTXD_OPENCODE_COMMAND (default `ctxd serve`), CTXD_OPENCODE_TOOL_OUTPUT_CHARS
  * (default 30000; 0 = never cut), CTXD_OPENCODE_DATABASE (default opencode's own database).
@@ -113,6 +117,15 @@ export const CtxdPlugin: Plugin = async () => {
     'tool.execute.after': async (_input, output) => {
       if (settings.toolOutputChars > 0 && typeof output.output === 'string') {
         output.output = cutOutput(output.output, settings.toolOutputChars);
+      }
+    },
+    event: async ({ event }) => {
+      if (event.type !== 'session.compacted' && event.type !== 'session.idle') return;
+      const sessionID = event.properties.sessionID;
+      try {
+        await (await ctxd()).archiveSession(ref(sessionID));
+      } catch (error) {
+        log(`cannot archive ${sessionID}: ${String(error)}`);
       }
     },
     dispose: async () => {
