@@ -4,9 +4,10 @@
 
 Each tool output is taken as the model read it (pi's ``toolResult`` text, Claude Code's ``tool_result`` content,
 Codex's ``function_call_output``) and put through :mod:`ctxd.context.cut_rules` as ctxd would cut it for that
-agent (Codex has no ctxd integration yet: its row says what the rules would save). Tokens are estimated at 4
-characters each, as ctxd estimates context. The old default (seed 004's 0.3 x window x 4 characters, 240,000
-for a 200,000-token window, every tool alike) is shown beside it: it never acted on these outputs.
+agent (Codex 0.169 gives a hook no way to replace a tool output: its row says what the rules would save).
+Tokens are estimated at 4 characters each, as ctxd estimates context. The old default (seed 004's 0.3 x window
+x 4 characters, 240,000 for a 200,000-token window, every tool alike) is shown beside it: it never acted on these
+outputs.
 """
 
 from __future__ import annotations
@@ -126,7 +127,7 @@ def main() -> int:
             total[1] += after
             total[2] += cut
     for agent, (before, after, cut) in totals.items():
-        note = " (no ctxd integration yet: what the rules would save)" if agent == "codex" else ""
+        note = " (Codex 0.169 hooks cannot replace an output: what the rules would save)" if agent == "codex" else ""
         saved = before - after
         print(
             f"{agent}: {cut} outputs cut, {saved:,} of {before:,} tool-output tokens saved",
