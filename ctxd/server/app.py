@@ -244,6 +244,7 @@ def create_server(config: Config | None = None) -> CtxdServer:
                 ls.service.history_touch(path)  # the history index follows every session file
                 await ls.service.file_changed(path, kind)
 
+            await ls.service.opencode_baseline()
             ls.watcher = Watcher(
                 ls.config.all_roots,
                 changed,

@@ -39,13 +39,20 @@ class Live(ServiceBase):
         ``session/list`` can be answered before the watch began, while the daemon was loading)."""
         for path, kind in await asyncio.to_thread(LISTINGS.changed_since_listed):
             await self.file_changed(path, kind)
-        for db in self.config.opencodeDatabases:  # the baseline later changes are told against
+        for db in self.config.opencodeDatabases:  # what changed since the baseline, told as the watcher would
+            if os.path.exists(db):
+                await self.database_changed(db)
+
+    async def opencode_baseline(self) -> None:
+        """What each opencode database holds before the watch begins (nothing, when it is not there yet): the
+        sessions that appear later, even before the watch is live, are announced with ``session/didCreate``."""
+        for db in self.config.opencodeDatabases:
             real = os.path.realpath(db)
             if real not in self._opencode_seen:
                 try:
                     self._opencode_seen[real] = await asyncio.to_thread(updated_sessions, real)
                 except CtxdError:
-                    pass  # not there (yet): its sessions are announced when it appears
+                    self._opencode_seen[real] = {}  # not there (yet): all its sessions will be new
 
     async def file_changed(self, path: str, kind: str) -> None:
         """A session file under a root was added, modified or deleted by someone (maybe us)."""

@@ -85,6 +85,12 @@ class Watcher:
                             await live()
                         except Exception:
                             log.exception("catching up once the watch was live failed")
+                    if appeared and not recursive:
+                        # A database's folder appeared: the database may have been written before the watch.
+                        for path in sorted({f for f in self.files.values() if os.path.dirname(f) in appeared}):
+                            if os.path.exists(path):
+                                await self._deliver(path, "modified")
+                        appeared = []
                     if appeared and recursive:
                         # The watch is live now: report what the new roots held before it began
                         # (a file also reported by an event is harmless: the receiver re-reads).
