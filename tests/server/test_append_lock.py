@@ -13,7 +13,7 @@ import contextlib
 import os
 import sys
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
@@ -132,49 +132,42 @@ async def test_shutdown_finishes_within_a_second_while_an_append_waits_for_the_l
 
 
 async def test_reads_are_answered_while_a_compaction_waits_for_the_lock(tmp_path: Path) -> None:
-    daemon, path = await started(tmp_path, appendLockTimeout=20)
-    try:
-        turns = {"session": path, "messages": conversation(8)}
-        assert "result" in await daemon.call(p.SESSION_APPEND, turns)
-        async with lock_held(path, 3) as holder:
-            compacting = daemon.request(p.COMPACT, {"session": path, "keepRecentTokens": 200})
-            await asyncio.sleep(0.5)  # the compaction (offline: quick) is waiting for the lock now
-            for method in (p.CONTEXT_BUILD, p.SESSION_TREE):
-                t0 = time.monotonic()
-                answer = await daemon.call(method, {"session": path}, timeout=10)
-                took = time.monotonic() - t0
-                assert "result" in answer, (method, answer)
-                assert took < 1.0, (method, took)
-            assert not [m for m in daemon.messages if m.get("id") == compacting]
-            assert holder.returncode is None
-            answer = await daemon.response(compacting, timeout=15)
-        assert "result" in answer, answer
-        assert [e["type"] for e in read_entries(path)][-1] == "compaction"
-        await finish(daemon)
-    finally:
-        await daemon.close()
+    await _reads_answered_while_waiting(
+        tmp_path, 8, lambda path: (p.COMPACT, {"session": path, "keepRecentTokens": 200}), "compaction"
+    )
 
 
 async def test_reads_are_answered_while_a_branch_waits_for_the_lock(tmp_path: Path) -> None:
+    def branch(path: str) -> tuple[str, dict[str, object]]:
+        first = read_entries(path)[1]["id"]
+        return p.BRANCH, {"session": path, "entryId": first, "summarize": True}
+
+    await _reads_answered_while_waiting(tmp_path, 4, branch, "branch_summary")
+
+
+async def _reads_answered_while_waiting(
+    tmp_path: Path, turns: int, work: Callable[[str], tuple[str, dict[str, object]]], written: str
+) -> None:
+    """``work`` (a compaction or a branch: it reads, then writes) waits for another process's write lock while
+    reads of the same session are answered at once; once the lock is free, it writes its entry."""
     daemon, path = await started(tmp_path, appendLockTimeout=20)
     try:
-        turns = {"session": path, "messages": conversation(4)}
-        assert "result" in await daemon.call(p.SESSION_APPEND, turns)
-        first = read_entries(path)[1]["id"]
+        assert "result" in await daemon.call(p.SESSION_APPEND, {"session": path, "messages": conversation(turns)})
+        method, params = work(path)
         async with lock_held(path, 3) as holder:
-            branching = daemon.request(p.BRANCH, {"session": path, "entryId": first, "summarize": True})
-            await asyncio.sleep(0.5)  # the branch (offline summary: quick) is waiting for the lock now
-            for method in (p.CONTEXT_BUILD, p.SESSION_TREE):
+            waiting = daemon.request(method, params)
+            await asyncio.sleep(0.5)  # the work (offline summary: quick) is waiting for the lock now
+            for read in (p.CONTEXT_BUILD, p.SESSION_TREE):
                 t0 = time.monotonic()
-                answer = await daemon.call(method, {"session": path}, timeout=10)
+                answer = await daemon.call(read, {"session": path}, timeout=10)
                 took = time.monotonic() - t0
-                assert "result" in answer, (method, answer)
-                assert took < 1.0, (method, took)
-            assert not [m for m in daemon.messages if m.get("id") == branching]
+                assert "result" in answer, (read, answer)
+                assert took < 1.0, (read, took)
+            assert not [m for m in daemon.messages if m.get("id") == waiting]
             assert holder.returncode is None
-            answer = await daemon.response(branching, timeout=15)
+            answer = await daemon.response(waiting, timeout=15)
         assert "result" in answer, answer
-        assert read_entries(path)[-1]["type"] == "branch_summary"
+        assert read_entries(path)[-1]["type"] == written
         await finish(daemon)
     finally:
         await daemon.close()
