@@ -235,6 +235,7 @@ class OpencodeFile(TranscriptFile):
         new = transcript.entries
         if len(new) >= len(old) and new[: len(old)] == old:
             first = len(self.heads)
+            self.header = dict(transcript.header)  # opencode retitles a session after its first answer
             self._extend(transcript, first)
             self._leaf = transcript.leaf_id
             self._diagnose(transcript)

@@ -98,6 +98,21 @@ async def test_search_expand_and_follow_an_opencode_database(tmp_path: Path) -> 
         writer.close()
 
 
+async def test_session_open_and_tree_name_an_opencode_session_by_its_title(tmp_path: Path) -> None:
+    db, writer = wal_copy(tmp_path / "opencode")
+    try:
+        path = f"{os.path.realpath(db)}#{SESSION}"
+        options = {"roots": [str(tmp_path / "root")], "opencodeDatabases": [str(db)], "watch": False}
+        async with start_ctxd(options, XDG_DATA_HOME=str(tmp_path / "data")) as client:
+            assert (await call(client, p.SESSION_OPEN, {"session": path}))["name"] == "Hello with bash"
+            assert (await call(client, p.SESSION_TREE, {"session": path}))["name"] == "Hello with bash"
+            writer.execute("UPDATE session SET title = 'Greeting the shell' WHERE id = ?", (SESSION,))
+            add_turn(writer, SESSION, "and again", "ok", 1795642500000)  # opencode retitles as the session goes on
+            assert (await call(client, p.SESSION_OPEN, {"session": path}))["name"] == "Greeting the shell"
+    finally:
+        writer.close()
+
+
 def test_cli_search_json_reads_the_configured_databases(tmp_path: Path) -> None:
     db, writer = wal_copy(tmp_path / "opencode")
     writer.close()
