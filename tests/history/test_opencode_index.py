@@ -6,6 +6,7 @@ database never written."""
 from __future__ import annotations
 
 import hashlib
+import os
 import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
@@ -133,3 +134,41 @@ def test_the_archived_copy_is_indexed_and_shown_only_where_the_database_lacks_th
     index.update_databases([str(db)])
     shown = _dedupe(index.search("hello-from-bash", limit=100))
     assert shown and all(h.archived and h.path == copy and h.session == SESSION for h in shown)
+
+
+def test_damage_found_while_indexing_a_database_rebuilds_the_index(
+    tmp_path: Path, database: tuple[Path, sqlite3.Connection]
+) -> None:
+    db, _ = database
+    history = tmp_path / "h.sqlite3"
+    index = HistoryIndex(str(history))
+    index.update_databases([str(db)])
+    index.close()
+    with open(history, "r+b") as f:  # garbage over the pages after the first: the header stays valid
+        f.seek(4096)
+        f.write(os.urandom(16384))
+    for suffix in ("-wal", "-shm"):
+        Path(str(history) + suffix).unlink(missing_ok=True)
+    index = HistoryIndex(str(history))
+    try:
+        assert index.update_databases([str(db)]).indexed == 1  # the token went with the old file: read again
+        assert index.search("hello-from-bash")
+    finally:
+        index.close()
+
+
+def test_an_index_of_schema_1_is_made_again(tmp_path: Path, database: tuple[Path, sqlite3.Connection]) -> None:
+    """Schema 1 remembered ctxd's archived opencode copies without indexing them: such an index starts over."""
+    db, _ = database
+    history = tmp_path / "h.sqlite3"
+    index = HistoryIndex(str(history))
+    index.update_databases([str(db)])
+    index.close()
+    conn = sqlite3.connect(history)
+    conn.execute("PRAGMA user_version = 1")
+    conn.close()
+    index = HistoryIndex(str(history))
+    try:
+        assert index.search("hello-from-bash") == [] and reads(index) == (0, {})
+    finally:
+        index.close()
