@@ -130,7 +130,9 @@ def index_database(conn: sqlite3.Connection, db: str, stop: Callable[[], bool] |
         except SessionError:
             failed = True  # deleted while we looked, or busy: the token is not kept, the next pass looks again
             continue
-        if written is not None:
+        if written is None:
+            failed = True  # another process indexed it meanwhile, maybe from an older read: look again next time
+        else:
             done.indexed += 1
             done.entries += written
     done.removed = forget(conn, sorted(set(known) - {session_path(db, s) for s in now}))
