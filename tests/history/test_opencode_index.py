@@ -36,6 +36,13 @@ def database(tmp_path: Path) -> Iterator[tuple[Path, sqlite3.Connection]]:
     writer.close()
 
 
+@pytest.fixture
+def two_sessions(database: tuple[Path, sqlite3.Connection]) -> tuple[Path, sqlite3.Connection]:
+    """The real session and a copy of it (``CLONE``, "greetings-from-the-clone" for "hello-from-bash")."""
+    clone_session(database[1], SESSION, CLONE, "hello-from-bash", "greetings-from-the-clone")
+    return database
+
+
 def reads(index: HistoryIndex) -> tuple[int, dict[str, int]]:
     """How often the index opened each database and read each session (kept in the index itself)."""
     conn = sqlite3.connect(index.path)
@@ -68,10 +75,9 @@ def test_a_session_is_found_as_database_hash_id_with_the_readers_entry_ids(
 
 
 def test_an_unchanged_database_is_not_opened_and_only_changed_sessions_are_read(
-    index: HistoryIndex, database: tuple[Path, sqlite3.Connection]
+    index: HistoryIndex, two_sessions: tuple[Path, sqlite3.Connection]
 ) -> None:
-    db, writer = database
-    clone_session(writer, SESSION, CLONE, "hello-from-bash", "greetings-from-the-clone")
+    db, writer = two_sessions
     index.update_databases([str(db)])
     original, clone = session_path(str(db), SESSION), session_path(str(db), CLONE)
     assert reads(index) == (1, {original: 1, clone: 1})
@@ -89,10 +95,9 @@ def test_an_unchanged_database_is_not_opened_and_only_changed_sessions_are_read(
 
 
 def test_a_deleted_session_and_a_vanished_database_leave_the_index(
-    index: HistoryIndex, database: tuple[Path, sqlite3.Connection]
+    index: HistoryIndex, two_sessions: tuple[Path, sqlite3.Connection]
 ) -> None:
-    db, writer = database
-    clone_session(writer, SESSION, CLONE, "hello-from-bash", "greetings-from-the-clone")
+    db, writer = two_sessions
     index.update_databases([str(db)])
     delete_session(writer, CLONE)
     gone = index.update_databases([str(db)])
