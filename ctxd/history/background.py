@@ -9,6 +9,7 @@ lets a caller that can afford it (``ctxd search``, a model's tool call) wait a b
 from __future__ import annotations
 
 import logging
+import os
 import threading
 from collections.abc import Callable
 
@@ -18,10 +19,17 @@ log = logging.getLogger(__name__)
 
 
 class Indexer:
-    def __init__(self, index: HistoryIndex, sources: Callable[[], tuple[list[str], list[str]]]) -> None:
-        """``sources``: the (roots, archive roots) to index, asked at each pass."""
+    def __init__(
+        self,
+        index: HistoryIndex,
+        sources: Callable[[], tuple[list[str], list[str]]],
+        databases: Callable[[], list[str]] = list,
+    ) -> None:
+        """``sources``: the (roots, archive roots) to index, asked at each pass; ``databases``: the opencode
+        databases to index (a :meth:`touch` naming one, or its ``-wal``, looks at that database)."""
         self.index = index
         self.sources = sources
+        self.databases = databases
         self.last: Pass | None = None
         """What the last finished pass did."""
         self.error: str | None = None
@@ -85,11 +93,21 @@ class Indexer:
                 touched, self._touched = self._touched, set()
             try:
                 roots, archives = self.sources()
+                databases = self.databases()
                 if full:
-                    self.last = self.index.update(roots, archives, stop=lambda: self._stopping)
+                    done = self.index.update(roots, archives, stop=lambda: self._stopping)
+                    self.last = done.add(self.index.update_databases(databases, stop=lambda: self._stopping))
                 else:
-                    self.index.update_files(sorted(touched), roots, archives)
+                    named = _databases_named(touched, databases)
+                    self.index.update_files(sorted(touched - named), roots, archives)
+                    self.index.update_databases(sorted(named), stop=lambda: self._stopping)
                 self.error = None
             except Exception as exc:  # the index is a cache: a failed pass is logged, searches go on
                 self.error = str(exc)
                 log.warning("history: indexing failed: %s", exc)
+
+
+def _databases_named(paths: set[str], databases: list[str]) -> set[str]:
+    """Those of ``paths`` that name one of ``databases`` (or its write-ahead log)."""
+    reals = {os.path.realpath(db) for db in databases}
+    return {p for p in paths if os.path.realpath(p.removesuffix("-wal")) in reals}

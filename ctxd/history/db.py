@@ -8,7 +8,10 @@ damaged, or has another schema version is deleted and made again, and the indexe
 Tables: ``files`` (one row per indexed session file: its identity as a
 :class:`ctxd.store.private.FileMark`, how far it was read, its session id and cwd), ``rows`` (one per
 indexed entry: file, entry id, line, role, time, tool) and ``entries``, the FTS5 index of the
-entries' text, whose rowids are ``rows``'.
+entries' text, whose rowids are ``rows``'. An opencode session (``<database>#<session id>``) is a
+``files`` row of kind ``opencode`` too; ``opencode_dbs`` keeps each database's state token and
+``opencode_sessions`` each session's update stamp (:mod:`ctxd.history.opencode`), with how often
+each was read.
 """
 
 from __future__ import annotations
@@ -26,7 +29,8 @@ from ctxd.store.dirs import data_dir, makedirs_private
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+"""2: opencode databases (and ctxd's archives of opencode sessions, remembered unread by 1)."""
 DB_NAME = "history.sqlite3"
 BUSY_TIMEOUT_MS = 10_000
 """How long a writer waits for another process's write (the daemon, ``ctxd mcp`` and ``ctxd search``
@@ -42,6 +46,9 @@ CREATE TABLE IF NOT EXISTS rows(
   id INTEGER PRIMARY KEY, path TEXT NOT NULL, entry_id TEXT NOT NULL, line INTEGER NOT NULL,
   role TEXT NOT NULL, ts TEXT NOT NULL, tool TEXT NOT NULL);
 CREATE INDEX IF NOT EXISTS rows_by_file ON rows(path, line);
+CREATE TABLE IF NOT EXISTS opencode_dbs(db TEXT PRIMARY KEY, token TEXT NOT NULL, reads INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS opencode_sessions(
+  path TEXT PRIMARY KEY, db TEXT NOT NULL, stamp TEXT NOT NULL, reads INTEGER NOT NULL);
 CREATE VIRTUAL TABLE IF NOT EXISTS entries USING fts5(text, tokenize='porter unicode61 remove_diacritics 2');
 """
 

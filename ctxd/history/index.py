@@ -25,6 +25,9 @@ from ctxd.formats.codec import decode_any
 from ctxd.formats.transcripts import detect, map_transcript
 from ctxd.history.db import connect, default_path, guarded
 from ctxd.history.extract import Item, item_of
+from ctxd.history.opencode import KIND as OPENCODE
+from ctxd.history.opencode import index_database
+from ctxd.history.rows import delete_rows, forget, insert_items
 from ctxd.store.files import complete_chunks, open_regular, read_bounded
 from ctxd.store.listing import iter_session_stats
 from ctxd.store.private import FileMark
@@ -67,6 +70,16 @@ class Pass:
     removed: int = 0
     skipped: list[str] = attrs.field(factory=list)
     """Files that could not be read (vanished, not regular, busy database)."""
+
+    def add(self, other: Pass) -> Pass:
+        """This pass with ``other``'s work added (files, then opencode's database sessions)."""
+        return Pass(
+            self.files + other.files,
+            self.indexed + other.indexed,
+            self.entries + other.entries,
+            self.removed + other.removed,
+            self.skipped + other.skipped,
+        )
 
 
 @attrs.frozen
@@ -139,12 +152,28 @@ class HistoryIndex:
             try:
                 st = os.stat(path)
             except FileNotFoundError:
-                done.removed += self._run(partial(_forget, paths=[path]))
+                done.removed += self._run(partial(forget, paths=[path]))
                 continue
             except OSError as exc:
                 done.skipped.append(f"{path}: {exc}")
                 continue
             self._one(done, path, st, archives)
+        return done
+
+    def update_databases(self, databases: Iterable[str], *, stop: Callable[[], bool] | None = None) -> Pass:
+        """Bring the index up to date with every session in these opencode databases (read-only; a database
+        whose state token did not change is not opened)."""
+        done = Pass()
+        for db in dict.fromkeys(os.path.realpath(d) for d in databases):
+            try:
+                found = self._run(partial(index_database, db=db, stop=stop))
+            except (SessionError, sqlite3.OperationalError) as exc:
+                done.skipped.append(f"{db}: {exc}")
+                continue
+            done.files += found.sessions
+            done.indexed += found.indexed
+            done.entries += found.entries
+            done.removed += found.removed
         return done
 
     def _one(self, done: Pass, path: str, st: os.stat_result, archives: list[str]) -> None:
@@ -229,7 +258,7 @@ def _write_file(
 ) -> int:
     """Write the rows of a file (``known``: what was indexed of it before, when it only grew since)."""
     if known is None:
-        _delete_rows(conn, path, 0)
+        delete_rows(conn, path, 0)
         head = read_bounded(fd, 1 << 20)
         kind = detect(head) or "unknown"
     else:
@@ -237,23 +266,15 @@ def _write_file(
     if kind == "pi":
         items, session, cwd, end, lines = _read_pi(fd, known)
         last_line = items[-1][0] if items else (known.last_line if known else 0)
-    elif kind in ("claude", "codex") and st.st_size <= MAX_TRANSCRIPT:
+    elif kind in ("claude", "codex", "opencode") and st.st_size <= MAX_TRANSCRIPT:  # opencode: ctxd's archive
         from_line = known.last_line if known is not None else 0
         if from_line:
-            _delete_rows(conn, path, from_line)
+            delete_rows(conn, path, from_line)
         items, session, cwd, end, lines = _read_transcript(fd, path, from_line)
         last_line = items[-1][0] if items else from_line
     else:  # not a session ctxd can read: remembered (so it is not read again until it changes), not indexed
         items, session, cwd, end, lines, last_line = [], "", "", 0, 0, 0
-    conn.executemany(
-        "INSERT INTO rows(path, entry_id, line, role, ts, tool) VALUES (?, ?, ?, ?, ?, ?)",
-        [(path, it.entry_id, line, it.role, it.timestamp, it.tool) for line, it in items],
-    )
-    if items:
-        first = conn.execute("SELECT last_insert_rowid()").fetchone()[0] - len(items) + 1
-        conn.executemany(
-            "INSERT INTO entries(rowid, text) VALUES (?, ?)", [(first + k, it.text) for k, (_, it) in enumerate(items)]
-        )
+    insert_items(conn, path, items)
     mark = FileMark.take(fd, st, end) or FileMark.of_stat(st)
     conn.execute(
         "INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -275,13 +296,6 @@ def _write_file(
         ),
     )
     return len(items)
-
-
-def _delete_rows(conn: sqlite3.Connection, path: str, from_line: int) -> None:
-    conn.execute(
-        "DELETE FROM entries WHERE rowid IN (SELECT id FROM rows WHERE path = ? AND line >= ?)", (path, from_line)
-    )
-    conn.execute("DELETE FROM rows WHERE path = ? AND line >= ?", (path, from_line))
 
 
 def _complete_lines(fd: int, start: int) -> Iterator[tuple[bytes, int]]:
@@ -336,21 +350,10 @@ def _read_transcript(fd: int, path: str, from_line: int) -> tuple[list[tuple[int
 def _forget_missing(conn: sqlite3.Connection, roots: list[str], seen: set[str]) -> int:
     gone = [
         path
-        for (path,) in conn.execute("SELECT path FROM files").fetchall()
+        for (path,) in conn.execute("SELECT path FROM files WHERE kind != ?", (OPENCODE,)).fetchall()
         if path not in seen and any(path.startswith(r + os.sep) for r in roots)
-    ]
-    return _forget(conn, gone)
-
-
-def _forget(conn: sqlite3.Connection, paths: list[str]) -> int:
-    """Drop these files' rows; how many of them were indexed."""
-    gone = 0
-    for path in paths:
-        conn.execute("BEGIN IMMEDIATE")
-        _delete_rows(conn, path, 0)
-        gone += conn.execute("DELETE FROM files WHERE path = ?", (path,)).rowcount
-        conn.execute("COMMIT")
-    return gone
+    ]  # an opencode database's sessions come and go with the database (ctxd.history.opencode), not with files
+    return forget(conn, gone)
 
 
 # --- one query --------------------------------------------------------------------------------------

@@ -18,11 +18,13 @@ from ctxd.errors import CtxdError
 from ctxd.history.background import Indexer
 from ctxd.history.db import check_fts5
 from ctxd.history.index import HistoryIndex, Hit
+from ctxd.history.opencode import database_of
 from ctxd.history.ranges import read_page, span_of, summarized_ids
 from ctxd.service import protocol as p
 from ctxd.service.base import ServiceBase
 from ctxd.service.registry import OpenSession, inside, only_inside
 from ctxd.store.listing import list_sessions
+from ctxd.store.opencode import list_databases, session_path, split_ref
 
 log = logging.getLogger(__name__)
 
@@ -52,7 +54,11 @@ class History(ServiceBase):
         """The background indexer (made on first use); raises HistoryUnavailableError without FTS5."""
         if self._indexer is None:
             check_fts5()
-            self._indexer = Indexer(HistoryIndex(db_path), lambda: (self.config.all_roots, self.config.archiveRoots))
+            self._indexer = Indexer(
+                HistoryIndex(db_path),
+                lambda: (self.config.all_roots, self.config.archiveRoots),
+                lambda: self.config.opencodeDatabases,
+            )
             self._reader = HistoryIndex(self._indexer.index.path)
         return self._indexer
 
@@ -82,11 +88,13 @@ class History(ServiceBase):
         assert self._reader is not None
         limit = min(params.limit, p.SEARCH_LIMIT)
         session = params.session
-        if session and (os.sep in session or session.endswith(".jsonl")):
+        if session and (ref := split_ref(session)) is not None:
+            session = session_path(os.path.realpath(ref[0]), ref[1])
+        elif session and (os.sep in session or session.endswith(".jsonl")):
             session = os.path.realpath(session)
         found = await asyncio.to_thread(self._reader.search, params.query, session=session, limit=2 * limit + 10)
-        roots = self.config.all_roots
-        hits = _dedupe([h for h in found if inside(h.path, roots)])[:limit]
+        roots, databases = self.config.all_roots, self.registry.databases_real()
+        hits = _dedupe([h for h in found if inside(h.path, roots) or database_of(h.path) in databases])[:limit]
         away: dict[str, set[str] | None] = {}
         for path in dict.fromkeys(h.path for h in hits):
             away[path] = await self._summarized(path)
@@ -128,6 +136,9 @@ class History(ServiceBase):
         found = await asyncio.to_thread(list_sessions, self.config.all_roots, os.path.normpath(cwd))
         subagents = os.sep + "subagents" + os.sep
         live = [s for s in only_inside(found, self.config.all_roots) if not s.archived and subagents not in s.path]
+        if self.config.opencodeDatabases:  # opencode's own sessions (not its subagents'), from its databases
+            rows = await asyncio.to_thread(list_databases, self.config.opencodeDatabases, os.path.normpath(cwd))
+            live = sorted(live + [r for r in rows if r.parentSession is None], key=lambda s: s.modified, reverse=True)
         return live[0].path if live else None
 
     async def history_expand(self, params: p.HistoryExpandParams) -> dict[str, Any]:

@@ -33,6 +33,7 @@ from ctxd.store.archive import link_archives
 from ctxd.store.create import create_session
 from ctxd.store.listing import cwd_dirname, list_sessions
 from ctxd.store.opencode import list_databases
+from ctxd.tree.session import Session
 
 log = logging.getLogger(__name__)
 
@@ -77,7 +78,7 @@ class Service(Writing, Compacting, Live, Summarizing, Composing, History, Archiv
             "path": s.path,
             "sessionId": s.file.session_id,
             "cwd": cap(s.file.cwd, p.NAME_LIMIT),
-            "name": cap(s.tree.name),
+            "name": cap(session_name(s)),
             "version": s.file.version,
             "entries": len(s.file),
             "leafId": s.leaf_id(),
@@ -133,7 +134,7 @@ class Service(Writing, Compacting, Live, Summarizing, Composing, History, Archiv
             return {
                 "session": s.path,
                 "sessionId": s.file.session_id,
-                "name": cap(s.tree.name),
+                "name": cap(session_name(s)),
                 "leafId": s.leaf_id(),
                 "entries": len(s.file),
                 "total": total,
@@ -342,3 +343,9 @@ class Service(Writing, Compacting, Live, Summarizing, Composing, History, Archiv
             return out
 
         return await self._with(params.session, work)
+
+
+def session_name(s: Session) -> str | None:
+    """The session's name: its latest ``session_info`` name, else (opencode) the title opencode gave it."""
+    title = s.file.header.get("title") if s.file.header.get("agent") == "opencode" else None
+    return s.tree.name or (title if isinstance(title, str) and title else None)

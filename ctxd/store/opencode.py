@@ -59,13 +59,17 @@ def session_path(db: str, session_id: str) -> str:
 
 
 def state_token(db: str) -> tuple[int, ...]:
-    """What changes whenever opencode writes: the database's and its WAL's identity, size and mtime."""
+    """What changes whenever opencode writes: the database's and its WAL's identity, size and mtime. An empty
+    WAL counts as none: the first reader of a database in WAL mode may create it, and it holds nothing."""
     out: list[int] = []
     for path in (db, db + "-wal"):
         try:
             st = os.stat(path)
-            out.extend((st.st_ino, st.st_size, st.st_mtime_ns))
         except OSError:
+            st = None
+        if st is not None and (st.st_size or path == db):
+            out.extend((st.st_ino, st.st_size, st.st_mtime_ns))
+        else:
             out.extend((0, 0, 0))
     return tuple(out)
 
@@ -126,12 +130,14 @@ def has_session(db: str, session_id: str) -> bool:
 
 
 def updated_sessions(db: str) -> dict[str, tuple[int, ...]]:
-    """Each session's last update times and part count (what the watcher compares to tell which changed)."""
+    """Each session's last update times and part and message counts (what the watcher and the history index
+    compare to tell which sessions changed)."""
     conn = connect(db)
     sql = (
         "SELECT s.id, s.time_updated, (SELECT MAX(time_updated) FROM message WHERE session_id = s.id),"
         " (SELECT MAX(time_updated) FROM part WHERE session_id = s.id),"
-        " (SELECT COUNT(*) FROM part WHERE session_id = s.id) FROM session s"
+        " (SELECT COUNT(*) FROM part WHERE session_id = s.id),"
+        " (SELECT COUNT(*) FROM message WHERE session_id = s.id) FROM session s"
     )
     try:
         return {str(row[0]): tuple(int(v or 0) for v in row[1:]) for row in conn.execute(sql)}
@@ -229,6 +235,7 @@ class OpencodeFile(TranscriptFile):
         new = transcript.entries
         if len(new) >= len(old) and new[: len(old)] == old:
             first = len(self.heads)
+            self.header = dict(transcript.header)  # opencode retitles a session after its first answer
             self._extend(transcript, first)
             self._leaf = transcript.leaf_id
             self._diagnose(transcript)

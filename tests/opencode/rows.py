@@ -63,6 +63,43 @@ def add_turn(writer: sqlite3.Connection, session: str, text: str, answer: str, s
     return user_id, answer_id
 
 
+def clone_session(writer: sqlite3.Connection, session: str, new_id: str, old: str, new: str) -> None:
+    """A second session: a copy of ``session``'s rows under new ids, ``old`` replaced by ``new`` in its data."""
+    writer.execute("BEGIN")
+    names = [d[1] for d in writer.execute("PRAGMA table_info(session)")]
+    row = dict(zip(names, writer.execute("SELECT * FROM session WHERE id = ?", (session,)).fetchone(), strict=True))
+    row.update(id=new_id, slug=new_id, title=f"Copy of {row['title']}")
+    writer.execute(f"INSERT INTO session ({', '.join(row)}) VALUES ({', '.join('?' * len(row))})", list(row.values()))
+    ids: dict[str, str] = {}
+    for mid, created, updated, data in writer.execute(
+        "SELECT id, time_created, time_updated, data FROM message WHERE session_id = ?", (session,)
+    ).fetchall():
+        ids[mid] = f"msg_{new_id[-8:]}{len(ids):04d}"
+        values = (ids[mid], new_id, created, updated, data.replace(old, new))
+        writer.execute(
+            "INSERT INTO message (id, session_id, time_created, time_updated, data) VALUES (?, ?, ?, ?, ?)", values
+        )
+    for n, (_pid, mid, created, updated, data) in enumerate(
+        writer.execute(
+            "SELECT id, message_id, time_created, time_updated, data FROM part WHERE session_id = ?", (session,)
+        ).fetchall()
+    ):
+        values = (f"prt_{new_id[-8:]}{n:04d}", ids[mid], new_id, created, updated, data.replace(old, new))
+        writer.execute(
+            "INSERT INTO part (id, message_id, session_id, time_created, time_updated, data) VALUES (?, ?, ?, ?, ?, ?)",
+            values,
+        )
+    writer.execute("COMMIT")
+
+
+def delete_session(writer: sqlite3.Connection, session: str) -> None:
+    """Delete a session as opencode does (its parts, messages and row, in one transaction)."""
+    writer.execute("BEGIN")
+    for table, column in (("part", "session_id"), ("message", "session_id"), ("session", "id")):
+        writer.execute(f"DELETE FROM {table} WHERE {column} = ?", (session,))
+    writer.execute("COMMIT")
+
+
 if __name__ == "__main__":
     # For the editors' tests (Node, Lua): `python tests/opencode/rows.py DB TEXT ANSWER STAMP` adds one turn to
     # the real session of a copy, as opencode does (WAL mode), and prints the user's and the answer's ids.
