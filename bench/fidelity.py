@@ -208,6 +208,27 @@ def _calls(messages: Sequence[Mapping[str, Any]]) -> list[str]:
     return labels
 
 
+def _written(messages: Sequence[Mapping[str, Any]]) -> str:
+    """What the agent's write and edit calls wrote (a plan item in Next Steps traces to it)."""
+    parts: list[str] = []
+    for m in messages:
+        if m.get("role") != "assistant":
+            continue
+        for block in m.get("content") or ():
+            if isinstance(block, Mapping) and block.get("type") == "toolCall":
+                arguments = block.get("arguments")
+                if isinstance(arguments, Mapping):
+                    for key in ("content", "newText", "new_string"):
+                        if isinstance(arguments.get(key), str):
+                            parts.append(arguments[key])
+                    for key in ("todos", "plan"):  # a todo tool's items
+                        items = arguments.get(key)
+                        for item in items if isinstance(items, list) else ():
+                            if isinstance(item, Mapping):
+                                parts.extend(str(item.get(k)) for k in ("content", "step") if item.get(k))
+    return ft.norm("\n".join(parts))
+
+
 async def compact_chain(
     source: str, name: str, header: dict[str, Any], entries: list[dict[str, Any]], keep: int, workdir: Path
 ) -> list[Run]:
@@ -262,6 +283,7 @@ async def compact_chain(
             agent_prose=_prose(so_far, "assistant"),
             calls=_calls(rng),
             tokens_in=tokens_in,
+            written=_written(so_far),
         )
         ledger = compaction.get("details", {}).get("ctxd", {}).get("mustKeep", {})
         runs.append(
