@@ -13,6 +13,7 @@ order, the first with what is still unticked in it.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -174,14 +175,17 @@ def _todos(arguments: Mapping[str, Any]) -> list[PlanItem] | None:
     return None
 
 
+@functools.lru_cache(maxsize=4096)
 def is_plan_path(path: str) -> bool:
+    """Whether a file may hold a plan: a text or markdown document, or a name saying plan/todo/task."""
     low = path.lower()
     return low.endswith(PLAN_SUFFIXES) or any(w in low.rsplit("/", 1)[-1] for w in ("plan", "todo", "task"))
 
 
 def latest_plan(messages: Sequence[Mapping[str, Any]]) -> Plan | None:
     """The plan the range's calls last changed, in the state they left it; None when there is none."""
-    pending: dict[str, tuple[str, Any]] = {}
+    pending: dict[str, tuple[str, Mapping[str, Any]]] = {}
+    """Calls on a plan document or the todo tool, until their result says they succeeded."""
     texts: dict[str, str | None] = {}
     changed: dict[str, int] = {}
     todos: tuple[int, str, list[PlanItem]] | None = None
@@ -189,11 +193,17 @@ def latest_plan(messages: Sequence[Mapping[str, Any]]) -> Plan | None:
         role = message.get("role")
         if role == "assistant" and isinstance(message.get("content"), list):
             for block in message["content"]:
-                if isinstance(block, Mapping) and block.get("type") == "toolCall" and isinstance(block.get("id"), str):
-                    pending[block["id"]] = (str(block.get("name") or ""), block.get("arguments"))
-        elif role == "toolResult":
+                if not isinstance(block, Mapping) or block.get("type") != "toolCall":
+                    continue
+                arguments = block.get("arguments")
+                name = str(block.get("name") or "")
+                if not isinstance(block.get("id"), str) or not isinstance(arguments, Mapping):
+                    continue
+                if tool_kind(name) in TODO_TOOLS or ((p := _path(arguments)) is not None and is_plan_path(p)):
+                    pending[block["id"]] = (name, arguments)
+        elif role == "toolResult" and pending:
             call = pending.pop(str(message.get("toolCallId")), None)
-            if call is None or message.get("isError") is True or not isinstance(call[1], Mapping):
+            if call is None or message.get("isError") is True:
                 continue
             name, arguments = call
             kind = tool_kind(name)
@@ -203,7 +213,7 @@ def latest_plan(messages: Sequence[Mapping[str, Any]]) -> Plan | None:
                     todos = (index, name, items)
                 continue
             path = _path(arguments)
-            if path is None or not is_plan_path(path):
+            if path is None:
                 continue
             content = arguments.get("content", arguments.get("file_text"))
             if kind in ("write", "writefile", "createfile", "writetofile") and isinstance(content, str):
