@@ -21,6 +21,7 @@ from ctxd.compaction.ledger import Ledger, LedgerFact, Seen
 from ctxd.compaction.mustkeep import Fact, FactSheet, must_keep_facts, sheet_of, text_probes
 from ctxd.compaction.summarizers.facts import Facts, scan
 from ctxd.compaction.summarizers.mining import same_subject, short
+from ctxd.compaction.summarizers.plans import latest_plan
 from ctxd.compaction.summarizers.serialize import content_text
 from ctxd.formats.injected import CTXD_MARK, ctxd_blocks
 
@@ -103,7 +104,7 @@ def advance(
         number = ledger.compactions + 1 if previous is not None else 2 if previous_summary else 1
     facts = scan(messages)
     # The previous summary was read into the ledger (or seeded it): the range alone gives the new facts.
-    sheet = sheet_of(facts, None, read_files, modified_files, goal)
+    sheet = sheet_of(facts, None, read_files, modified_files, goal, latest_plan(messages))
     if ledger.goal is None:
         ledger.goal = next((f.text for f in sheet.facts if f.kind == "goal"), None)
 

@@ -177,7 +177,7 @@ def test_a_todo_tool_and_a_flat_checklist_are_plans_too() -> None:
         ("Write docs", False),
     ]
     lines = render(found, 600)
-    assert lines[0] == "TodoWrite: done 1 of 3 (Read the config loader); open, in order:"
+    assert lines[0] == "TodoWrite: done 1 of 3; open, in order:"  # finished items without ids are counted
 
 
 def test_many_open_items_stay_within_the_budget_and_say_how_many_are_left() -> None:
@@ -191,3 +191,19 @@ def test_many_open_items_stay_within_the_budget_and_say_how_many_are_left() -> N
     assert (
         lines[1] == "Step 1: do thing 1" and lines[-1].startswith("(+") and "through Step 60: do thing 60" in lines[-1]
     )
+
+
+def test_the_plans_next_open_item_is_a_ledger_fact_until_a_newer_next_step_supersedes_it() -> None:
+    from ctxd.compaction.ledger_update import advance
+
+    first = advance(None, plan_session())
+    nexts = [f for f in first.ledger.facts if f.kind == "next"]
+    item = next(f for f in nexts if f.text.startswith("Next open plan item: WP3: Port the rate tables"))
+    assert item.status == "open" and item.text.endswith(f"(plan: {PATH})")
+    assert not first.sheet.missing(build(plan_session())).facts  # the offline summary names it
+    quiet = advance(first.ledger, [user("Run the linter."), asst(text("The linter passes."))])
+    carried = next(f for f in quiet.ledger.facts if f.text == item.text)
+    assert carried.status == "open"  # nothing newer: a model summary lacking it gets it patched back
+    assert any(f.text == item.text for f in quiet.sheet.facts)
+    moved = advance(quiet.ledger, [user("go on"), asst(text("Next I will port the tax tables to Rust."))])
+    assert next(f for f in moved.ledger.facts if f.text == item.text).status == "superseded"

@@ -26,6 +26,8 @@ LATEST = "Latest request: "
 LATER = "Later request: "
 STATS = "Newly summarised: "
 ANSWERED = "(answered; awaiting the user's next message)"
+UNDER_WAY = "(under way; see Turn Context)"
+"""The state of a request the split turn works on (an earlier summary's Turn Context is gone: not carried)."""
 LATEST_POINTER = "The latest request (see Goal)"
 """In Progress names the latest request by this pointer: Goal states it."""
 CONTINUE_LATEST = "Continue with the latest request (see Goal)"
@@ -215,7 +217,7 @@ def _carried(old: list[str], limit: int, latest: str | None = None) -> list[str]
             if not latest:
                 continue
             item = _head(latest, 80) + item[len(LATEST_POINTER) :]
-        out.append(EARLIER + item)
+        out.append(EARLIER + item.removesuffix(" " + UNDER_WAY))
     return out[:limit]
 
 

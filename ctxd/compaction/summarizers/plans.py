@@ -35,6 +35,8 @@ PLAN_SUFFIXES = (".md", ".markdown", ".txt", ".org", ".rst", ".todo")
 TODO_TOOLS = frozenset({"todowrite", "updateplan", "writetodos", "todo"})
 MIN_ITEMS = 2
 """A document is a plan when it has at least this many items."""
+NEXT_PLAN_LABEL = "Next open plan item: "
+"""How Next Steps and the must-keep sheet name the plan's first open item."""
 
 
 @attrs.frozen
@@ -269,13 +271,20 @@ def next_item(plan: Plan) -> str | None:
     return head(first.label, 120) + todo + more
 
 
+def next_fact(plan: Plan | None) -> tuple[str, str] | None:
+    """The plan's first open item as a must-keep fact: its text (where the plan is included) and the label a
+    summary must name; None when the plan has no open item."""
+    item = next_item(plan) if plan is not None else None
+    if plan is None or item is None:
+        return None
+    return f"{NEXT_PLAN_LABEL}{item} (plan: {head(plan.source, 160)})", plan.open[0].label
+
+
 def render(plan: Plan, budget: int) -> list[str]:
     """The Plan section's bullets within about ``budget`` characters: where the plan is and what is done, then
     the open items in order (the first is the next step), the rest counted."""
     done = plan.done
-    label = _ranges([i.label for i in done])
-    if label is None and done:
-        label = "; ".join(head(i.label, 40) for i in done[:3]) + (f" (+{len(done) - 3} more)" if len(done) > 3 else "")
+    label = _ranges([i.label for i in done])  # the finished ones by id ("WP1–WP10"); else only counted
     total = len(plan.items)
     where = head(plan.source, 160)
     if not plan.open:

@@ -28,6 +28,7 @@ from ctxd.compaction.summarizers.document import (
     CONTINUE_LATEST,
     LATEST,
     LATEST_POINTER,
+    UNDER_WAY,
     SummaryDoc,
     cap,
     dedupe,
@@ -35,7 +36,7 @@ from ctxd.compaction.summarizers.document import (
 from ctxd.compaction.summarizers.exchanges import Exchange
 from ctxd.compaction.summarizers.facts import ErrorFact, Facts
 from ctxd.compaction.summarizers.mining import first_line, head, prose, short
-from ctxd.compaction.summarizers.plans import Plan
+from ctxd.compaction.summarizers.plans import NEXT_PLAN_LABEL, Plan
 from ctxd.compaction.summarizers.serialize import middle_truncate
 
 FILES_LABEL = "Files modified:"
@@ -162,9 +163,6 @@ def decisions(doc: SummaryDoc, facts: Facts, limit: int = 30, prefix_facts: Fact
     doc.decisions = cap(dedupe([short(d, 240) for d in found]), limit)
 
 
-NEXT_PLAN_LABEL = "Next open plan item: "
-
-
 def plan(doc: SummaryDoc, found: Plan | None, budget: int) -> None:
     """The plan the session follows (see :mod:`.plans`): what is done, the open items in order."""
     if found is not None:
@@ -190,7 +188,7 @@ def progress(
     if latest:
         state = ""
         if prefix_facts is not None:
-            state = " (under way; see Turn Context)"
+            state = " " + UNDER_WAY
         elif last is not None and last.status:
             state = f" ({status_text(last.status)})"
         elif last is not None and last.response:
