@@ -21,7 +21,7 @@ from ctxd.compaction.ledger import Ledger, LedgerFact, Seen
 from ctxd.compaction.mustkeep import Fact, FactSheet, must_keep_facts, sheet_of, text_probes
 from ctxd.compaction.summarizers.facts import Facts, scan
 from ctxd.compaction.summarizers.mining import same_subject, short
-from ctxd.compaction.summarizers.plans import latest_plan
+from ctxd.compaction.summarizers.plans import latest_plan, plan_source
 from ctxd.compaction.summarizers.serialize import content_text
 from ctxd.formats.injected import CTXD_MARK, ctxd_blocks
 
@@ -143,6 +143,8 @@ def advance(
     for kept in ledger.facts:
         if kept.is_open and kept.kind in _RESOLVABLE:
             _withdraw(kept, facts, number)
+        elif kept.is_open and kept.kind == "next" and facts.done_files.get(plan_source(kept.text) or "") == "deleted":
+            _close(kept, "resolved", "the plan document was deleted")
     ledger.compactions = max(ledger.compactions, number)
     _trim(ledger)
     check = list(sheet.facts)

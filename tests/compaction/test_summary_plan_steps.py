@@ -207,3 +207,8 @@ def test_the_plans_next_open_item_is_a_ledger_fact_until_a_newer_next_step_super
     assert any(f.text == item.text for f in quiet.sheet.facts)
     moved = advance(quiet.ledger, [user("go on"), asst(text("Next I will port the tax tables to Rust."))])
     assert next(f for f in moved.ledger.facts if f.text == item.text).status == "superseded"
+    deleted = advance(
+        quiet.ledger, [user("drop it"), asst(call("d", "bash", command=f"rm {PATH}")), result("d", "bash")]
+    )
+    closed = next(f for f in deleted.ledger.facts if f.text == item.text)
+    assert closed.status == "resolved" and closed.why == "the plan document was deleted"

@@ -175,6 +175,12 @@ def _all_sentences(text: str) -> list[str]:
     return out
 
 
+_ACTION_RE = re.compile(
+    r"^(?:now |first,? |ok(?:ay)?,? )?(?:let me|let's (?:check|look|see|read)|i'll (?:check|look|read))\b", re.I
+)
+"""What the agent does next (reading, checking), not what it decided."""
+
+
 def decision_sentences(text: str, pattern: re.Pattern[str], limit: int, *, max_len: int = 300) -> list[str]:
     """Up to ``limit`` decisions of the agent's ``text``: sentences matching ``pattern``, or what it says right
     after agreeing with a correction (:data:`AGREE_RE`); a decision without a reason takes the next sentence
@@ -188,7 +194,7 @@ def decision_sentences(text: str, pattern: re.Pattern[str], limit: int, *, max_l
         n += 1
         if AGREE_RE.match(sentence) and len(sentence) < 60:
             continue  # "You're right." alone says nothing
-        if not pattern.search(sentence) and not (agreed and n <= 3):
+        if not pattern.search(sentence) and not (agreed and n <= 3 and not _ACTION_RE.match(sentence)):
             continue
         if not REASON_RE.search(sentence) and n < len(found) and REASON_RE.search(found[n]):
             sentence = f"{sentence} {found[n]}"

@@ -280,6 +280,14 @@ def next_fact(plan: Plan | None) -> tuple[str, str] | None:
     return f"{NEXT_PLAN_LABEL}{item} (plan: {head(plan.source, 160)})", plan.open[0].label
 
 
+def plan_source(fact_text: str) -> str | None:
+    """The plan document a :func:`next_fact` text names, or None."""
+    if not fact_text.startswith(NEXT_PLAN_LABEL) or not fact_text.endswith(")"):
+        return None
+    at = fact_text.rfind(" (plan: ")
+    return fact_text[at + 8 : -1] if at >= 0 else None
+
+
 def render(plan: Plan, budget: int) -> list[str]:
     """The Plan section's bullets within about ``budget`` characters: where the plan is and what is done, then
     the open items in order (the first is the next step), the rest counted."""
