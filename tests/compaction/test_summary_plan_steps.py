@@ -5,6 +5,7 @@ reasons; a later summary carries the plan when its range did not touch it."""
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from typing import Any
 
 from ctxd.compaction.summarizers import OfflineSummarizer, SummaryRequest
@@ -212,3 +213,46 @@ def test_the_plans_next_open_item_is_a_ledger_fact_until_a_newer_next_step_super
     )
     closed = next(f for f in deleted.ledger.facts if f.text == item.text)
     assert closed.status == "resolved" and closed.why == "the plan document was deleted"
+
+
+async def test_a_later_compaction_applies_its_ticks_to_the_plan_an_earlier_range_wrote(tmp_path: Path) -> None:
+    """ctxd's own compactions carry the plan document in ``details.ctxd.plans``: the second range only ticks
+    boxes (no write, no whole read), and its summary shows the plan as those ticks left it."""
+    from factories import assistant as entry_assistant
+    from factories import tool_result, write
+    from factories import user as entry_user
+
+    from ctxd.compaction.engine import compact
+    from ctxd.compaction.settings import CompactionSettings
+    from ctxd.tree.session import Session
+
+    settings = CompactionSettings(keepRecentTokens=300)
+    u = entry_user(None, "Write the port plan in docs/port-plan.md and work through it. " + "x" * 3_000)
+    w = entry_assistant(u["id"], "", calls=[("w", "write", {"path": PATH, "content": PLAN})])
+    r = tool_result(w["id"], "w", "Wrote it", name="write")
+    done = entry_assistant(r["id"], "The plan is written. " + "y" * 3_000)
+    tail = entry_user(done["id"], "go on")
+    reply = entry_assistant(tail["id"], "On it.")
+    session = Session.open(write(tmp_path / "s.jsonl", [u, w, r, done, tail, reply]))
+    first = await compact(session, settings, summarizer=OfflineSummarizer())
+    assert "- WP1: Extract the parser" in section(first.summary, "Plan (open items)")
+    stored = session.file.entry_by_id(first.entryId)["details"]["ctxd"]["plans"]
+    assert stored == {PATH: PLAN}
+
+    wp1 = "- [ ] Create `src/parser.py`\n- [ ] Verify with `make test`"
+    more: list[dict[str, Any]] = []
+    parent = first.entryId
+    for n, (old, new) in enumerate([(wp1, tick(wp1)), ("- [ ] Create `rust/", "- [x] Create `rust/")]):
+        ask = entry_user(parent, f"tick {n} " + "z" * 2_000)
+        edit = entry_assistant(ask["id"], "", calls=[(f"e{n}", "edit", {"path": PATH, "oldText": old, "newText": new})])
+        ok = tool_result(edit["id"], f"e{n}", "Successfully replaced text", name="edit")
+        said = entry_assistant(ok["id"], "Ticked. " + "q" * 2_000)
+        more += [ask, edit, ok, said]
+        parent = said["id"]
+    session.append([{k: v for k, v in e.items() if k not in ("id", "parentId")} for e in more])
+    session.append([{"type": "message", "message": {"role": "user", "content": "next", "timestamp": 2}}])
+    second = await compact(session, settings, summarizer=OfflineSummarizer())
+    assert second.plan.previousCompactionId == first.entryId
+    plan = section(second.summary, "Plan (open items)")
+    assert f"{PATH}: done 1 of 4 (WP1); open, in order:" in plan
+    assert "- WP2: Add the Rust crate (1/2)" in plan and "- WP1:" not in plan

@@ -154,7 +154,7 @@ class OfflineSummarizer:
         sections.goal(doc, facts, latest_request, goal_text)
         sections.constraints(doc, facts, max(3_000, budget.lists // 2))
         sections.decisions(doc, facts, budget.decisions, prefix_facts)
-        found_plan = latest_plan([*messages, *request.turn_prefix])
+        found_plan = latest_plan([*messages, *request.turn_prefix], request.plan_texts)
         deleted = [p for p, op in combined(facts, prefix_facts).done_files.items() if op == "deleted"]
         sections.plan(doc, found_plan, budget.plan)
         plan_next = next_item(found_plan) if found_plan is not None else None

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import attrs
@@ -35,6 +35,9 @@ PLAN_SUFFIXES = (".md", ".markdown", ".txt", ".org", ".rst", ".todo")
 TODO_TOOLS = frozenset({"todowrite", "updateplan", "writetodos", "todo"})
 MIN_ITEMS = 2
 """A document is a plan when it has at least this many items."""
+MAX_DOCUMENT_CHARS = 200_000
+MAX_DOCUMENTS_CHARS = 400_000
+"""Plan documents carried to the next compaction (``details.ctxd.plans``): each and all together at most this."""
 NEXT_PLAN_LABEL = "Next open plan item: "
 """How Next Steps and the must-keep sheet name the plan's first open item."""
 
@@ -184,11 +187,20 @@ def is_plan_path(path: str) -> bool:
     return low.endswith(PLAN_SUFFIXES) or any(w in low.rsplit("/", 1)[-1] for w in ("plan", "todo", "task"))
 
 
-def latest_plan(messages: Sequence[Mapping[str, Any]]) -> Plan | None:
-    """The plan the range's calls last changed, in the state they left it; None when there is none."""
+@attrs.define
+class _Tracked:
+    texts: dict[str, str | None]
+    """Plan documents' texts as the calls left them (None: changed in a way that cannot be rebuilt)."""
+    changed: dict[str, int]
+    """The index of the message whose call last changed each document."""
+    todos: tuple[int, str, list[PlanItem]] | None
+    """The todo tool's last list: the index of its result, the tool's name, the items."""
+
+
+def _track(messages: Sequence[Mapping[str, Any]], base: Mapping[str, str] | None) -> _Tracked:
     pending: dict[str, tuple[str, Mapping[str, Any]]] = {}
     """Calls on a plan document or the todo tool, until their result says they succeeded."""
-    texts: dict[str, str | None] = {}
+    texts: dict[str, str | None] = dict(base or {})
     changed: dict[str, int] = {}
     todos: tuple[int, str, list[PlanItem]] | None = None
     for index, message in enumerate(messages):
@@ -232,15 +244,43 @@ def latest_plan(messages: Sequence[Mapping[str, Any]]) -> Plan | None:
                 before = texts.get(path)
                 texts[path] = _apply(before, edits) if before is not None else None
                 changed[path] = index
+    return _Tracked(texts, changed, todos)
+
+
+def latest_plan(messages: Sequence[Mapping[str, Any]], base: Mapping[str, str] | None = None) -> Plan | None:
+    """The plan the range's calls last changed, in the state they left it; None when there is none. ``base``
+    holds plan documents as earlier ranges left them (:func:`documents`): edits in the range apply to them."""
+    tracked = _track(messages, base)
     found: list[tuple[int, Plan]] = []
-    for path, at in changed.items():
-        text = texts.get(path)
+    for path, at in tracked.changed.items():
+        text = tracked.texts.get(path)
         items = parse_plan(text) if text is not None else []
         if len(items) >= MIN_ITEMS:
             found.append((at, Plan(path, tuple(items))))
-    if todos is not None and todos[2]:
-        found.append((todos[0], Plan(todos[1], tuple(todos[2]))))
+    if tracked.todos is not None and tracked.todos[2]:
+        found.append((tracked.todos[0], Plan(tracked.todos[1], tuple(tracked.todos[2]))))
     return max(found, key=lambda pair: pair[0])[1] if found else None
+
+
+def documents(
+    messages: Sequence[Mapping[str, Any]], base: Mapping[str, str] | None = None, gone: Iterable[str] = ()
+) -> dict[str, str]:
+    """The plan documents known after ``messages`` (``base`` updated by their calls; those in ``gone``, deleted,
+    left out), for the next compaction to apply its range's edits to: the most recently changed first, each at
+    most :data:`MAX_DOCUMENT_CHARS`, together at most :data:`MAX_DOCUMENTS_CHARS`."""
+    tracked = _track(messages, base)
+    deleted = set(gone)
+    order = sorted(tracked.texts, key=lambda p: -tracked.changed.get(p, -1))
+    out: dict[str, str] = {}
+    used = 0
+    for path in order:
+        text = tracked.texts[path]
+        if text is None or path in deleted or len(text) > MAX_DOCUMENT_CHARS or used + len(text) > MAX_DOCUMENTS_CHARS:
+            continue
+        if len(parse_plan(text)) >= MIN_ITEMS:
+            out[path] = text
+            used += len(text)
+    return out
 
 
 def _ranges(labels: Sequence[str]) -> str | None:
