@@ -256,3 +256,21 @@ async def test_a_later_compaction_applies_its_ticks_to_the_plan_an_earlier_range
     plan = section(second.summary, "Plan (open items)")
     assert f"{PATH}: done 1 of 4 (WP1); open, in order:" in plan
     assert "- WP2: Add the Rust crate (1/2)" in plan and "- WP1:" not in plan
+
+
+def test_a_failure_the_split_turns_prefix_fixed_is_not_blocked() -> None:
+    """The range ends with a failed check; the split turn's prefix (after it) runs the same check again and it
+    passes: the failure is resolved, not Blocked."""
+    messages = [
+        user("Add the field."),
+        asst(call("c1", "bash", command="npm run check")),
+        result("c1", "bash", "error TS2339: Property 'tokensAfter' does not exist\n\nCommand exited with code 2", True),
+    ]
+    prefix = [
+        user("why does unsubscribe clear the listeners?"),
+        asst(call("c2", "bash", command="npm run check")),
+        result("c2", "bash", "ok"),
+    ]
+    out = build(messages, turn_prefix=prefix)
+    assert "- (none)" in section(out, "Progress").split("### Blocked")[1]
+    assert "failed (resolved): error TS2339" in section(out, "Critical Context")

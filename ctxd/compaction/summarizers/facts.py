@@ -49,7 +49,18 @@ from ctxd.compaction.summarizers.serialize import content_text
 from ctxd.formats.injected import split_user_text
 
 Message = Mapping[str, Any]
-__all__ = ["Call", "CommandStat", "ErrorFact", "Facts", "Message", "combined", "command_key", "scan", "user_words"]
+__all__ = [
+    "Call",
+    "CommandStat",
+    "ErrorFact",
+    "Facts",
+    "Message",
+    "combined",
+    "command_key",
+    "resolve_later",
+    "scan",
+    "user_words",
+]
 
 _RUNNING_RE = re.compile(r"Process running with session ID (\d+)")
 EARLY_TEXTS = 50
@@ -390,6 +401,16 @@ def scan(messages: Sequence[Message]) -> Facts:
     finally:
         if collecting:
             gc.enable()
+
+
+def resolve_later(facts: Facts, more: Facts) -> None:
+    """Mark the errors of ``facts`` that ``more`` (what came after: a split turn's prefix) resolved: a later
+    successful run of the same command, a later successful change of the same file."""
+    later = {f"cmd:{key}" for key, c in more.commands.items() if c.last_ok}
+    later.update(f"file:{path}" for path in more.done_files)
+    for error in facts.errors:
+        if not error.resolved and error.key in later:
+            error.resolved = True
 
 
 def combined(facts: Facts, more: Facts | None) -> Facts:

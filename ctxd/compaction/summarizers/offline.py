@@ -34,7 +34,7 @@ from ctxd.compaction.summarizers.document import (
     render,
 )
 from ctxd.compaction.summarizers.exchanges import Exchange, build_exchange, exchange_bounds
-from ctxd.compaction.summarizers.facts import Facts, combined, scan
+from ctxd.compaction.summarizers.facts import Facts, combined, resolve_later, scan
 from ctxd.compaction.summarizers.mining import sentences, short
 from ctxd.compaction.summarizers.plans import latest_plan, next_item
 from ctxd.compaction.summarizers.serialize import content_text
@@ -138,6 +138,8 @@ class OfflineSummarizer:
         bounds = exchange_bounds(messages, facts.user_indices)
         newest = self._exchanges_newest_first(messages, bounds, facts, budget.done + 1)
         prefix_facts = scan(request.turn_prefix) if request.turn_prefix else None
+        if prefix_facts is not None:
+            resolve_later(facts, prefix_facts)
         latest_request = (
             (prefix_facts.latest_request or prefix_facts.latest_user if prefix_facts else None)
             or facts.latest_request

@@ -196,15 +196,8 @@ def progress(
         doc.in_progress.append(LATEST_POINTER + state)
     open_calls = facts.open_calls[-5:]
     doc.in_progress.extend(f"No result recorded for {c.label}" for c in open_calls)
-    later = set()  # what the split turn's prefix (after these messages) did successfully resolves a failure
-    if prefix_facts is not None:
-        later = {f"cmd:{key}" for key, c in prefix_facts.commands.items() if c.last_ok} | {
-            f"file:{p}" for p in prefix_facts.done_files
-        }
     lines: dict[str, str] = {}  # one failure per error line (the newest): a re-run that failed alike adds nothing
     for error in facts.unresolved:
-        if error.key in later:
-            continue
         lines.pop(error.line, None)
         lines[error.line] = error_text(error)
     doc.blocked = list(lines.values())[-8:]
