@@ -9,7 +9,9 @@ summarised (``bench/fidelity_truth.py``): recall per category, the precision of 
 Next Steps (each bullet must trace to a user message, resp. the agent's own words), the Goal (the session's
 first genuine request), and its size against what it replaces: the summary as ctxd writes it (must-keep patch
 and ``<read-files>``/``<modified-files>`` blocks included) over what it summarised (the range's messages and
-the previous summary), per case and per column, with a target of at most 3%.
+the previous summary), per case and per column, with a target of at most 3%. A Next Steps item naming the
+first open item of the plan the agent keeps ("Next open plan item: ...") traces to what its write/edit and
+todo-tool calls wrote; "Continue with the latest request (see Goal)" points to a request scored as such.
 
 "commands" counts the commands that matter, not every command run (``fidelity_truth.matters``): builds,
 tests, runs, installs, git commands that change something, and any command whose last run in the range

@@ -192,8 +192,11 @@ def decision_sentences(text: str, pattern: re.Pattern[str], limit: int, *, max_l
     while n < len(found) and len(out) < limit:
         sentence = found[n]
         n += 1
-        if AGREE_RE.match(sentence) and len(sentence) < 60:
-            continue  # "You're right." alone says nothing
+        agreeing = AGREE_RE.match(sentence)
+        if agreeing:  # "You're right." says nothing by itself: what follows it may
+            sentence = sentence[agreeing.end() :].lstrip(" ,.!—-:;")
+            if len(sentence) < 24:
+                continue
         if not pattern.search(sentence) and not (agreed and n <= 3 and not _ACTION_RE.match(sentence)):
             continue
         if not REASON_RE.search(sentence) and n < len(found) and REASON_RE.search(found[n]):
