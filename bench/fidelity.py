@@ -42,7 +42,7 @@ import fidelity_gen  # noqa: E402
 import fidelity_truth as ft  # noqa: E402
 
 from ctxd.compaction.engine import compact  # noqa: E402
-from ctxd.compaction.fileops import classify_call  # noqa: E402
+from ctxd.compaction.fileops import classify_call, tool_calls  # noqa: E402
 from ctxd.compaction.plan import NothingToCompact, plan_compaction  # noqa: E402
 from ctxd.compaction.settings import CompactionSettings  # noqa: E402
 from ctxd.compaction.summarizers import OfflineSummarizer  # noqa: E402
@@ -213,21 +213,16 @@ def _calls(messages: Sequence[Mapping[str, Any]]) -> list[str]:
 def _written(messages: Sequence[Mapping[str, Any]]) -> str:
     """What the agent's write and edit calls wrote (a plan item in Next Steps traces to it)."""
     parts: list[str] = []
-    for m in messages:
-        if m.get("role") != "assistant":
+    for block in (b for m in messages for b in tool_calls(m)):
+        arguments = block.get("arguments")
+        if not isinstance(arguments, Mapping):
             continue
-        for block in m.get("content") or ():
-            if isinstance(block, Mapping) and block.get("type") == "toolCall":
-                arguments = block.get("arguments")
-                if isinstance(arguments, Mapping):
-                    for key in ("content", "newText", "new_string"):
-                        if isinstance(arguments.get(key), str):
-                            parts.append(arguments[key])
-                    for key in ("todos", "plan"):  # a todo tool's items
-                        items = arguments.get(key)
-                        for item in items if isinstance(items, list) else ():
-                            if isinstance(item, Mapping):
-                                parts.extend(str(item.get(k)) for k in ("content", "step") if item.get(k))
+        parts.extend(arguments[k] for k in ("content", "newText", "new_string") if isinstance(arguments.get(k), str))
+        for key in ("todos", "plan"):  # a todo tool's items
+            items = arguments.get(key)
+            for item in items if isinstance(items, list) else ():
+                if isinstance(item, Mapping):
+                    parts.extend(str(item.get(k)) for k in ("content", "step") if item.get(k))
     return ft.norm("\n".join(parts))
 
 

@@ -122,7 +122,7 @@ def parse_plan(text: str) -> list[PlanItem]:
     return items
 
 
-def _edits(kind: str, arguments: Mapping[str, Any]) -> list[tuple[str, str, bool]] | None:
+def _edits(arguments: Mapping[str, Any]) -> list[tuple[str, str, bool]] | None:
     """``(old, new, all occurrences)`` of an edit call; None when the call is not an edit this module reads."""
     edits = arguments.get("edits")
     pairs = edits if isinstance(edits, list) else [arguments]
@@ -135,7 +135,6 @@ def _edits(kind: str, arguments: Mapping[str, Any]) -> list[tuple[str, str, bool
         if not isinstance(old, str) or not isinstance(new, str):
             return None
         out.append((old, new, bool(pair.get("replace_all"))))
-    del kind
     return out
 
 
@@ -238,7 +237,7 @@ def _track(messages: Sequence[Mapping[str, Any]], base: Mapping[str, str] | None
                 if whole and texts.get(path) is None:
                     texts[path] = _read_text(message)
             else:
-                edits = _edits(kind, arguments)
+                edits = _edits(arguments)
                 if edits is None:
                     continue
                 before = texts.get(path)
