@@ -9,7 +9,9 @@ summarised (``bench/fidelity_truth.py``): recall per category, the precision of 
 Next Steps (each bullet must trace to a user message, resp. the agent's own words), the Goal (the session's
 first genuine request), and its size against what it replaces: the summary as ctxd writes it (must-keep patch
 and ``<read-files>``/``<modified-files>`` blocks included) over what it summarised (the range's messages and
-the previous summary), per case and per column, with a target of at most 3%.
+the previous summary), per case and per column, with a target of at most 3%. A Next Steps item naming the
+first open item of the plan the agent keeps ("Next open plan item: ...") traces to what its write/edit and
+todo-tool calls wrote; "Continue with the latest request (see Goal)" points to a request scored as such.
 
 "commands" counts the commands that matter, not every command run (``fidelity_truth.matters``): builds,
 tests, runs, installs, git commands that change something, and any command whose last run in the range
@@ -40,7 +42,7 @@ import fidelity_gen  # noqa: E402
 import fidelity_truth as ft  # noqa: E402
 
 from ctxd.compaction.engine import compact  # noqa: E402
-from ctxd.compaction.fileops import classify_call  # noqa: E402
+from ctxd.compaction.fileops import classify_call, tool_calls  # noqa: E402
 from ctxd.compaction.plan import NothingToCompact, plan_compaction  # noqa: E402
 from ctxd.compaction.settings import CompactionSettings  # noqa: E402
 from ctxd.compaction.summarizers import OfflineSummarizer  # noqa: E402
@@ -208,6 +210,22 @@ def _calls(messages: Sequence[Mapping[str, Any]]) -> list[str]:
     return labels
 
 
+def _written(messages: Sequence[Mapping[str, Any]]) -> str:
+    """What the agent's write and edit calls wrote (a plan item in Next Steps traces to it)."""
+    parts: list[str] = []
+    for block in (b for m in messages for b in tool_calls(m)):
+        arguments = block.get("arguments")
+        if not isinstance(arguments, Mapping):
+            continue
+        parts.extend(arguments[k] for k in ("content", "newText", "new_string") if isinstance(arguments.get(k), str))
+        for key in ("todos", "plan"):  # a todo tool's items
+            items = arguments.get(key)
+            for item in items if isinstance(items, list) else ():
+                if isinstance(item, Mapping):
+                    parts.extend(str(item.get(k)) for k in ("content", "step") if item.get(k))
+    return ft.norm("\n".join(parts))
+
+
 async def compact_chain(
     source: str, name: str, header: dict[str, Any], entries: list[dict[str, Any]], keep: int, workdir: Path
 ) -> list[Run]:
@@ -262,6 +280,7 @@ async def compact_chain(
             agent_prose=_prose(so_far, "assistant"),
             calls=_calls(rng),
             tokens_in=tokens_in,
+            written=_written(so_far),
         )
         ledger = compaction.get("details", {}).get("ctxd", {}).get("mustKeep", {})
         runs.append(

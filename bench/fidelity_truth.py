@@ -321,6 +321,7 @@ def score(
     agent_prose: str,
     calls: Sequence[str],
     tokens_in: int,
+    written: str = "",
 ) -> Score:
     body = norm(strip_file_blocks(summary))
     s = Score()
@@ -352,7 +353,7 @@ def score(
     for item in section(summary, "key decisions"):
         s.add("precision decisions", traced(item, agent_prose), item[:80])
     for item in section(summary, "next steps"):
-        s.add("precision next steps", _next_traced(item, agent_prose, user_prose, calls), item[:80])
+        s.add("precision next steps", _next_traced(item, agent_prose, user_prose, calls, written), item[:80])
     tokens_out = math.ceil(len(summary) / 4)
     s.add("not larger than input", tokens_out <= tokens_in, f"{tokens_out} > {tokens_in}")
     return s
@@ -360,9 +361,19 @@ def score(
 
 _CHECK = re.compile(r"^Check the outcome of (.+?) \(no result was recorded\)\.?$")
 _CONTINUE = re.compile(r"^Continue with the latest request: (.+)$")
+_POINTER = "Continue with the latest request (see Goal)"
+"""A pointer to the Goal's latest request (which is scored as a request)."""
+_PLAN_ITEM = re.compile(r"^Next open plan item: (.+?)(?: — to do: (.+?))?(?: \(\+\d+ more\))?$")
+"""The first open item of the plan document the agent wrote (``written``: what its write/edit calls wrote)."""
 
 
-def _next_traced(item: str, agent: str, user: str, calls: Sequence[str]) -> bool:
+def _next_traced(item: str, agent: str, user: str, calls: Sequence[str], written: str = "") -> bool:
+    if item == _POINTER:
+        return True
+    plan = _PLAN_ITEM.match(item)
+    if plan:
+        pieces = [plan.group(1), *(plan.group(2) or "").split("; ")]
+        return all(traced(p, written) for p in pieces if p)
     match = _CHECK.match(item)
     if match:
         label = norm(match.group(1))

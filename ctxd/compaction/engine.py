@@ -20,7 +20,7 @@ from ctxd.compaction.fileops import format_file_blocks
 from ctxd.compaction.goal import session_goal
 from ctxd.compaction.mustkeep import FactSheet, patch_summary, strip_patch
 from ctxd.compaction.plan import CompactionPlan, NothingToCompact, plan_compaction
-from ctxd.compaction.plan_ledger import PlanFacts, ledger_before, plan_ledger, plan_where
+from ctxd.compaction.plan_ledger import PlanFacts, ledger_before, plan_ledger, plan_where, plans_before
 from ctxd.compaction.prune import prune_messages
 from ctxd.compaction.settings import CompactionSettings
 from ctxd.compaction.summarizers import (
@@ -60,7 +60,8 @@ def session_facts(session: Session, plan: CompactionPlan) -> PlanFacts:
     if plan.previousCompactionId is not None:
         previous = ledger_before(session, plan.previousCompactionId)
     goal = previous.goal if previous is not None and previous.goal else session_goal(session, plan)
-    return plan_ledger(plan, goal, previous, plan_where(session, plan))
+    plans = plans_before(session, plan.previousCompactionId)
+    return plan_ledger(plan, goal, previous, plan_where(session, plan), plans)
 
 
 Facts = Callable[[CompactionPlan], Awaitable[PlanFacts]]
@@ -349,6 +350,7 @@ async def summarize_plan(
             file_context=file_context,
             first_request=goal,
             must_keep=sheet.render(PROMPT_FACT_CHARS, heading="") or None,
+            plan_texts=made.plan_base or None,
         )
         try:
             result = await chosen.summarize(request, _scaled(progress, 0.05, 0.85))
@@ -386,6 +388,7 @@ async def summarize_plan(
                 turn_prefix=plan.turnPrefixMessages,
                 custom_instructions=instructions,
                 first_request=goal,
+                plan_texts=made.plan_base or None,
             )
         )
         path = "fallback-keep-last-turns" if replan is not None else "fallback-offline"
@@ -425,6 +428,8 @@ async def summarize_plan(
             },
             # The session's fact ledger, carried to the next compaction (see ctxd.compaction.ledger).
             "ledger": made.ledger.to_json(),
+            # The plan documents as this range left them: the next compaction applies its edits to them.
+            "plans": made.plans,
             # The new context: the summary, then the kept messages (plan.estimatedTokensAfter
             # counts those without a summary allowance here).
             "tokensAfter": (js_len(summary) + 3) // 4 + plan.estimatedTokensAfter,

@@ -21,7 +21,7 @@ from ctxd.compaction.fileops import FileOps, extract_file_ops, file_lists, forma
 from ctxd.compaction.ledger import Ledger
 from ctxd.compaction.ledger_update import absorb, seed
 from ctxd.compaction.plan import CompactionPlan
-from ctxd.compaction.plan_ledger import PlanFacts, message_where, plan_ledger, previous_ledger
+from ctxd.compaction.plan_ledger import PlanFacts, message_where, plan_ledger, previous_ledger, previous_plans
 from ctxd.compaction.settings import CompactionSettings
 from ctxd.compaction.summarizers import (
     OfflineSummarizer,
@@ -117,7 +117,8 @@ async def summarize_preparation(
 
     async def facts(plan: CompactionPlan) -> PlanFacts:
         where = message_where([*prep.messages, *prep.turn_prefix], [*prep.entry_ids, *prep.turn_prefix_entry_ids])
-        return plan_ledger(plan, (previous.goal if previous else None) or goal, previous, where)
+        plans = previous_plans(prep.previous_details)
+        return plan_ledger(plan, (previous.goal if previous else None) or goal, previous, where, plans)
 
     return await summarize_plan(
         plan_from_preparation(prep),

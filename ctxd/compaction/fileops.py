@@ -32,6 +32,11 @@ def _norm(name: str) -> str:
     return _NON_ALNUM.sub("", name.lower())
 
 
+def tool_kind(name: str) -> str:
+    """A tool's name as the tables below know it: the last namespace segment, lower case, letters and digits."""
+    return _norm(name)
+
+
 READ_TOOLS = frozenset({"read", "readfile", "view", "viewfile", "openfile", "notebookread", "readmanyfiles"})
 WRITE_TOOLS = frozenset({"write", "writefile", "writetofile", "overwritefile"})
 EDIT_TOOLS = frozenset(

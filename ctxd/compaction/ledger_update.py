@@ -21,6 +21,7 @@ from ctxd.compaction.ledger import Ledger, LedgerFact, Seen
 from ctxd.compaction.mustkeep import Fact, FactSheet, must_keep_facts, sheet_of, text_probes
 from ctxd.compaction.summarizers.facts import Facts, scan
 from ctxd.compaction.summarizers.mining import same_subject, short
+from ctxd.compaction.summarizers.plans import documents, latest_plan, plan_source
 from ctxd.compaction.summarizers.serialize import content_text
 from ctxd.formats.injected import CTXD_MARK, ctxd_blocks
 
@@ -46,6 +47,8 @@ class Advanced:
     ledger: Ledger
     sheet: FactSheet
     """What the new summary must keep: the range's facts and every open fact carried from earlier ranges."""
+    plans: dict[str, str] = attrs.field(factory=dict)
+    """The plan documents as the range left them (see :func:`ctxd.compaction.summarizers.plans.documents`)."""
 
 
 def seed(summary: str | None, goal: str | None = None, blocks: Iterable[str] = ()) -> Ledger:
@@ -85,13 +88,15 @@ def advance(
     modified_files: Sequence[str] = (),
     goal: str | None = None,
     compaction: int | None = None,
+    plans: Mapping[str, str] | None = None,
 ) -> Advanced:
     """The ledger after summarising ``messages`` (oldest first), and the fact sheet to check the summary against.
 
     ``previous`` is the ledger of the previous compaction (None: seed from ``previous_summary``); ``where`` gives,
     per message, where it is in its session (missing entries are unknown); ``goal`` is the session's first
     request when it lies before the range and the previous ledger does not hold it; ``compaction`` numbers this
-    compaction (default: the previous ledger's count + 1). Nothing is modified in place.
+    compaction (default: the previous ledger's count + 1); ``plans`` are the plan documents as earlier ranges
+    left them (the range's edits apply to them). Nothing is modified in place.
     """
     ledger = attrs.evolve(previous, facts=[attrs.evolve(f) for f in previous.facts]) if previous else None
     if ledger is None:
@@ -103,7 +108,7 @@ def advance(
         number = ledger.compactions + 1 if previous is not None else 2 if previous_summary else 1
     facts = scan(messages)
     # The previous summary was read into the ledger (or seeded it): the range alone gives the new facts.
-    sheet = sheet_of(facts, None, read_files, modified_files, goal)
+    sheet = sheet_of(facts, None, read_files, modified_files, goal, latest_plan(messages, plans))
     if ledger.goal is None:
         ledger.goal = next((f.text for f in sheet.facts if f.kind == "goal"), None)
 
@@ -142,6 +147,8 @@ def advance(
     for kept in ledger.facts:
         if kept.is_open and kept.kind in _RESOLVABLE:
             _withdraw(kept, facts, number)
+        elif kept.is_open and kept.kind == "next" and facts.done_files.get(plan_source(kept.text) or "") == "deleted":
+            _close(kept, "resolved", "the plan document was deleted")
     ledger.compactions = max(ledger.compactions, number)
     _trim(ledger)
     check = list(sheet.facts)
@@ -152,7 +159,8 @@ def advance(
         if (_family(carried.kind), carried.probes[0]) not in listed:
             check.append(carried.fact(carried=True))
     ordered = sorted(enumerate(check), key=lambda pair: (_rank_of(pair[1]), pair[0]))
-    return Advanced(ledger, FactSheet(tuple(f for _, f in ordered)))
+    gone = [path for path, op in facts.done_files.items() if op == "deleted"]
+    return Advanced(ledger, FactSheet(tuple(f for _, f in ordered)), documents(messages, plans, gone))
 
 
 def _reinjected(messages: Sequence[Mapping[str, Any]]) -> list[str]:

@@ -2,7 +2,8 @@
 
 Owns the facts a compaction summary must not lose (the goal, the latest request, the user's constraints and
 corrections, the agent's decisions, files modified and read, commands with their outcome, errors, the next
-step), extracted from pi AgentMessages without a model; the check of a summary against them (:meth:`FactSheet.
+step: the agent's stated one and the first open item of the plan document it follows), extracted from pi
+AgentMessages without a model; the check of a summary against them (:meth:`FactSheet.
 missing`); and the patch that appends what a summary lacks as a compact ``## Must keep`` section
 (:func:`patch_summary`). Every summary ctxd writes (model, offline, or supplied by a client) goes through the
 check; the Claude Code hooks and the pi extension call it directly.
@@ -28,6 +29,7 @@ from ctxd.compaction.shell import command_matters
 from ctxd.compaction.summarizers.commands import mattering
 from ctxd.compaction.summarizers.facts import Facts, scan
 from ctxd.compaction.summarizers.mining import CORRECTION_RE, head, short
+from ctxd.compaction.summarizers.plans import Plan, latest_plan, next_fact
 from ctxd.formats.injected import strip_ansi
 
 KINDS = (
@@ -280,7 +282,12 @@ def _previous_facts(sheet: _Sheet, previous_summary: str, *, keep_goal: bool = T
 
 
 def _from_facts(
-    sheet: _Sheet, facts: Facts, read_files: Sequence[str], modified_files: Sequence[str], goal: str | None
+    sheet: _Sheet,
+    facts: Facts,
+    read_files: Sequence[str],
+    modified_files: Sequence[str],
+    goal: str | None,
+    plan: tuple[str, str] | None = None,
 ) -> None:
     first = facts.first_request or facts.first_user
     if first and not goal:
@@ -310,6 +317,8 @@ def _from_facts(
     modified = list(dict.fromkeys([*reversed(facts.done_files), *modified_files]))
     for path in modified:
         sheet.add("file-modified", path, path_probes(path))
+    if plan is not None:  # the first open item of the plan document the session follows
+        sheet.add("next", plan[0], text_probes(plan[1]))
     for sentence in facts.plan:
         sheet.add("next", sentence, text_probes(sentence))
     for call in facts.open_calls[-3:]:
@@ -339,7 +348,7 @@ def must_keep_facts(
     facts for paths the messages do not show; ``goal`` is the session's first request when it comes before
     ``messages`` (see :mod:`ctxd.compaction.goal`): then it is the goal, whatever the previous summary says.
     """
-    return sheet_of(scan(messages), previous_summary, read_files, modified_files, goal)
+    return sheet_of(scan(messages), previous_summary, read_files, modified_files, goal, latest_plan(messages))
 
 
 def sheet_of(
@@ -348,14 +357,16 @@ def sheet_of(
     read_files: Sequence[str] = (),
     modified_files: Sequence[str] = (),
     goal: str | None = None,
+    plan: Plan | None = None,
 ) -> FactSheet:
-    """:func:`must_keep_facts` of messages already scanned (:func:`ctxd.compaction.summarizers.facts.scan`)."""
+    """:func:`must_keep_facts` of messages already scanned (:func:`ctxd.compaction.summarizers.facts.scan`);
+    ``plan`` is the plan those messages left (:func:`ctxd.compaction.summarizers.plans.latest_plan`)."""
     sheet = _Sheet()
     if goal:
         sheet.add("goal", short(goal, 400), text_probes(goal))
     if previous_summary:
         _previous_facts(sheet, previous_summary, keep_goal=not goal)
-    _from_facts(sheet, facts, read_files, modified_files, goal)
+    _from_facts(sheet, facts, read_files, modified_files, goal, next_fact(plan))
     return sheet.sheet()
 
 

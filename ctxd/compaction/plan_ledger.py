@@ -29,6 +29,29 @@ class PlanFacts:
     """The session's first request when it lies before the range (the summariser is told it)."""
     ledger: Ledger
     """The ledger once this compaction is written (``details.ctxd.ledger``)."""
+    plan_base: dict[str, str] = attrs.field(factory=dict)
+    """The plan documents as the previous compaction left them (the summariser applies the range's edits)."""
+    plans: dict[str, str] = attrs.field(factory=dict)
+    """The plan documents once this range is summarised (``details.ctxd.plans``, for the next compaction)."""
+
+
+def previous_plans(details: Any) -> dict[str, str]:
+    """The plan documents in a compaction entry's ``details`` (``details.ctxd.plans``); {} when it has none."""
+    ctxd = details.get("ctxd") if isinstance(details, Mapping) else None
+    plans = ctxd.get("plans") if isinstance(ctxd, Mapping) else None
+    if not isinstance(plans, Mapping):
+        return {}
+    return {k: v for k, v in plans.items() if isinstance(k, str) and isinstance(v, str)}
+
+
+def plans_before(session: Session, compaction_id: str | None) -> dict[str, str]:
+    """The plan documents the compaction ``compaction_id`` carried; {} when there is none."""
+    if compaction_id is None:
+        return {}
+    index = session.file.index.get(compaction_id)
+    if index is None:
+        return {}
+    return previous_plans(next(iter(session.file.entries([index])), {}).get("details"))
 
 
 def previous_ledger(details: Any) -> Ledger | None:
@@ -102,7 +125,11 @@ def plan_where(session: Session, plan: CompactionPlan) -> list[Seen | None]:
 
 
 def plan_ledger(
-    plan: CompactionPlan, goal: str | None, previous: Ledger | None, where: Sequence[Seen | None] = ()
+    plan: CompactionPlan,
+    goal: str | None,
+    previous: Ledger | None,
+    where: Sequence[Seen | None] = (),
+    plans: Mapping[str, str] | None = None,
 ) -> PlanFacts:
     """The facts of ``plan`` with ``previous`` carried (see :func:`ctxd.compaction.ledger_update.advance`). The
     files its messages read and changed are facts of the body; the plan's file lists, with earlier compactions'
@@ -114,6 +141,7 @@ def plan_ledger(
         where=where,
         previous_summary=plan.previousSummary,
         goal=goal,
+        plans=plans,
     )
     known = previous.goal if previous is not None else None
-    return PlanFacts(advanced.sheet, known or goal, advanced.ledger)
+    return PlanFacts(advanced.sheet, known or goal, advanced.ledger, dict(plans or {}), advanced.plans)

@@ -160,7 +160,7 @@ async def test_offline_result_has_every_section_filled_from_the_conversation() -
     assert "Added --verbose using store_true" in done  # the answered request
 
     in_progress = subsection(out, "In Progress")
-    assert "Now document it" in in_progress and "interrupted" in in_progress
+    assert "The latest request (see Goal) (interrupted" in in_progress  # Goal states it; not repeated
     assert "`ls docs`" in in_progress  # a tool call without a result
     assert "Abridged History" not in out and "<exchange>" not in out  # the session keeps every exchange
 
@@ -186,7 +186,7 @@ async def test_offline_result_has_every_section_filled_from_the_conversation() -
     assert "Exploration not listed: 1 read-only runs (ls)" in critical  # `ls docs`, run without a result
     assert "`pytest -q` failed (resolved): 1 failed: test_verbose" in critical
     assert "E501" not in critical  # it is Blocked, not repeated
-    assert "Newly summarised: 17 (2 from the user, 7 tool calls, 2 errors)" in critical
+    assert "Newly summarised:" not in critical  # counts a resuming agent does not need
 
 
 def test_offline_output_is_deterministic_and_does_not_mutate_input() -> None:
@@ -236,7 +236,7 @@ def test_acknowledgements_and_stale_open_calls_are_not_reported_as_current_work(
     assert section(out, "Goal") == "- Migrate the settings loader to pydantic v2\n\n"
     assert subsection(out, "Blocked") == "- (none)\n\n"  # grep finding nothing is not a failure
     in_progress = subsection(out, "In Progress")
-    assert "Migrate the settings loader to pydantic v2" in in_progress and "stale.py" not in in_progress
+    assert "The latest request (see Goal)" in in_progress and "stale.py" not in in_progress
     assert "-> First step: update the models." in subsection(out, "Done")
 
 
@@ -402,7 +402,7 @@ def test_rolling_offline_summaries_carry_lasting_facts_and_drop_carried_state() 
     assert "(earlier)" not in in_progress  # the earlier latest request had been answered
     critical = section(third, "Critical Context")
     assert (
-        critical.count("Commands that matter (runs, last outcome):") == 1 and critical.count("Newly summarised:") == 1
+        critical.count("Commands that matter (runs, last outcome):") == 1 and critical.count("Newly summarised:") == 0
     )
     assert "src/m5.py" in critical  # derived facts from the earlier summary survive when nothing replaces them
     fourth = build(session(), previous_summary=build([user("a"), asst(call("q", "bash", command="x"))]))

@@ -36,6 +36,9 @@ class SummaryRequest:
     first_request: str | None = None
     """The session's first request (the user's own words) when it comes before ``messages`` (an earlier
     compaction summarised it): the goal a summary must keep, whatever an earlier summary made of it."""
+    plan_texts: dict[str, str] | None = None
+    """Plan documents (path -> text) as earlier ranges left them: the range's edits to them apply (see
+    :mod:`ctxd.compaction.summarizers.plans`); from the previous compaction's ``details.ctxd.plans``."""
     must_keep: str | None = None
     """The fact sheet of ``messages`` (see :mod:`ctxd.compaction.mustkeep`), rendered: a model is told up
     front what its summary must keep (the engine checks and patches afterwards either way)."""

@@ -3,9 +3,11 @@ and rendering it back to markdown.
 
 Owns the section layout shared with the model summariser (Goal; Constraints & Preferences; Progress with
 Done / In Progress / Blocked; Key Decisions; Next Steps; Critical Context) plus the offline summariser's
-Turn Context part. Parsing is lenient: any ``## `` heading starts a section, bullets and checkboxes are
-stripped, unknown sections are carried along verbatim. An Abridged History (the offline summariser wrote one
-before version 18 of its layout) is read, and dropped when merged: the session keeps every exchange.
+Plan (open items) and Turn Context parts. A plan's state is the newest known: a summary whose range did not
+touch the plan carries the earlier one. Parsing is lenient: any ``## `` heading starts a section, bullets and
+checkboxes are stripped, unknown sections are carried along verbatim. An Abridged History (the offline
+summariser wrote one before version 18 of its layout) is read, and dropped when merged: the session keeps
+every exchange.
 """
 
 from __future__ import annotations
@@ -17,12 +19,18 @@ import attrs
 
 HISTORY_TITLE = "Abridged History (newest first)"
 TURN_TITLE = "Turn Context (split turn)"
+PLAN_TITLE = "Plan (open items)"
 NONE_ITEMS = frozenset({"none", "(none)", "(none recorded)", "(nothing recorded)", "n/a", "-", "nothing yet"})
 EARLIER = "(earlier) "
 LATEST = "Latest request: "
 LATER = "Later request: "
 STATS = "Newly summarised: "
 ANSWERED = "(answered; awaiting the user's next message)"
+UNDER_WAY = "(under way; see Turn Context)"
+"""The state of a request the split turn works on (an earlier summary's Turn Context is gone: not carried)."""
+LATEST_POINTER = "The latest request (see Goal)"
+"""In Progress names the latest request by this pointer: Goal states it."""
+CONTINUE_LATEST = "Continue with the latest request (see Goal)"
 COMMANDS_LABEL = "Commands that matter (runs, last outcome):"
 OLD_COMMANDS_LABEL = "Commands (runs, outcome):"
 """The label of every command's list in earlier summaries; a new list of the commands that matter replaces it."""
@@ -59,6 +67,8 @@ class SummaryDoc:
     blocked: list[str] = attrs.field(factory=list)
     decisions: list[str] = attrs.field(factory=list)
     next_steps: list[str] = attrs.field(factory=list)
+    plan: list[str] = attrs.field(factory=list)
+    """The plan the session follows: where it is and what is done, then its open items in order."""
     critical: list[str] = attrs.field(factory=list)
     extra: list[tuple[str, str]] = attrs.field(factory=list)
     """Other sections, ``(title, body)``, kept verbatim."""
@@ -91,6 +101,7 @@ def _section_key(title: str) -> str:
         ("decisions", "key decisions"),
         ("decisions", "decisions"),
         ("next", "next steps"),
+        ("plan", "plan (open items)"),
         ("critical", "critical context"),
         ("turn", "turn context"),
         ("history", "abridged history"),
@@ -160,6 +171,7 @@ def parse_summary(text: str) -> SummaryDoc | None:
                 "constraints": doc.constraints,
                 "decisions": doc.decisions,
                 "next": doc.next_steps,
+                "plan": doc.plan,
                 "critical": doc.critical,
                 "turn": doc.turn_context,
             }[key]
@@ -194,9 +206,24 @@ def cap(items: list[str], limit: int, *, head: int = 0) -> list[str]:
     return items[:head] + items[len(items) - (limit - head) :]
 
 
-def _carried(old: list[str], limit: int) -> list[str]:
-    """Items of an earlier state, marked as such; items already carried once, or finished, are dropped."""
-    return [EARLIER + i for i in old if not i.startswith(EARLIER) and not i.endswith(ANSWERED)][:limit]
+def _carried(old: list[str], limit: int, latest: str | None = None) -> list[str]:
+    """Items of an earlier state, marked as such; items already carried once, or finished, are dropped. The
+    pointer to the earlier latest request becomes that request (``latest``): the new Goal states another."""
+    out: list[str] = []
+    for item in old:
+        if item.startswith(EARLIER) or item.endswith(ANSWERED):
+            continue
+        if item.startswith(LATEST_POINTER):
+            if not latest:
+                continue
+            item = _head(latest, 80) + item[len(LATEST_POINTER) :]
+        out.append(EARLIER + item.removesuffix(" " + UNDER_WAY))
+    return out[:limit]
+
+
+def _head(text: str, limit: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
 _DERIVED = frozenset(DERIVED_LABELS)
@@ -265,16 +292,19 @@ def merge(old: SummaryDoc, new: SummaryDoc) -> SummaryDoc:
             goal.append(LATER + item.removeprefix(LATER) if goal else item)
         known.add(plain)
     goal = dedupe(goal)
+    # The request an earlier In Progress points to: its Goal's latest request, or its goal when that was the latest.
+    old_latest = next((g[len(LATEST) :] for g in old.goal if g.startswith(LATEST)), old.goal[0] if old.goal else None)
     latest = [g for g in goal if g.startswith(LATEST)]
     rest = [g for g in goal if not g.startswith(LATEST)]
     return SummaryDoc(
         goal=cap(rest, 3, head=1) + latest[-1:],
         constraints=cap(dedupe(old.constraints + new.constraints), 150, head=30),
         done=cap(dedupe(old.done + new.done), MAX_DONE),
-        in_progress=dedupe(new.in_progress + _carried(old.in_progress, 2)),
+        in_progress=dedupe(new.in_progress + _carried(old.in_progress, 2, old_latest)),
         blocked=dedupe(new.blocked + _carried(old.blocked, 2)),
         decisions=cap(dedupe(old.decisions + new.decisions), MAX_DECISIONS),
         next_steps=new.next_steps,  # an earlier plan is stale once new work happened
+        plan=new.plan or old.plan,  # a range that did not touch the plan leaves it as it was
         critical=_merge_critical(old.critical, new.critical),
         extra=_merge_extra(old.extra, new.extra),
         turn_context=list(new.turn_context),
@@ -316,6 +346,8 @@ def render(
     add("## Key Decisions", listed(doc.decisions))
     steps = [f"{n}. {s}" for n, s in enumerate(doc.next_steps, 1)] or ([] if skip_empty else ["- (none recorded)"])
     add("## Next Steps", steps)
+    if doc.plan:
+        lines.extend([f"## {PLAN_TITLE}", *_bullets(doc.plan), ""])
     critical = doc.critical
     if skip_empty:
         critical = [c for c in critical if not c.startswith(STATS)]

@@ -23,6 +23,7 @@ from ctxd.compaction.fileops import FileOp, classify_call
 from ctxd.compaction.shell import parse_shell
 from ctxd.compaction.summarizers.calls import Call, CommandStat, ErrorFact, command_key, failed
 from ctxd.compaction.summarizers.mining import (
+    AGREE_RE,
     CONSTRAINT_RE,
     CORRECTION_RE,
     DECISION_RE,
@@ -34,6 +35,7 @@ from ctxd.compaction.summarizers.mining import (
     STATED_RE,
     TOKEN_RE,
     WITHDRAW_RE,
+    decision_sentences,
     error_line,
     exit_codes,
     head,
@@ -41,12 +43,24 @@ from ctxd.compaction.summarizers.mining import (
     key_lines,
     sentences,
     short,
+    stated_next,
 )
 from ctxd.compaction.summarizers.serialize import content_text
 from ctxd.formats.injected import split_user_text
 
 Message = Mapping[str, Any]
-__all__ = ["Call", "CommandStat", "ErrorFact", "Facts", "Message", "combined", "command_key", "scan", "user_words"]
+__all__ = [
+    "Call",
+    "CommandStat",
+    "ErrorFact",
+    "Facts",
+    "Message",
+    "combined",
+    "command_key",
+    "resolve_later",
+    "scan",
+    "user_words",
+]
 
 _RUNNING_RE = re.compile(r"Process running with session ID (\d+)")
 EARLY_TEXTS = 50
@@ -375,17 +389,28 @@ def scan(messages: Sequence[Message]) -> Facts:
         for index, text in (*scanner.early_user, *scanner.late_user):
             facts.constraints.extend((index, s) for s in sentences(text, CONSTRAINT_RE, 8, also=CORRECTION_RE))
         for text in (*scanner.early, *scanner.late):
-            if DECISION_RE.search(text, 0, MINE_CHARS):
-                facts.decisions.extend(sentences(text, DECISION_RE, 2, max_len=240))
+            if DECISION_RE.search(text, 0, MINE_CHARS) or AGREE_RE.match(text):
+                facts.decisions.extend(decision_sentences(text, DECISION_RE, 2, max_len=300))
         facts.fixed = list(scanner.fixed)
         for text in reversed(scanner.exchange_texts):
             if NEXT_RE.search(text, 0, MINE_CHARS):
-                facts.plan = sentences(text, NEXT_RE, 3, max_len=240)
-                break
+                facts.plan = stated_next(text)
+                if facts.plan:
+                    break
         return facts
     finally:
         if collecting:
             gc.enable()
+
+
+def resolve_later(facts: Facts, more: Facts) -> None:
+    """Mark the errors of ``facts`` that ``more`` (what came after: a split turn's prefix) resolved: a later
+    successful run of the same command, a later successful change of the same file."""
+    later = {f"cmd:{key}" for key, c in more.commands.items() if c.last_ok}
+    later.update(f"file:{path}" for path in more.done_files)
+    for error in facts.errors:
+        if not error.resolved and error.key in later:
+            error.resolved = True
 
 
 def combined(facts: Facts, more: Facts | None) -> Facts:

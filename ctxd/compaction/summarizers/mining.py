@@ -38,6 +38,24 @@ NEXT_RE = re.compile(
     r"change|test|look|start|continue|finish|refactor|port|rename|verify))\b",
     re.IGNORECASE,
 )
+NEXT_LABEL_RE = re.compile(
+    r"^(?:next(?: steps?| up| tasks?)?|remaining(?: work| steps| tasks| items)?|still to do|left to do|"
+    r"what'?s (?:left|next)|to ?do|open items|not (?:yet )?done)\s*(?::\s*(.*))?$",
+    re.IGNORECASE,
+)
+"""A line that heads the agent's list of what comes next ("Remaining:", "**Next steps**", "TODO: ...")."""
+REASON_RE = re.compile(
+    r"\b(?:because|since|so that|so we|due to|to avoid|otherwise|which (?:means|is|includes|keeps|makes)|"
+    r"given that|the reason|as (?:it|this|that|they) (?:is|are|has|have|would|will))\b",
+    re.IGNORECASE,
+)
+"""A sentence that gives a reason (a decision's reason is kept with it)."""
+AGREE_RE = re.compile(
+    r"^\s*(?:you'?re (?:absolutely |totally |completely |quite )?right|good (?:catch|point|call)|fair point|"
+    r"agreed\b|that'?s a (?:bug|mistake) in my)",
+    re.IGNORECASE,
+)
+"""The agent agreeing with the user's correction: what it says next is a decision the user prompted."""
 FIXED_RE = re.compile(
     r"\b(?:fixed|resolved|now (?:passes|pass|works|builds|compiles|succeeds)|(?:all )?(?:tests|checks) pass(?:es|ed)?"
     r"|works now|passing now|builds now|no (?:more )?errors)\b"
@@ -145,6 +163,74 @@ def sentences(
         if len(out) >= limit:
             break
     return out
+
+
+def _all_sentences(text: str) -> list[str]:
+    """The prose sentences of ``text`` (at least 12 characters, not questions or headings), in order."""
+    out: list[str] = []
+    for raw in _SPLIT_RE.split(prose(text, 2 * MINE_CHARS)[:MINE_CHARS]):
+        sentence = " ".join(_BULLET_RE.sub("", raw).split())
+        if len(sentence) >= 12 and not sentence.endswith(("?", ":")) and not sentence.startswith("#"):
+            out.append(sentence)
+    return out
+
+
+_ACTION_RE = re.compile(
+    r"^(?:now |first,? |ok(?:ay)?,? )?(?:let me|let's (?:check|look|see|read)|i'll (?:check|look|read))\b", re.I
+)
+"""What the agent does next (reading, checking), not what it decided."""
+
+
+def decision_sentences(text: str, pattern: re.Pattern[str], limit: int, *, max_len: int = 300) -> list[str]:
+    """Up to ``limit`` decisions of the agent's ``text``: sentences matching ``pattern``, or what it says right
+    after agreeing with a correction (:data:`AGREE_RE`); a decision without a reason takes the next sentence
+    along when that one gives it (:data:`REASON_RE`)."""
+    found = _all_sentences(text)
+    agreed = bool(AGREE_RE.match(text))
+    out: list[str] = []
+    n = 0
+    while n < len(found) and len(out) < limit:
+        sentence = found[n]
+        n += 1
+        agreeing = AGREE_RE.match(sentence)
+        if agreeing:  # "You're right." says nothing by itself: what follows it may
+            sentence = sentence[agreeing.end() :].lstrip(" ,.!—-:;")
+            if len(sentence) < 24:
+                continue
+        if not pattern.search(sentence) and not (agreed and n <= 3 and not _ACTION_RE.match(sentence)):
+            continue
+        if not REASON_RE.search(sentence) and n < len(found) and REASON_RE.search(found[n]):
+            sentence = f"{sentence} {found[n]}"
+            n += 1
+        out.append(middle_truncate(sentence, max_len))
+    return out
+
+
+def stated_next(text: str, limit: int = 4) -> list[str]:
+    """What the agent's ``text`` says comes next: the items of a list headed "Remaining:" / "Next steps" /
+    "TODO:" (or that line's own text), else its sentences that speak of a next step (:data:`NEXT_RE`)."""
+    lines = text[: 2 * MINE_CHARS].splitlines()
+    for at, raw in enumerate(lines):
+        label = raw.strip().lstrip("#").strip().strip("*_").strip()
+        match = NEXT_LABEL_RE.match(label)
+        if match is None or (match.group(1) is None and not raw.lstrip().startswith(("#", "*", "_"))):
+            continue
+        items = [head(match.group(1), 160)] if match.group(1) and len(match.group(1)) >= 8 else []
+        for line in lines[at + 1 :]:
+            if not line.strip():
+                if items:
+                    break
+                continue
+            if not _BULLET_RE.match(line):
+                break
+            item = " ".join(_BULLET_RE.sub("", line).split())
+            if item:
+                items.append(head(item, 160))
+            if len(items) >= limit:
+                break
+        if items:
+            return items
+    return sentences(text, NEXT_RE, 3, max_len=240)
 
 
 def first_line(text: str, limit: int) -> str:

@@ -24,10 +24,19 @@ import attrs
 from ctxd.compaction.fileops import strip_file_blocks
 from ctxd.compaction.summarizers import sections
 from ctxd.compaction.summarizers.base import Progress, SummaryRequest, SummaryResult, report
-from ctxd.compaction.summarizers.document import ANSWER_LABEL, SummaryDoc, dedupe, merge, parse_summary, render
+from ctxd.compaction.summarizers.document import (
+    ANSWER_LABEL,
+    LATER,
+    SummaryDoc,
+    dedupe,
+    merge,
+    parse_summary,
+    render,
+)
 from ctxd.compaction.summarizers.exchanges import Exchange, build_exchange, exchange_bounds
-from ctxd.compaction.summarizers.facts import Facts, combined, scan
+from ctxd.compaction.summarizers.facts import Facts, combined, resolve_later, scan
 from ctxd.compaction.summarizers.mining import sentences, short
+from ctxd.compaction.summarizers.plans import latest_plan, next_item
 from ctxd.compaction.summarizers.serialize import content_text
 from ctxd.context.tokens import estimate_tokens
 
@@ -129,6 +138,8 @@ class OfflineSummarizer:
         bounds = exchange_bounds(messages, facts.user_indices)
         newest = self._exchanges_newest_first(messages, bounds, facts, budget.done + 1)
         prefix_facts = scan(request.turn_prefix) if request.turn_prefix else None
+        if prefix_facts is not None:
+            resolve_later(facts, prefix_facts)
         latest_request = (
             (prefix_facts.latest_request or prefix_facts.latest_user if prefix_facts else None)
             or facts.latest_request
@@ -144,8 +155,12 @@ class OfflineSummarizer:
         doc = SummaryDoc()
         sections.goal(doc, facts, latest_request, goal_text)
         sections.constraints(doc, facts, max(3_000, budget.lists // 2))
-        sections.decisions(doc, facts, budget.decisions)
-        sections.progress(doc, facts, newest, latest_request, prefix_facts, budget.done)
+        sections.decisions(doc, facts, budget.decisions, prefix_facts)
+        found_plan = latest_plan([*messages, *request.turn_prefix], request.plan_texts)
+        deleted = [p for p, op in combined(facts, prefix_facts).done_files.items() if op == "deleted"]
+        sections.plan(doc, found_plan, budget.plan)
+        plan_next = next_item(found_plan) if found_plan is not None else None
+        sections.progress(doc, facts, newest, latest_request, prefix_facts, budget.done, plan_next)
         whole = combined(facts, prefix_facts)
         sections.requests(doc, whole, budget.requests, (goal_text, latest_request))
         sections.critical(doc, whole, budget)
@@ -170,10 +185,13 @@ class OfflineSummarizer:
             earlier = merge(earlier, parsed) if earlier else parsed
         if earlier is not None:
             doc = merge(earlier, doc)
+            if not doc.plan[:1] or any(doc.plan[0].startswith(p + ":") for p in deleted):
+                doc.plan = []  # the plan document was deleted since
             doc.extra = sections.other_sections(doc.extra, budget.story)
         if request.first_request:
             first = short(request.first_request, 300)
-            doc.goal = [first, *(g for g in doc.goal if " ".join(g.lower().split()) != " ".join(first.lower().split()))]
+            same = " ".join(first.lower().split())
+            doc.goal = [first, *(g for g in doc.goal if " ".join(g.removeprefix(LATER).lower().split()) != same)]
         if mode == "facts":
             doc = attrs.evolve(doc, done=[], in_progress=doc.in_progress[:1], extra=[])
             doc.critical = [c for c in doc.critical if not c.startswith(ANSWER_LABEL)]
@@ -181,10 +199,8 @@ class OfflineSummarizer:
 
     def _focus(self, doc: SummaryDoc, messages: Sequence[Mapping[str, Any]], focus: str | None) -> None:
         if focus and focus.strip():
-            at = len(doc.critical) - 1  # before the statistics line
-            items = ["Requested focus: " + short(focus, 300)]
-            items.extend(f"On that focus: {s}" for s in self._focus_sentences(messages, focus))
-            doc.critical[at:at] = items
+            doc.critical.append("Requested focus: " + short(focus, 300))
+            doc.critical.extend(f"On that focus: {s}" for s in self._focus_sentences(messages, focus))
 
     @staticmethod
     def _focus_sentences(messages: Sequence[Mapping[str, Any]], focus: str) -> list[str]:

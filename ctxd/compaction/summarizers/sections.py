@@ -19,13 +19,16 @@ from typing import Any
 import attrs
 
 from ctxd.compaction.shell import command_matters
+from ctxd.compaction.summarizers import plans
 from ctxd.compaction.summarizers.commands import commands_that_matter, explored
 from ctxd.compaction.summarizers.document import (
     ANSWER_LABEL,
     ANSWERED,
     COMMANDS_LABEL,
+    CONTINUE_LATEST,
     LATEST,
-    STATS,
+    LATEST_POINTER,
+    UNDER_WAY,
     SummaryDoc,
     cap,
     dedupe,
@@ -33,6 +36,7 @@ from ctxd.compaction.summarizers.document import (
 from ctxd.compaction.summarizers.exchanges import Exchange
 from ctxd.compaction.summarizers.facts import ErrorFact, Facts
 from ctxd.compaction.summarizers.mining import first_line, head, prose, short
+from ctxd.compaction.summarizers.plans import NEXT_PLAN_LABEL, Plan
 from ctxd.compaction.summarizers.serialize import middle_truncate
 
 FILES_LABEL = "Files modified:"
@@ -58,7 +62,7 @@ class Budget:
     done: int = 2
     """Answered requests shown under Done (the newest)."""
     decisions: int = 8
-    """The newest decisions (as many as the must-keep sheet asks for)."""
+    """The newest decisions, each with its reason (as many as the must-keep sheet asks for)."""
     requests: int = 200
     """Characters for the user's other requests (the newest kept)."""
     commands: int = 1_000
@@ -67,6 +71,8 @@ class Budget:
     """Characters for the error lines not under Blocked."""
     answer: int = 200
     """Characters of the agent's last answer."""
+    plan: int = 600
+    """Characters for the open items of the plan the session follows."""
     story: int = 600
     """Characters for the story as a whole (a hundredth of the input, at most the summariser's ``total_chars``);
     sections of earlier summaries that this layout does not have share it."""
@@ -85,6 +91,7 @@ class Budget:
             commands=max(1_200, lists // 2),
             errors=_clamp(input_chars // 250, 600, 3_000),
             answer=_clamp(story // 12, 200, 600),
+            plan=_clamp(story // 5, 400, 1_200),
             story=story,
         )
 
@@ -150,8 +157,16 @@ def requests(doc: SummaryDoc, facts: Facts, budget: int, shown: Sequence[str | N
     doc.critical.append(f"{REQUESTS_LABEL} {' | '.join(items)}")
 
 
-def decisions(doc: SummaryDoc, facts: Facts, limit: int = 30) -> None:
-    doc.decisions = cap(dedupe([short(d, 200) for d in facts.decisions]), limit)
+def decisions(doc: SummaryDoc, facts: Facts, limit: int = 30, prefix_facts: Facts | None = None) -> None:
+    """The agent's decisions, each with its reason when it gave one (the newest ``limit``)."""
+    found = [*facts.decisions, *(prefix_facts.decisions if prefix_facts is not None else ())]
+    doc.decisions = cap(dedupe([short(d, 240) for d in found]), limit)
+
+
+def plan(doc: SummaryDoc, found: Plan | None, budget: int) -> None:
+    """The plan the session follows (see :mod:`.plans`): what is done, the open items in order."""
+    if found is not None:
+        doc.plan = plans.render(found, budget)
 
 
 def progress(
@@ -161,32 +176,39 @@ def progress(
     latest: str | None,
     prefix_facts: Facts | None,
     done: int = 6,
+    plan_next: str | None = None,
 ) -> None:
     """Done (the newest ``done`` answered requests), In Progress, Blocked and Next Steps."""
     completed = [e for e in newest if e.user and e.response and e.status is None and not e.user.startswith("(")]
     for exchange in reversed(completed[:done]):
-        answer = first_line(exchange.response or "", 100)
-        doc.done.append(f"{head(exchange.user or '', 80)} -> {answer}")
+        answer = first_line(exchange.response or "", 80)
+        doc.done.append(f"{head(exchange.user or '', 60)} -> {answer}")
 
     last = newest[0] if newest else None
     if latest:
         state = ""
         if prefix_facts is not None:
-            state = " (under way; see Turn Context)"
+            state = " " + UNDER_WAY
         elif last is not None and last.status:
             state = f" ({status_text(last.status)})"
         elif last is not None and last.response:
             state = " " + ANSWERED
-        doc.in_progress.append(head(latest, 80) + state)
+        doc.in_progress.append(LATEST_POINTER + state)
     open_calls = facts.open_calls[-5:]
     doc.in_progress.extend(f"No result recorded for {c.label}" for c in open_calls)
-    doc.blocked = [error_text(e) for e in facts.unresolved[-8:]]
+    lines: dict[str, str] = {}  # one failure per error line (the newest): a re-run that failed alike adds nothing
+    for error in facts.unresolved:
+        lines.pop(error.line, None)
+        lines[error.line] = error_text(error)
+    doc.blocked = list(lines.values())[-8:]
 
     steps: list[str] = [f"Check the outcome of {c.label} (no result was recorded)" for c in open_calls[-3:]]
-    steps.extend(facts.plan)
+    if plan_next:
+        steps.append(NEXT_PLAN_LABEL + plan_next)
+    steps.extend((prefix_facts.plan if prefix_facts is not None else None) or facts.plan)
     unfinished = last is not None and (last.status or not last.response or prefix_facts is not None)
     if latest and unfinished:
-        steps.append("Continue with the latest request: " + gist(latest, 100))
+        steps.append(CONTINUE_LATEST)
     doc.next_steps = dedupe(steps)[:8]
 
 
@@ -223,11 +245,6 @@ def critical(doc: SummaryDoc, facts: Facts, budget: Budget) -> None:
     reported = dedupe(facts.reported)[:12]
     if reported:
         doc.critical.append(f"{REPORTED_LABEL} {' | '.join(short(line, 200) for line in reported)}")
-    errors_count = len(facts.errors)
-    doc.critical.append(
-        f"{STATS}{facts.messages} ({len(facts.user_indices)} from the user, {facts.call_count} tool calls, "
-        f"{errors_count} error{'s' if errors_count != 1 else ''})"
-    )
 
 
 def _failed(key: str, error: ErrorFact) -> str:
