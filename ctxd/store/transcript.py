@@ -164,7 +164,7 @@ def sniff(path: str) -> str | None:
 def open_session_file(path: str, **kwargs: Any) -> SessionFile:
     """A pi session file, or a read-only view of a Claude Code / Codex transcript or of an opencode
     session (``<database>#<session id>``, :mod:`ctxd.store.opencode`)."""
-    if "#" in path:  # ctxd.store.opencode.SEPARATOR: only then is its module (and sqlite3) needed
+    if isinstance(path, str) and "#" in path:  # opencode.SEPARATOR: only then is sqlite3 imported
         from ctxd.store.opencode import OpencodeFile, split_ref
 
         if split_ref(path) is not None:
