@@ -350,6 +350,35 @@ def section_listing() -> dict[str, Any]:
     return r
 
 
+def section_cold_processes(size: str, rounds: int) -> dict[str, Any]:
+    """Whole processes as users start them (bench/cold_bench.py): ``ctxd context --json`` against pi's oracle,
+    and ``ctxd hook PreCompact`` on a 3 MB transcript written by the real Claude Code."""
+    path = ensure(size)
+    cmd = [sys.executable, str(HERE / "cold_bench.py"), str(path), "--rounds", str(rounds)]
+    r = run_json(cmd, {**os.environ, "PI_ORACLE_DIR": str(ORACLE)})
+    table = Table(f"Cold processes: a new process per run, wall ms, medians of {r['rounds']} alternating runs")
+    table.note(f"load {r['load_start'][0]:.1f} at the start, {r['load_end'][0]:.1f} at the end (2 cores, shared)")
+    table.note(f"{size}: {r['bytes'] / 1e6:,.0f} MB; pi: its oracle's whole process (Node, open, build, and more)")
+    label = f"  ctxd context --json, whole process, {size} entries"
+    table.row(label, r["context_cold_ms"], r["pi_oracle_ms"], ratio_limit=0.5, fmt=".0f")
+    table.row("  the same, persistent index kept", r["context_warm_ms"], r["pi_oracle_ms"], fmt=".0f")
+    if r["hook_precompact_ms"] is None:
+        table.note("  ctxd hook PreCompact: Claude Code is not installed (scripts/claude-code.sh): NOT MEASURED")
+    else:
+        table.note(f"Claude Code transcript of {r['transcript_bytes'] / 1e6:.1f} MB (made by Claude Code 2.1.330):")
+        table.row(
+            "  ctxd hook PreCompact, 3 MB Claude transcript (ms)",
+            r["hook_precompact_ms"],
+            limit=150,
+            pi_expected=False,
+            fmt=".0f",
+        )
+        table.row("  the same, CPU time (user + system, ms)", r["hook_precompact_cpu_ms"], pi_expected=False, fmt=".0f")
+        table.row("  python -c pass, for scale (ms)", r["python_pass_ms"], pi_expected=False, fmt=".0f")
+    table.print()
+    return r
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--contexts", default="ctx3k,ctx10k,ctx30k", help="large-context sessions ('' to skip)")
@@ -359,6 +388,7 @@ def main() -> int:
     parser.add_argument("--opens", default="ctx3k,ctx30k,100k,1m", help="sessions for the open section ('' to skip)")
     parser.add_argument("--no-daemon", action="store_true", help="skip the daemon's benchmark")
     parser.add_argument("--no-listing", action="store_true", help="skip the listing benchmark")
+    parser.add_argument("--no-cold", action="store_true", help="skip the whole-process cold paths")
     parser.add_argument("--json", type=Path, help="also write every figure to this file")
     args = parser.parse_args()
     started = time.time()
@@ -383,6 +413,8 @@ def main() -> int:
         steps.append(("daemon", lambda: section_daemon(big, [ensure(n) for n in names])))
     if sizes:
         steps.append(("store", lambda: section_store(sizes)))
+    if not args.no_cold:
+        steps.append(("cold", lambda: section_cold_processes("100k", max(args.rounds, 5))))
     for key, step in steps:
         report[key] = step()
     report["load_end"] = os.getloadavg()

@@ -15,9 +15,6 @@ from ctxd.context.openai import to_openai
 from ctxd.context.view import cap, project
 from ctxd.errors import SessionError
 from ctxd.redact import redact_json
-from ctxd.service.protocol import capped_row
-from ctxd.service.registry import only_inside
-from ctxd.store.listing import default_roots, list_sessions
 from ctxd.tree.session import Session
 
 
@@ -36,6 +33,11 @@ def open_session(path: str) -> Session:
 
 
 def cmd_sessions(args: argparse.Namespace) -> int:
+    # Imported here: the other commands need neither cattrs (protocol) nor asyncio (registry).
+    from ctxd.service.protocol import capped_row
+    from ctxd.service.registry import only_inside
+    from ctxd.store.listing import default_roots, list_sessions
+
     roots = args.root or default_roots()
     found = list_sessions(roots, cwd=os.path.abspath(args.cwd) if args.cwd else None, keep=True)
     found = only_inside(found, roots)  # a link leading outside its root is not listed

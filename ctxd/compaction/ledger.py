@@ -15,10 +15,10 @@ reads as None and the caller seeds a new one from the summary, as for a compacti
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import attrs
-import cattrs
 
 from ctxd.compaction.mustkeep import KINDS, Fact, FactSheet
 
@@ -99,7 +99,7 @@ class Ledger:
         return out
 
     def to_json(self) -> dict[str, Any]:
-        return _converter.unstructure(self)  # type: ignore[no-any-return]
+        return attrs.asdict(self)  # fields in their order, as cattrs unstructures them (no cattrs import)
 
     @staticmethod
     def from_json(value: Any) -> Ledger | None:
@@ -109,10 +109,14 @@ class Ledger:
             return None
         facts: list[LedgerFact] = []
         for item in value["facts"]:
-            try:
-                fact = _converter.structure(item, LedgerFact)
-            except (cattrs.BaseValidationError, TypeError, ValueError, AttributeError):
-                continue
+            fact = _well_formed(item)
+            if fact is None:  # anything else goes through cattrs, as it always did
+                import cattrs
+
+                try:
+                    fact = _converter().structure(item, LedgerFact)
+                except (cattrs.BaseValidationError, TypeError, ValueError, AttributeError):
+                    continue
             if fact.status in STATUSES and fact.probes and all(isinstance(p, str) and p for p in fact.probes):
                 facts.append(fact)
         goal = value.get("goal")
@@ -124,13 +128,46 @@ class Ledger:
         )
 
 
-_converter = cattrs.Converter(omit_if_default=False)
+_SEEN_FIELDS = {"compaction": int, "entryId": str, "line": int, "time": str}
+_FACT_FIELDS = {"status": str, "why": str, "key": str}
 
 
-def _strict_str(value: Any, _: Any) -> str:
-    if not isinstance(value, str):
-        raise TypeError(f"expected a string, got {type(value).__name__}")
-    return value
+def _well_formed(item: Any) -> LedgerFact | None:
+    """A ledger fact as ctxd writes them, read without cattrs (a hook's start-up pays for every import); None
+    for anything else (then cattrs reads it). Gives what cattrs gives for such an item."""
+    if not isinstance(item, dict) or type(item.get("kind")) is not str or type(item.get("text")) is not str:
+        return None
+    probes = item.get("probes")
+    if type(probes) is not list or any(type(p) is not str for p in probes):
+        return None
+    seen: list[Seen] = []
+    for key in ("firstSeen", "lastSeen"):
+        value = item.get(key, {})
+        if type(value) is not dict:
+            return None
+        for name, kind in _SEEN_FIELDS.items():
+            if name in value and value[name] is not None and type(value[name]) is not kind:
+                return None
+        if value.get("compaction", 0) is None:
+            return None
+        seen.append(Seen(**{name: value[name] for name in _SEEN_FIELDS if name in value}))
+    for name, kind in _FACT_FIELDS.items():
+        if name in item and type(item[name]) is not kind and (name == "status" or item[name] is not None):
+            return None
+    rest = {name: item[name] for name in _FACT_FIELDS if name in item}
+    return LedgerFact(item["kind"], item["text"], list(probes), seen[0], seen[1], **rest)
 
 
-_converter.register_structure_hook(str, _strict_str)
+@functools.cache
+def _converter() -> Any:
+    import cattrs
+
+    converter = cattrs.Converter(omit_if_default=False)
+
+    def strict_str(value: Any, _: Any) -> str:
+        if not isinstance(value, str):
+            raise TypeError(f"expected a string, got {type(value).__name__}")
+        return value
+
+    converter.register_structure_hook(str, strict_str)
+    return converter

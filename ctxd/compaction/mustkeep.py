@@ -31,6 +31,7 @@ from ctxd.compaction.summarizers.facts import Facts, scan
 from ctxd.compaction.summarizers.mining import CORRECTION_RE, head, short
 from ctxd.compaction.summarizers.plans import Plan, latest_plan, next_fact
 from ctxd.formats.injected import strip_ansi
+from ctxd.formats.lazy_re import lazy_compile
 
 KINDS = (
     "goal",
@@ -70,8 +71,8 @@ MAX_ERRORS = 40
 PROBE_CHARS = 60
 """Text probes are the first this-many characters of a fact (after normalisation)."""
 
-_MARKUP_RE = re.compile(r"[`*_\"'\u2018\u2019\u201c\u201d]|\[\.\.\.\d+ chars omitted\.\.\.\]")
-_SPACE_RE = re.compile(r"\s+")
+_MARKUP_RE = lazy_compile(r"[`*_\"'\u2018\u2019\u201c\u201d]|\[\.\.\.\d+ chars omitted\.\.\.\]")
+_SPACE_RE = lazy_compile(r"\s+")
 
 
 def normalize(text: str) -> str:
@@ -370,7 +371,7 @@ def sheet_of(
     return sheet.sheet()
 
 
-_PATCH_RE = re.compile(r"(?ms)^## Must keep\b[^\n]*\n(.*?)(?=^## |^<(?:read|modified)-files>|\Z)")
+_PATCH_RE = lazy_compile(r"(?ms)^## Must keep\b[^\n]*\n(.*?)(?=^## |^<(?:read|modified)-files>|\Z)")
 _USERS_WORDS = (f"- {LABELS['stated']}: ",)
 
 

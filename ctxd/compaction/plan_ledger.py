@@ -10,15 +10,17 @@ from __future__ import annotations
 
 import datetime
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
 from ctxd.compaction.ledger import Ledger, Seen
 from ctxd.compaction.ledger_update import absorb, advance, seed
 from ctxd.compaction.mustkeep import FactSheet
-from ctxd.compaction.plan import CompactionPlan
 from ctxd.tree.session import Session
+
+if TYPE_CHECKING:
+    from ctxd.compaction.plan import CompactionPlan
 
 
 @attrs.frozen

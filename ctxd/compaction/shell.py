@@ -21,6 +21,7 @@ import re
 import attrs
 
 from ctxd.compaction.fileops import FileOp
+from ctxd.formats.lazy_re import lazy_compile
 
 READERS = frozenset({"cat", "head", "tail", "nl", "less", "more", "bat", "batcat", "view"})
 """Programs whose operands are files they only read (options aside)."""
@@ -39,10 +40,10 @@ _OPTION_ARGS = {
 _CONTROL = frozenset({"&&", "||", ";", "|", "&", ";;", "|&"})
 _REDIRECT_OUT = frozenset({">", ">>", ">|", "&>", "&>>"})
 _NOT_FILES = frozenset({"/dev/null", "/dev/stdout", "/dev/stderr", "-"})
-_LEADING_CD = re.compile(r"^\s*cd\s+(\"[^\"]*\"|'[^']*'|[^\s;&|]+)\s*(?:&&|;)\s*")
-_STREAM_REDIRECT = re.compile(r"\s+(?:[0-9]?>&[0-9]|[0-9]>\s*/dev/null|&>\s*/dev/null)(?=\s|$)")
-_PIPE_TAIL = re.compile(r"\s*\|\s*([A-Za-z0-9_.-]+)(?:\s+(?:[^|\"']|\"[^\"]*\"|'[^']*')*)?\s*$")
-_FILE_PROGRAMS_RE = re.compile(r">|\b(?:cat|head|tail|nl|less|more|bat|batcat|view|sed|touch|rm|unlink|cp|mv|tee)\b")
+_LEADING_CD = lazy_compile(r"^\s*cd\s+(\"[^\"]*\"|'[^']*'|[^\s;&|]+)\s*(?:&&|;)\s*")
+_STREAM_REDIRECT = lazy_compile(r"\s+(?:[0-9]?>&[0-9]|[0-9]>\s*/dev/null|&>\s*/dev/null)(?=\s|$)")
+_PIPE_TAIL = lazy_compile(r"\s*\|\s*([A-Za-z0-9_.-]+)(?:\s+(?:[^|\"']|\"[^\"]*\"|'[^']*')*)?\s*$")
+_FILE_PROGRAMS_RE = lazy_compile(r">|\b(?:cat|head|tail|nl|less|more|bat|batcat|view|sed|touch|rm|unlink|cp|mv|tee)\b")
 MAX_COMMAND_CHARS = 4000
 """Longer commands (pasted scripts) are judged from their head."""
 
@@ -88,13 +89,13 @@ def command_core(command: str) -> tuple[str, str | None]:
     return " ".join(text.split()), cwd
 
 
-_TOKEN_RE = re.compile(
+_TOKEN_RE = lazy_compile(
     r"""(?P<op>&&|\|\||;;|\|&|[|;&]|&>>?|[0-9]*>>|[0-9]*>&[0-9-]*|[0-9]*>\||[0-9]*>|<<<|<<-?|<&|<)"""
     r"""|(?P<word>(?:[^\s|;&<>"'\\]|\\.|"(?:\\.|[^"\\])*"|'[^']*')+)"""
     r"""|(?P<space>\s+)|(?P<bad>.)""",
     re.S,
 )
-_UNQUOTE_RE = re.compile(r"""\\(.)|"((?:\\.|[^"\\])*)"|'([^']*)'""", re.S)
+_UNQUOTE_RE = lazy_compile(r"""\\(.)|"((?:\\.|[^"\\])*)"|'([^']*)'""", re.S)
 
 
 def _unquote(word: str) -> str:

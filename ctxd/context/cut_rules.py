@@ -25,6 +25,8 @@ import re
 from collections.abc import Mapping
 from typing import Any, Literal, NamedTuple
 
+from ctxd.formats.lazy_re import lazy_compile
+
 DEFAULT_LIMIT = 30_000
 """Characters of one tool output the model gets at most, by default: the size above which Claude Code itself
 stops sending a Bash output whole."""
@@ -61,7 +63,7 @@ WHOLE_PROMPT = (
 )
 """A prompt matching this (case-insensitive; a POSIX extended regular expression that Python reads the same way)
 asks to see tool output whole: nothing is cut until the next prompt."""
-_WHOLE = re.compile(WHOLE_PROMPT, re.IGNORECASE)
+_WHOLE = lazy_compile(WHOLE_PROMPT, re.IGNORECASE)
 
 
 class Cut(NamedTuple):

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from collections.abc import Iterable, Mapping
 from decimal import Decimal
 from typing import Any
@@ -19,10 +18,12 @@ from typing import Any
 import attrs
 import msgspec
 
+from ctxd.formats.lazy_re import lazy_compile
+
 IMAGE_CHARS = 4800
 """pi estimates an image as 4800 characters (1200 tokens), wherever it counts images at all."""
 
-_SURROGATE = re.compile("[\ud800-\udfff]")
+_SURROGATE = lazy_compile("[\ud800-\udfff]")
 _encode = msgspec.json.Encoder().encode
 
 

@@ -11,13 +11,15 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from ctxd.formats.lazy_re import lazy_compile
+
 MAX_CHARS = 400_000
 MIN_KEEP = 2_000
 SHARE_OF_WINDOW = 0.3
 CHARS_PER_TOKEN = 4
 DEFAULT_HINT = "Re-run the tool with a narrower query (a line range, a filter) to see the rest."
 LOG_HINT = "Re-run the command with its output filtered (grep, tail) or saved to a file to see the rest."
-ERROR_LINE = re.compile(r"error|fail|fatal|exception|traceback|panic|assert|denied|not found|warn", re.IGNORECASE)
+ERROR_LINE = lazy_compile(r"error|fail|fatal|exception|traceback|panic|assert|denied|not found|warn", re.IGNORECASE)
 """A log line worth keeping from the cut middle."""
 HEAD_SHARE, ERRORS_SHARE = 0.3, 0.2
 """A cut log keeps this share of the limit from its head and at most this share as error lines; the rest is

@@ -7,7 +7,6 @@ before ctxd first writes to the file) keeps them.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Sequence
 from typing import Any
 
@@ -18,6 +17,8 @@ def derived_id(session_id: str, line: int, taken: set[str]) -> str:
     """A stable 8-hex id for the entry on ``line`` of a v1 file."""
     salt = 0
     while True:
+        import hashlib  # here: only a migration (rare) needs it
+
         digest = hashlib.blake2b(f"{session_id}:{line}:{salt}".encode(), digest_size=4).hexdigest()
         if digest not in taken:
             taken.add(digest)

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 from typing import Any
 
 import attrs
@@ -23,12 +22,13 @@ from ctxd.compaction.ledger import Ledger, Seen
 from ctxd.compaction.ledger_update import advance, seed
 from ctxd.compaction.plan_ledger import iso_time, previous_ledger
 from ctxd.context.build import build_context
+from ctxd.formats.lazy_re import lazy_compile
 from ctxd.store.dirs import state_dir as default_state_dir
 from ctxd.tree.session import Session
 
 RENDER_CHARS = 9_000
 """The rendered open facts (``text``) are at most this long, as the hooks' re-injected block."""
-_ID_RE = re.compile(r"^[A-Za-z0-9_.-]{1,128}$")
+_ID_RE = lazy_compile(r"^[A-Za-z0-9_.-]{1,128}$")
 
 
 def notes_ledger(state: str, agent: str, session_id: str) -> Ledger | None:

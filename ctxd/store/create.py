@@ -12,7 +12,6 @@ from ctxd.errors import SessionError
 from ctxd.formats.codec import CURRENT_VERSION, dumps_line
 from ctxd.store.dirs import makedirs_private
 from ctxd.store.files import Clock, atomic_write, create_private, iso_timestamp, uuid7
-from ctxd.store.listing import cwd_dirname, session_filename
 
 
 def new_header(
@@ -52,6 +51,8 @@ def create_session(
     now = clock()
     header = new_header(cwd, session_id=session_id, parent_session=parent_session, now=now)
     if path is None:
+        from ctxd.store.listing import cwd_dirname, session_filename  # here: opening a session never needs it
+
         directory = directory or os.path.join(root, cwd_dirname(cwd))
         path = os.path.join(directory, session_filename(header["timestamp"], header["id"]))
     data = dumps_line(header) + b"".join(dumps_line(e) for e in entries)

@@ -12,17 +12,17 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
-import secrets
 import stat
-import threading
 import time
-import uuid
 from collections.abc import Callable, Iterator
-from datetime import UTC, datetime
+from typing import TYPE_CHECKING
 
 from ctxd.errors import SessionError
 from ctxd.store import locks
 from ctxd.store.dirs import makedirs_private
+
+if TYPE_CHECKING:
+    import threading
 
 PRIVATE_MODE = 0o600
 
@@ -32,24 +32,29 @@ Clock = Callable[[], float]
 
 def iso_timestamp(seconds: float) -> str:
     """ISO-8601 UTC with milliseconds, as pi writes them."""
+    from datetime import UTC, datetime  # imported when used: a hook's start-up pays for every import
+
     return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%S.") + f"{int(seconds * 1000) % 1000:03d}Z"
 
 
 def new_entry_id(taken: Callable[[str], bool]) -> str:
     """8 lowercase hex chars, unique among ``taken``."""
     for _ in range(100):
-        candidate = secrets.token_hex(4)
+        candidate = os.urandom(4).hex()  # what secrets.token_hex does, without importing it (hashlib, random)
         if not taken(candidate):
             return candidate
+    import uuid
+
     return uuid.uuid4().hex
 
 
 def uuid7(now: float | None = None) -> str:
     """A time-ordered UUID (v7), as pi uses for session ids."""
     ms = int((time.time() if now is None else now) * 1000)
-    rand = secrets.randbits(74)
+    rand = int.from_bytes(os.urandom(10)) >> 6  # 74 random bits, as secrets.randbits(74)
     value = (ms & ((1 << 48) - 1)) << 80 | 0x7 << 76 | (rand >> 62) << 64 | 0b10 << 62 | (rand & ((1 << 62) - 1))
-    return str(uuid.UUID(int=value))
+    text = f"{value:032x}"
+    return f"{text[:8]}-{text[8:12]}-{text[12:16]}-{text[16:20]}-{text[20:]}"  # str(uuid.UUID(int=value))
 
 
 @contextlib.contextmanager
@@ -86,7 +91,7 @@ def replacing(path: str, *, mode: int = PRIVATE_MODE, durable: bool = True) -> I
     an error (or a crash) leaves the old file, or none, and no temporary file behind.  ``durable``:
     the file and its folder are synced before and after the rename (a crash then keeps the new file)."""
     directory = os.path.dirname(os.path.abspath(path))
-    tmp = os.path.join(directory, f".{os.path.basename(path)}.{os.getpid()}.{secrets.token_hex(3)}.tmp")
+    tmp = os.path.join(directory, f".{os.path.basename(path)}.{os.getpid()}.{os.urandom(3).hex()}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
     try:
         yield fd

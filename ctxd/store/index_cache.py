@@ -21,7 +21,6 @@ full read, never a wrong answer.
 
 from __future__ import annotations
 
-import hashlib
 import os
 from array import array
 from typing import TYPE_CHECKING, Any
@@ -76,6 +75,8 @@ def cache_path(path: str, create: bool = False) -> str | None:
     folder = cache_dir("index", create=create)
     if folder is None:
         return None
+    import hashlib  # here: a hook reading a transcript never needs it
+
     key = hashlib.sha256(os.path.realpath(path).encode("utf-8", "surrogateescape")).hexdigest()[:40]
     return os.path.join(folder, key + ".idx")
 

@@ -40,7 +40,6 @@ than any live writer's pause between two pieces of a line (pi has none) keeps th
 
 from __future__ import annotations
 
-import hashlib
 import os
 import stat
 import time
@@ -85,6 +84,8 @@ class Replaced(Exception):
 
 def _fingerprint(rfd: int, start: int, size: int) -> bytes:
     """Size and digest of the tail ``[start, size)`` (its last few KB)."""
+    import hashlib  # here: reading a session never needs it
+
     first = max(start, size - FINGERPRINT)
     digest = hashlib.blake2b(os.pread(rfd, size - first, first), digest_size=16).digest()
     return size.to_bytes(8, "little") + digest

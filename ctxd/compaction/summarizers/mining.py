@@ -12,27 +12,28 @@ import re
 
 from ctxd.compaction.summarizers.serialize import middle_truncate
 from ctxd.formats.injected import ANSI_RE
+from ctxd.formats.lazy_re import lazy_compile
 
-CONSTRAINT_RE = re.compile(
+CONSTRAINT_RE = lazy_compile(
     r"\b(?:must(?:n't| not)?|should(?:n't| not)?|don'?t|do not|never|always|prefer(?:s|red|ably)?|"
     r"please use|avoid|make sure|ensure|required?|only use|use only|instead of|instead|rather than|no need to|"
     r"keep (?:it|the|them|this|that|all|every|using)|has to|have to|can'?t|cannot|not allowed|stick to|"
     r"(?:use|keep|leave) \S+(?: \S+)?,? not)\b",
     re.IGNORECASE,
 )
-CORRECTION_RE = re.compile(
+CORRECTION_RE = lazy_compile(
     r"^\s*(?:no\b|nope\b|not\b|wrong\b|actually\b|that'?s (?:not|wrong)|that is (?:not|wrong)|i (?:said|meant)|"
     r"stop\b|revert\b|undo\b|don'?t\b)",
     re.IGNORECASE,
 )
 """A user sentence that corrects the agent (a constraint too: it says what not to do)."""
-DECISION_RE = re.compile(
+DECISION_RE = lazy_compile(
     r"\b(?:(?:I'll|I will|I'm going to|we'll|let's) (?:use|go with|keep|switch|stick|avoid|replace|try|take)|"
     r"decided|decide to|decision|instead|because|chose|opted|going with|rather than|switch(?:ed|ing)? to|"
     r"root cause|trade-?off|the (?:fix|cause|problem|issue|approach) (?:is|was))\b",
     re.IGNORECASE,
 )
-NEXT_RE = re.compile(
+NEXT_RE = lazy_compile(
     r"\b(?:next|then I|remaining|todo|to do|still need|needs? to|will need|follow[- ]up|after that|"
     r"I(?:'ll| will) (?:now |then |also )?(?:add|fix|update|run|wire|write|implement|check|move|create|remove|"
     r"change|test|look|start|continue|finish|refactor|port|rename|verify))\b",
@@ -61,31 +62,31 @@ FIXED_RE = re.compile(
     r"|works now|passing now|builds now|no (?:more )?errors)\b"
 )
 """The agent saying it fixed something (matched in lower-cased text)."""
-ERROR_LINE_RE = re.compile(
+ERROR_LINE_RE = lazy_compile(
     r"error|exception|fatal|failed|failure|cannot|can't|not found|no such|denied|panic|traceback|invalid|"
     r"unexpected|undefined|refused|timed out|err!"
 )
 """Words that say a line reports an error (matched in lower-cased text)."""
-PASTED_ERROR_RE = re.compile(r"(?:Error|Exception)\b|ERR!|FATAL\b|panic:|not found:")
+PASTED_ERROR_RE = lazy_compile(r"(?:Error|Exception)\b|ERR!|FATAL\b|panic:|not found:")
 """A line a user pasted that reports an error (stricter than :data:`ERROR_LINE_RE`: users write "error" in prose)."""
-ERROR_WORD_RE = re.compile(
+ERROR_WORD_RE = lazy_compile(
     r"\b(?:fail(?:s|ed|ing|ure)?|errors?|exceptions?|crash(?:es|ed)?|broken|panic(?:s|ked)?|segfaults?|"
     r"timed out|refused)\b",
     re.IGNORECASE,
 )
 """A user sentence that says something went wrong (an error fact when it also names the error: :data:`TOKEN_RE`)."""
-TOKEN_RE = re.compile(
+TOKEN_RE = lazy_compile(
     r"`[^`\n]{2,}`|\b[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+\b|\b[A-Z]{1,6}-?\d{2,}\b|\b[A-Za-z]+\d{3,}\b|"
     r"(?<![\w/])~?\.{0,2}/[\w.@+-]+(?:/[\w.@+-]+)+|\b[\w.@+-]+(?:/[\w.@+-]+)+\.\w{1,8}\b"
 )
 """A distinctive token: a `quoted` piece, an ERROR_CODE, an E0425-style code, a path with a folder."""
-STATED_RE = re.compile(
+STATED_RE = lazy_compile(
     r"`[^`\n]{2,}`|(?<![\w/])~?\.{0,2}/[\w.@+-]+(?:/[\w.@+-]+)+|\b[\w.@+-]+(?:/[\w.@+-]+)+\.\w{1,8}\b|"
     r"\b(?:validate|verify|check|test|build|lint)\w* (?:it |this |that |everything )?(?:with|using|by running|via)\b",
     re.IGNORECASE,
 )
 """A user sentence worth keeping on its own: it names a path, a `command`, or how to validate the work."""
-WITHDRAW_RE = re.compile(
+WITHDRAW_RE = lazy_compile(
     r"\b(?:no longer|not any ?more|forget (?:about )?(?:the|my|what)|ignore (?:the|my) (?:earlier|previous|old)|"
     r"disregard|scratch that|you (?:may|can) (?:now )?(?:touch|modify|edit|change|use|push|delete)|"
     r"(?:it'?s|it is) (?:fine|ok(?:ay)?) (?:now )?to|feel free to|lift(?:ed)? the|"
@@ -93,23 +94,23 @@ WITHDRAW_RE = re.compile(
     re.IGNORECASE,
 )
 """A user sentence that takes back an earlier constraint."""
-FIXED_ANY_RE = re.compile(FIXED_RE.pattern, re.IGNORECASE)
-ACK_RE = re.compile(
+FIXED_ANY_RE = lazy_compile(FIXED_RE.pattern, re.IGNORECASE)
+ACK_RE = lazy_compile(
     r"^\s*(?:ok(?:ay)?|k|yes|yep|yeah|ya|sure|thanks?(?: you)?|thx|ty|continue|go(?: on| ahead)?|proceed|"
     r"please(?: do)?|do it|sounds good|great|nice|cool|perfect|lgtm|wow|hi|hello|hey|good|alright|right|"
     r"yes please|ok continue|ok go|y|n|no)\b[\s,.!]*(?:please|then|thanks|thank you|go|continue)?[\s.!]*$",
     re.IGNORECASE,
 )
-_FENCE_RE = re.compile(r"```.*?(?:```|\Z)", re.S)
-_NOT_LETTERS_RE = re.compile(r"[^A-Za-z\u00c0-\uffff]+")
-_SPLIT_RE = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'`(\[])|\n+")
-_BULLET_RE = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+(?:\[[ xX]\]\s+)?")
-_LOG_RE = re.compile(
+_FENCE_RE = lazy_compile(r"```.*?(?:```|\Z)", re.S)
+_NOT_LETTERS_RE = lazy_compile(r"[^A-Za-z\u00c0-\uffff]+")
+_SPLIT_RE = lazy_compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'`(\[])|\n+")
+_BULLET_RE = lazy_compile(r"^\s*(?:[-*+]|\d+[.)])\s+(?:\[[ xX]\]\s+)?")
+_LOG_RE = lazy_compile(
     r"^\s*(?:at |\d{4}-\d\d-\d\d[T ]|\[\d|\d+\s*[│|]|[\w./-]+:\d+(?::\d+)?[:\s]|[$>] |npm (?:ERR|WARN)|"
     r"File \"|Traceback|\w+@[\w.-]+[:~])"
 )
-_EXIT_RE = re.compile(r"(?:exit(?:ed)?(?: with)? (?:code|status)|exit code)[:\s]+(-?\d+)", re.IGNORECASE)
-_CODEX_HEADER_RE = re.compile(r"^(?:Chunk ID|Wall time|Process exited with code|Original token count)\b|^Output:$")
+_EXIT_RE = lazy_compile(r"(?:exit(?:ed)?(?: with)? (?:code|status)|exit code)[:\s]+(-?\d+)", re.IGNORECASE)
+_CODEX_HEADER_RE = lazy_compile(r"^(?:Chunk ID|Wall time|Process exited with code|Original token count)\b|^Output:$")
 
 MINE_CHARS = 4000
 """Only this many characters of prose per message are mined for sentences (long pastes are data)."""
@@ -308,7 +309,7 @@ def key_lines(text: str, limit: int = 4) -> list[str]:
     return out
 
 
-_WORD_RE = re.compile(r"[a-z][a-z0-9_-]{3,}")
+_WORD_RE = lazy_compile(r"[a-z][a-z0-9_-]{3,}")
 _COMMON = frozenset(
     {
         "never",

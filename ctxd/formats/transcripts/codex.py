@@ -83,6 +83,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from ctxd.formats.lazy_re import lazy_compile
 from ctxd.formats.transcripts._base import (
     EPOCH_ISO,
     IdAllocator,
@@ -109,7 +110,7 @@ from ctxd.formats.transcripts.codex_items import (
 TOP_TYPES = frozenset(
     {"session_meta", "response_item", "event_msg", "turn_context", "compacted", "world_state", "token_usage_record"}
 )
-_UUID_TAIL = re.compile(r"([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})$", re.I)
+_UUID_TAIL = lazy_compile(r"([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})$", re.I)
 
 
 def map_codex(data: bytes, path: str = "") -> Transcript:

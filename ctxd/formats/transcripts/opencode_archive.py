@@ -19,10 +19,12 @@ A line that does not decode is reported in the diagnostics and left out; the res
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ctxd.formats.transcripts._base import Transcript, parse_json_object
-from ctxd.formats.transcripts.opencode import OpencodeRows, map_opencode
+
+if TYPE_CHECKING:  # imported where used: telling an archive from other files (every open) needs neither
+    from ctxd.formats.transcripts.opencode import OpencodeRows
 
 SESSION = "opencode.session"
 MESSAGE = "opencode.message"
@@ -77,6 +79,8 @@ def decode_archive(data: bytes) -> tuple[OpencodeRows | None, list[tuple[int, st
             problems.append((number, f"not an opencode archive record: {str(kind)[:40]!r}"))
     if session is None:
         return None, problems
+    from ctxd.formats.transcripts.opencode import OpencodeRows
+
     return OpencodeRows(session, messages, parts), problems
 
 
@@ -98,6 +102,8 @@ def map_opencode_archive(data: bytes, path: str = "") -> Transcript | None:
     rows, problems = decode_archive(data)
     if rows is None:
         return None
+    from ctxd.formats.transcripts.opencode import map_opencode
+
     transcript = map_opencode(rows, path)
     transcript.diagnostics.extend(problems)
     return transcript
