@@ -24,6 +24,12 @@ Group = tuple[int, int, int]
 """A run of one entry's messages: (tokens, first message, end)."""
 
 
+def _same_entry(state: State, p: int, q: int) -> bool:
+    """Whether messages ``p`` and ``q`` come from one entry: the same id on the same line (an id
+    may be duplicated in a damaged file; two entries that share it are still two)."""
+    return state.ids[p] == state.ids[q] and state.messages[p].line == state.messages[q].line
+
+
 def _heaviest(group: Group) -> tuple[int, int]:
     return group[0], -group[1]
 
@@ -54,7 +60,7 @@ class Tally:
             k = same.index(False) if False in same else len(same)
         else:
             self.pinned = frozen
-        self._drop(k, ids)
+        self._drop(k, state)
         for p in range(k, len(agent)):
             row = rows[p]
             if ids[p] in frozen:
@@ -74,15 +80,16 @@ class Tally:
             for key in [key for key in self.splits if key not in live]:
                 del self.splits[key]
 
-    def _drop(self, k: int, ids: list[str]) -> None:
+    def _drop(self, k: int, state: State) -> None:
+        ids = state.ids
         for share in self.shares[k:]:
             self._add(share, -1)
         del self.messages[k:], self.shares[k:]
         groups = self.groups
         while groups and groups[-1][2] > k:
             groups.pop()
-        if groups and groups[-1][2] == k and k < len(ids) and ids[k] == ids[groups[-1][1]]:
-            groups.pop()  # the run that ends at k goes on past it (a duplicate id): redone
+        if groups and groups[-1][2] == k and k < len(ids) and _same_entry(state, k, groups[-1][1]):
+            groups.pop()  # the run that ends at k goes on past it: redone
         if len(groups) < self.settled:
             self.best, self.settled = [], 0
 
@@ -98,11 +105,11 @@ class Tally:
                     by_tool.pop(tool, None)
 
     def _regroup(self, state: State) -> None:
-        ids, cum = state.ids, state.cum
-        n = len(ids)
+        n = len(state.ids)
+        cum = state.cum
         start = self.groups[-1][2] if self.groups else 0
         for p in range(start + 1, n + 1):
-            if p == n or ids[p] != ids[start]:
+            if p == n or not _same_entry(state, p, start):
                 self.groups.append((cum[p] - cum[start], start, p))
                 start = p
 
