@@ -128,7 +128,7 @@ def parse_line(
             pass
     except RecursionError:
         error = "too deep to read"  # deeper than the decoder goes: pruned below
-    except msgspec.DecodeError as exc:
+    except (msgspec.DecodeError, UnicodeDecodeError) as exc:  # the latter: in a field the head reads
         error = str(exc)
     if decoded:
         if isinstance(obj, dict):
@@ -244,7 +244,7 @@ def scan(
                     data = view[off : off + length]
                     try:
                         head = decode_head(data)
-                    except (msgspec.MsgspecError, RecursionError):
+                    except (msgspec.MsgspecError, RecursionError, UnicodeDecodeError):
                         parse_line(data, base + off, number, path, sink, diagnostics)
                     else:
                         sink(ScannedLine(head, base + off, length, number))
@@ -282,7 +282,7 @@ def _bulk_chunk(
         return False
     try:
         heads = _decode_lines(view[:end])
-    except (msgspec.MsgspecError, RecursionError):
+    except (msgspec.MsgspecError, RecursionError, UnicodeDecodeError):
         return False
     if len(heads) != len(offsets):
         return False  # whitespace-only lines, or something decode_lines read differently
