@@ -17,7 +17,8 @@ import msgspec
 from ctxd.formats import depth
 from ctxd.formats.codec import LineHead, decode_any, decode_head, head_from_dict
 
-READ_CHUNK = 1 << 23
+READ_CHUNK = 1 << 20
+"""Bytes read at once: a buffer this small stays in the CPU's cache while its lines are decoded."""
 MAX_LINE = 64 << 20
 """The longest line read (64 MB): a longer one is reported and skipped, never held in memory."""
 
