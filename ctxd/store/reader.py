@@ -377,9 +377,10 @@ class SessionReader:
                 pins = [first + k for k, h in enumerate(new) if h.type == "custom" and h.customType == PIN_MARKER]
                 self.pin_entries.extend(pins)
             heads.extend(new)
-            self.offsets.extend(offsets)
-            self.lengths.extend(lengths)
-            self.lines.extend(range(line, line + len(new)))
+            # fromlist: twice as fast as extend, which converts item by item
+            self.offsets.fromlist(offsets)
+            self.lengths.fromlist(lengths)
+            self.lines.fromlist(list(range(line, line + len(new))))
             return True
 
         after = (lambda: on_chunk(self)) if on_chunk is not None else None

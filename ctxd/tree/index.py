@@ -188,7 +188,7 @@ class TreeIndex:
             if waiting and head.id in waiting:
                 adoptions.append((i, waiting.pop(head.id)))  # type: ignore[arg-type]
             i += 1
-        self.parent.extend(parents)
+        self.parent.fromlist(parents)
         if children is not None:  # else built from the parents when first asked for
             for i, p in enumerate(parents, start):
                 if p != NONE:
