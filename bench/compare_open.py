@@ -102,6 +102,13 @@ def _msg(i: int, parent: str | None, role: str = "user", **extra: Any) -> dict[s
     }
 
 
+def _insert_before(out: list[bytes], entry: dict[str, Any], inserted: dict[str, Any]) -> None:
+    """Write ``inserted`` (a child of ``entry``'s parent), then ``entry`` as its child."""
+    out.append(_line(inserted))
+    entry["parentId"] = inserted["id"]
+    out.append(_line(entry))
+
+
 def _damaged(n: int, seed: int, head_utf8: bool = False, dups: bool = True) -> bytes:
     """A v3 file of ``n`` entries with damage of every kind sprinkled in (``head_utf8``: also bad
     UTF-8 inside a field the index reads, which main failed to open)."""
@@ -154,35 +161,11 @@ def _damaged(n: int, seed: int, head_utf8: bool = False, dups: bool = True) -> b
             )
             out.append(_line(entry))
         elif r < 0.028:
-            out.append(
-                _line(
-                    {
-                        "type": "compaction",
-                        "id": f"c{i}",
-                        "parentId": parent,
-                        "summary": "s",
-                        "firstKeptEntryId": f"e{max(0, i - 4)}",
-                        "tokensBefore": 100,
-                        "timestamp": "2026-01-01T00:00:02Z",
-                    }
-                )
-            )
-            entry["parentId"] = f"c{i}"
-            out.append(_line(entry))
+            compaction = {"type": "compaction", "summary": "s", "firstKeptEntryId": f"e{max(0, i - 4)}"}
+            _insert_before(out, entry, {**compaction, "id": f"c{i}", "parentId": parent, "tokensBefore": 100})
         elif r < 0.030:
-            out.append(
-                _line(
-                    {
-                        "type": "custom",
-                        "id": f"p{i}",
-                        "parentId": parent,
-                        "customType": "ctxd.pin",
-                        "data": {"targetId": f"e{i - 1}", "pinned": True},
-                    }
-                )
-            )
-            entry["parentId"] = f"p{i}"
-            out.append(_line(entry))
+            pin = {"type": "custom", "customType": "ctxd.pin", "data": {"targetId": f"e{i - 1}", "pinned": True}}
+            _insert_before(out, entry, {**pin, "id": f"p{i}", "parentId": parent})
         elif r < 0.032:
             later = f"e{i + 3}"
             entry["parentId"] = later  # a parent that appears later: adopted when it arrives
