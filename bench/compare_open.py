@@ -109,18 +109,25 @@ def _insert_before(out: list[bytes], entry: dict[str, Any], inserted: dict[str, 
     out.append(_line(entry))
 
 
-def _damaged(n: int, seed: int, head_utf8: bool = False, dups: bool = True) -> bytes:
+def _damaged(n: int, seed: int, head_utf8: bool = False, dups: bool = True, orphans: bool = True) -> bytes:
     """A v3 file of ``n`` entries with damage of every kind sprinkled in (``head_utf8``: also bad
-    UTF-8 inside a field the index reads, which main failed to open)."""
+    UTF-8 inside a field the index reads, which main failed to open; without ``orphans`` no entry
+    waits for a parent that never comes, so the rest of the file is still read as chains)."""
     rng = random.Random(seed)
     out = [_line(_header())]
     parent: str | None = None
     for i in range(n):
         role = "assistant" if i % 2 else "user"
         entry = _msg(i, parent, role)
-        parent = entry["id"]
+        before, parent = parent, entry["id"]
+        above = parent if orphans else before  # with orphans: inserted entries name a later parent
         r = rng.random()
-        if r < 0.002:
+        if not orphans and 0.030 <= r < 0.032:
+            r = 1.0  # no parent that comes later either: entries waiting for it are read one by one
+        if not orphans and (r < 0.002 or 0.012 <= r < 0.018):
+            out.append(b"{not json\n" if r < 0.002 else b"\n")
+            parent = before
+        elif r < 0.002:
             out.append(b'{"type":"message","id":"broken' + str(i).encode() + b'","message":{"role":"user"\n')
         elif r < 0.004:
             out.append(_line(entry).replace(b"message " + str(i).encode(), b"caf\xff\xfe"))
@@ -157,15 +164,15 @@ def _damaged(n: int, seed: int, head_utf8: bool = False, dups: bool = True) -> b
             out.append(_line(entry))
         elif r < 0.026:
             out.append(
-                _line({"type": "label", "id": f"l{i}", "parentId": parent, "targetId": f"e{i // 2}", "label": "L"})
+                _line({"type": "label", "id": f"l{i}", "parentId": above, "targetId": f"e{i // 2}", "label": "L"})
             )
             out.append(_line(entry))
         elif r < 0.028:
             compaction = {"type": "compaction", "summary": "s", "firstKeptEntryId": f"e{max(0, i - 4)}"}
-            _insert_before(out, entry, {**compaction, "id": f"c{i}", "parentId": parent, "tokensBefore": 100})
+            _insert_before(out, entry, {**compaction, "id": f"c{i}", "parentId": above, "tokensBefore": 100})
         elif r < 0.030:
             pin = {"type": "custom", "customType": "ctxd.pin", "data": {"targetId": f"e{i - 1}", "pinned": True}}
-            _insert_before(out, entry, {**pin, "id": f"p{i}", "parentId": parent})
+            _insert_before(out, entry, {**pin, "id": f"p{i}", "parentId": above})
         elif r < 0.032:
             later = f"e{i + 3}"
             entry["parentId"] = later  # a parent that appears later: adopted when it arrives
@@ -173,6 +180,13 @@ def _damaged(n: int, seed: int, head_utf8: bool = False, dups: bool = True) -> b
         elif r < 0.033:
             entry["parentId"] = entry["id"]
             out.append(_line(entry))
+        elif r < 0.035:
+            _insert_before(
+                out, entry, {"type": "thinking_level_change", "id": f"t{i}", "parentId": above, "thinkingLevel": "high"}
+            )
+        elif r < 0.037:
+            change = {"type": "model_change", "provider": "p", "modelId": f"m{i}"}
+            _insert_before(out, entry, {**change, "id": f"m{i}", "parentId": above})
         else:
             out.append(_line(entry))
     out.append(b'{"type":"message","id":"torn"')  # no newline: left unread
@@ -191,6 +205,8 @@ def corpus(folder: Path) -> list[str]:
         files.append(str(folder / name))
     (folder / "damaged-big-nodup.jsonl").write_bytes(_damaged(26000, 5, dups=False))
     files.append(str(folder / "damaged-big-nodup.jsonl"))
+    (folder / "damaged-big-chained.jsonl").write_bytes(_damaged(26000, 6, dups=False, orphans=False))
+    files.append(str(folder / "damaged-big-chained.jsonl"))
     (folder / "damaged-head-utf8.jsonl").write_bytes(_damaged(3000, 4, head_utf8=True))
     files.append(str(folder / "damaged-head-utf8.jsonl"))
     v1 = [_line({"type": "session", "id": "old", "timestamp": "2026-01-01T00:00:00Z", "cwd": "/w"})]
