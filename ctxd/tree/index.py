@@ -8,6 +8,8 @@ does not exist (orphans) are reported and treated as roots; cycles cannot loop f
 from __future__ import annotations
 
 from array import array
+from itertools import compress, pairwise
+from operator import ne
 from typing import Any
 
 from ctxd.formats.codec import LineHead
@@ -17,6 +19,26 @@ from ctxd.store.session_file import LEAF_MARKER, PIN_MARKER, SessionFile
 NONE = -1
 MAX_PROBLEMS = 200
 """At most this many tree problems are listed one by one (then one line says how many more)."""
+
+
+def _chain_starts(run: list[LineHead]) -> list[int]:
+    """Where the runs of ``run`` start whose entries each name the one before as their parent
+    (then ``len(run)``)."""
+    parents = [h.parentId for h in run[1:]]
+    before = [h.id for h in run[:-1]]
+    return [0, *compress(range(1, len(run)), map(ne, parents, before)), len(run)]
+
+
+def _carry(values: array[int], first: int, marks: list[int], stop: int) -> None:
+    """Append the values of the chain below entry ``first`` down to ``stop``: each the latest of
+    ``marks`` (ascending indices) at or above it, else the value of ``first``."""
+    value, pos = values[first], first + 1
+    out: list[int] = []
+    for k in marks:
+        out += [value] * (k - pos)
+        value, pos = k, k
+    out += [value] * (stop - pos)
+    values.fromlist(out)
 
 
 class TreeIndex:
@@ -142,12 +164,69 @@ class TreeIndex:
             return range(len(self.parent))
         start = len(self.parent) if start is None else start
         heads = self.session.heads
+        new_heads = heads[start:]
+        if len(new_heads) < 64 or self._waiting or len(self.session.index) != len(heads):
+            self._index(start, new_heads)
+        else:
+            # The usual shape (every id names its own entry, nothing waits for its parent): runs of
+            # entries each the child of the one before. A run's first entry is indexed as any, the
+            # rest at once; from an entry that waits for its parent on, they go one by one.
+            cuts = _chain_starts(new_heads)
+            for a, b in pairwise(cuts):
+                self._index(start + a, new_heads[a : a + 1])
+                if self._waiting:
+                    self._index(start + a + 1, new_heads[a + 1 :])
+                    break
+                if b - a > 1:
+                    self._index_chain(start + a + 1, new_heads[a + 1 : b])
+        unindexed = len(heads) - len(self.session.index)
+        if unindexed != self._unindexed:
+            self._unindexed = unindexed
+            self.size_memo = None
+        return range(start, len(heads))
+
+    def _index_chain(self, start: int, run: list[LineHead]) -> None:
+        """Index ``run``, entries from ``start`` each the child of the one before (``start - 1`` is
+        indexed): depths count up, and each inherits what the latest entry above it set."""
+        n = len(run)
+        first = start - 1
+        self.parent.fromlist(list(range(first, first + n)))
+        self.depth.fromlist(list(range(self.depth[first] + 1, self.depth[first] + 1 + n)))
+        model = self.last_model[first]
+        models: list[int] = []
+        add = models.append
+        others: list[tuple[int, LineHead]] = []
+        for k, head in enumerate(run, start):
+            if head.type == "message":
+                message = head.message
+                if message is not None and message.role == "assistant":
+                    model = k
+            else:
+                others.append((k, head))
+                if head.type == "model_change":
+                    model = k
+            add(model)
+        self.last_model.fromlist(models)
+        for kind, values in (("compaction", self.last_compaction), ("thinking_level_change", self.last_thinking)):
+            _carry(values, first, [k for k, head in others if head.type == kind], start + n)
+        for k, head in others:
+            self._index_meta(k, head)
+        children = self._children
+        if children is not None:  # kept up to date once built: each entry is its parent's last child
+            kids = children.get(first)
+            if kids is None:
+                children[first] = [start]
+            else:
+                kids.append(start)
+            children.update(zip(range(start, start + n - 1), ([k] for k in range(start + 1, start + n)), strict=True))
+
+    def _index(self, start: int, new_heads: list[LineHead]) -> None:
+        """Index ``new_heads``, entries from ``start``, one by one."""
         index = self.session.index
         depth, children = self.depth, self._children
         last_c, last_m, last_t = self.last_compaction, self.last_model, self.last_thinking
         waiting = self._waiting
         get = index.get
-        new_heads = heads[start:]
         parents = [NONE if (pid := h.parentId) is None else get(pid, NONE) for h in new_heads]
         roots, orphans = self.roots, self._orphans
         depth_add, c_add, m_add, t_add = depth.append, last_c.append, last_m.append, last_t.append
@@ -206,11 +285,6 @@ class TreeIndex:
             self._rederive()
             self.relinks += 1
             self.size_memo = None  # paths changed under the memo's leaf
-        unindexed = len(heads) - len(index)
-        if unindexed != self._unindexed:
-            self._unindexed = unindexed
-            self.size_memo = None
-        return range(start, len(heads))
 
     def _own(self, i: int, head: LineHead) -> None:
         """What an entry itself sets for its subtree."""
