@@ -8,37 +8,17 @@ does not exist (orphans) are reported and treated as roots; cycles cannot loop f
 from __future__ import annotations
 
 from array import array
-from itertools import compress, pairwise
-from operator import ne
+from itertools import pairwise
 from typing import Any
 
 from ctxd.formats.codec import LineHead
 from ctxd.store.scan import Diagnostic
 from ctxd.store.session_file import LEAF_MARKER, PIN_MARKER, SessionFile
+from ctxd.tree.runs import carry, chain_starts, link_children, models_down
 
 NONE = -1
 MAX_PROBLEMS = 200
 """At most this many tree problems are listed one by one (then one line says how many more)."""
-
-
-def _chain_starts(run: list[LineHead]) -> list[int]:
-    """Where the runs of ``run`` start whose entries each name the one before as their parent
-    (then ``len(run)``)."""
-    parents = [h.parentId for h in run[1:]]
-    before = [h.id for h in run[:-1]]
-    return [0, *compress(range(1, len(run)), map(ne, parents, before)), len(run)]
-
-
-def _carry(values: array[int], first: int, marks: list[int], stop: int) -> None:
-    """Append the values of the chain below entry ``first`` down to ``stop``: each the latest of
-    ``marks`` (ascending indices) at or above it, else the value of ``first``."""
-    value, pos = values[first], first + 1
-    out: list[int] = []
-    for k in marks:
-        out += [value] * (k - pos)
-        value, pos = k, k
-    out += [value] * (stop - pos)
-    values.fromlist(out)
 
 
 class TreeIndex:
@@ -171,7 +151,7 @@ class TreeIndex:
             # The usual shape (every id names its own entry, nothing waits for its parent): runs of
             # entries each the child of the one before. A run's first entry is indexed as any, the
             # rest at once; from an entry that waits for its parent on, they go one by one.
-            cuts = _chain_starts(new_heads)
+            cuts = chain_starts(new_heads)
             for a, b in pairwise(cuts):
                 self._index(start + a, new_heads[a : a + 1])
                 if self._waiting:
@@ -192,33 +172,14 @@ class TreeIndex:
         first = start - 1
         self.parent.fromlist(list(range(first, first + n)))
         self.depth.fromlist(list(range(self.depth[first] + 1, self.depth[first] + 1 + n)))
-        model = self.last_model[first]
-        models: list[int] = []
-        add = models.append
-        others: list[tuple[int, LineHead]] = []
-        for k, head in enumerate(run, start):
-            if head.type == "message":
-                message = head.message
-                if message is not None and message.role == "assistant":
-                    model = k
-            else:
-                others.append((k, head))
-                if head.type == "model_change":
-                    model = k
-            add(model)
+        models, others = models_down(run, start, self.last_model[first])
         self.last_model.fromlist(models)
         for kind, values in (("compaction", self.last_compaction), ("thinking_level_change", self.last_thinking)):
-            _carry(values, first, [k for k, head in others if head.type == kind], start + n)
+            carry(values, first, [k for k, head in others if head.type == kind], start + n)
         for k, head in others:
             self._index_meta(k, head)
-        children = self._children
-        if children is not None:  # kept up to date once built: each entry is its parent's last child
-            kids = children.get(first)
-            if kids is None:
-                children[first] = [start]
-            else:
-                kids.append(start)
-            children.update(zip(range(start, start + n - 1), ([k] for k in range(start + 1, start + n)), strict=True))
+        if self._children is not None:  # kept up to date once built
+            link_children(self._children, first, start, start + n)
 
     def _index(self, start: int, new_heads: list[LineHead]) -> None:
         """Index ``new_heads``, entries from ``start``, one by one."""
