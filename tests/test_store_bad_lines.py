@@ -47,10 +47,13 @@ def bad_middle(kind: str, b: dict[str, Any]) -> bytes:
         return nested(b, 2000)
     if kind == "deep-400":
         return nested(b, 400)
+    if kind == "non-utf8-head":  # inside a field the index itself reads
+        b["message"]["model"] = "zmodel"
+        return non_utf8(b, "zmodel")
     return non_utf8(b, "ok")
 
 
-@pytest.mark.parametrize("kind", ["deep-2000", "deep-400", "non-utf8"])
+@pytest.mark.parametrize("kind", ["deep-2000", "deep-400", "non-utf8", "non-utf8-head"])
 def test_a_bad_line_is_reported_and_the_session_served(tmp_path: Path, kind: str) -> None:
     a, b, c = chain(user, assistant, user)
     b["message"]["content"][0]["text"] = "ok"

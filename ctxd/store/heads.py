@@ -58,6 +58,9 @@ class Heads(list[Any]):
         if isinstance(i, slice):
             start, stop, step = i.indices(len(self))
             if step == 1:
+                part = list.__getitem__(self, i)
+                if None not in part:  # the usual case, checked in C
+                    return part
                 self._fill(start, stop)
             else:
                 self._fill(0, len(self))
@@ -99,8 +102,10 @@ class Heads(list[Any]):
 
     def _fill(self, start: int, stop: int) -> None:
         """Decode every empty slot from ``start`` to ``stop`` (one read per run of neighbours)."""
-        get = list.__getitem__
-        missing = [i for i in range(start, stop) if get(self, i) is None]
+        part = list.__getitem__(self, slice(start, stop))
+        if None not in part:
+            return
+        missing = [i for i, head in enumerate(part, start) if head is None]
         if missing:
             self._reader.read_heads(missing, lambda i, head: list.__setitem__(self, i, head))
 

@@ -365,21 +365,22 @@ class SessionReader:
         index = self.index
 
         def bulk(new: list[LineHead], offsets: list[int], lengths: list[int], line: int) -> bool:
-            ids = [h.id for h in new]
-            if None in ids or "session" in [h.type for h in new]:
-                return False
             first = len(heads)
-            chunk = dict(zip(ids, range(first, first + len(ids)), strict=True))
-            if len(chunk) != len(ids) or not index.keys().isdisjoint(chunk):
-                return False  # a duplicate id: the line-by-line path reports it
+            chunk = dict(zip([h.id for h in new], range(first, first + len(new)), strict=True))
+            if len(chunk) != len(new) or None in chunk or not index.keys().isdisjoint(chunk):
+                return False  # no id, or a duplicate id: the line-by-line path reports it
+            types = {h.type for h in new}
+            if "session" in types:
+                return False
             index.update(chunk)  # type: ignore[arg-type]
-            pins = [first + k for k, h in enumerate(new) if h.type == "custom" and h.customType == PIN_MARKER]
-            if pins:
+            if "custom" in types:
+                pins = [first + k for k, h in enumerate(new) if h.type == "custom" and h.customType == PIN_MARKER]
                 self.pin_entries.extend(pins)
             heads.extend(new)
-            self.offsets.extend(offsets)
-            self.lengths.extend(lengths)
-            self.lines.extend(range(line, line + len(new)))
+            # fromlist: twice as fast as extend, which converts item by item
+            self.offsets.fromlist(offsets)
+            self.lengths.fromlist(lengths)
+            self.lines.fromlist(list(range(line, line + len(new))))
             return True
 
         after = (lambda: on_chunk(self)) if on_chunk is not None else None

@@ -17,7 +17,8 @@ import msgspec
 from ctxd.formats import depth
 from ctxd.formats.codec import LineHead, decode_any, decode_head, head_from_dict
 
-READ_CHUNK = 1 << 23
+READ_CHUNK = 1 << 20
+"""Bytes read at once: a buffer this small stays in the CPU's cache while its lines are decoded."""
 MAX_LINE = 64 << 20
 """The longest line read (64 MB): a longer one is reported and skipped, never held in memory."""
 
@@ -128,7 +129,7 @@ def parse_line(
             pass
     except RecursionError:
         error = "too deep to read"  # deeper than the decoder goes: pruned below
-    except msgspec.DecodeError as exc:
+    except (msgspec.DecodeError, UnicodeDecodeError) as exc:  # the latter: in a field the head reads
         error = str(exc)
     if decoded:
         if isinstance(obj, dict):
@@ -244,7 +245,7 @@ def scan(
                     data = view[off : off + length]
                     try:
                         head = decode_head(data)
-                    except (msgspec.MsgspecError, RecursionError):
+                    except (msgspec.MsgspecError, RecursionError, UnicodeDecodeError):
                         parse_line(data, base + off, number, path, sink, diagnostics)
                     else:
                         sink(ScannedLine(head, base + off, length, number))
@@ -282,7 +283,7 @@ def _bulk_chunk(
         return False
     try:
         heads = _decode_lines(view[:end])
-    except (msgspec.MsgspecError, RecursionError):
+    except (msgspec.MsgspecError, RecursionError, UnicodeDecodeError):
         return False
     if len(heads) != len(offsets):
         return False  # whitespace-only lines, or something decode_lines read differently

@@ -8,11 +8,13 @@ does not exist (orphans) are reported and treated as roots; cycles cannot loop f
 from __future__ import annotations
 
 from array import array
+from itertools import pairwise
 from typing import Any
 
 from ctxd.formats.codec import LineHead
 from ctxd.store.scan import Diagnostic
 from ctxd.store.session_file import LEAF_MARKER, PIN_MARKER, SessionFile
+from ctxd.tree.runs import carry, chain_starts, link_children, models_down
 
 NONE = -1
 MAX_PROBLEMS = 200
@@ -33,8 +35,8 @@ class TreeIndex:
         self.generation = self.session.generation
         self.parent: array[int] = array("q")
         self.depth: array[int] = array("q")
-        self._children: dict[int, list[int]] | None = {}
-        """Built on first use when the tree was read back from the cache (see :meth:`restore`)."""
+        self._children: dict[int, list[int]] | None = None
+        """Built from the parents on first use, then kept up to date."""
         self.roots: list[int] = []
         self._orphans: dict[int, None] = {}
         self.cycles: list[int] = []
@@ -142,57 +144,108 @@ class TreeIndex:
             return range(len(self.parent))
         start = len(self.parent) if start is None else start
         heads = self.session.heads
+        new_heads = heads[start:]
+        if len(new_heads) < 64 or self._waiting or len(self.session.index) != len(heads):
+            self._index(start, new_heads)
+        else:
+            # The usual shape (every id names its own entry, nothing waits for its parent): runs of
+            # entries each the child of the one before. A run's first entry is indexed as any, the
+            # rest at once; from an entry that waits for its parent on, they go one by one.
+            cuts = chain_starts(new_heads)
+            for a, b in pairwise(cuts):
+                self._index(start + a, new_heads[a : a + 1])
+                if self._waiting:
+                    self._index(start + a + 1, new_heads[a + 1 :])
+                    break
+                if b - a > 1:
+                    self._index_chain(start + a + 1, new_heads[a + 1 : b])
+        unindexed = len(heads) - len(self.session.index)
+        if unindexed != self._unindexed:
+            self._unindexed = unindexed
+            self.size_memo = None
+        return range(start, len(heads))
+
+    def _index_chain(self, start: int, run: list[LineHead]) -> None:
+        """Index ``run``, entries from ``start`` each the child of the one before (``start - 1`` is
+        indexed): depths count up, and each inherits what the latest entry above it set."""
+        n = len(run)
+        first = start - 1
+        self.parent.fromlist(list(range(first, first + n)))
+        self.depth.fromlist(list(range(self.depth[first] + 1, self.depth[first] + 1 + n)))
+        models, others = models_down(run, start, self.last_model[first])
+        self.last_model.fromlist(models)
+        for kind, values in (("compaction", self.last_compaction), ("thinking_level_change", self.last_thinking)):
+            carry(values, first, [k for k, head in others if head.type == kind], start + n)
+        for k, head in others:
+            self._index_meta(k, head)
+        if self._children is not None:  # kept up to date once built
+            link_children(self._children, first, start, start + n)
+
+    def _index(self, start: int, new_heads: list[LineHead]) -> None:
+        """Index ``new_heads``, entries from ``start``, one by one."""
         index = self.session.index
-        parent, depth, children = self.parent, self.depth, self._children
+        depth, children = self.depth, self._children
         last_c, last_m, last_t = self.last_compaction, self.last_model, self.last_thinking
         waiting = self._waiting
-        adopted = False
         get = index.get
-        new_heads = heads[start:]
         parents = [NONE if (pid := h.parentId) is None else get(pid, NONE) for h in new_heads]
-        roots = self.roots
-        # The hot loop: one pass in file order, inlined (a hundred thousand entries per open).
-        for i, head, p in zip(range(start, len(heads)), new_heads, parents, strict=True):
-            if p >= i or p == NONE:
-                p = NONE  # a root, an orphan, or a parent that appears later in the file
-                depth.append(0)
-                last_c.append(NONE)
-                last_m.append(NONE)
-                last_t.append(NONE)
+        roots, orphans = self.roots, self._orphans
+        depth_add, c_add, m_add, t_add = depth.append, last_c.append, last_m.append, last_t.append
+        adoptions: list[tuple[int, list[int]]] = []
+        # The hot loop: one pass in file order, inlined (a million entries per open, at most).
+        i = start
+        for head, p in zip(new_heads, parents, strict=True):
+            if NONE < p < i:
+                depth_add(depth[p] + 1)
+                c_add(last_c[p])
+                t_add(last_t[p])
+                if head.type == "message":
+                    message = head.message
+                    m_add(i if message is not None and message.role == "assistant" else last_m[p])
+                else:
+                    m_add(last_m[p])
+                    self._own(i, head)
+                    self._index_meta(i, head)
+            else:
+                parents[i - start] = NONE  # a root, an orphan, or a parent that appears later in the file
+                depth_add(0)
+                c_add(NONE)
+                m_add(NONE)
+                t_add(NONE)
                 pid = head.parentId
                 if pid is None:
                     roots.append(i)
                 else:
-                    self._orphans[i] = None
+                    orphans[i] = None
                     waiting.setdefault(pid, []).append(i)
-            else:
-                depth.append(depth[p] + 1)
-                last_c.append(last_c[p])
-                last_m.append(last_m[p])
-                last_t.append(last_t[p])
-                if children is not None:  # else built from the parents when first asked for
+                if head.type == "message":
+                    message = head.message
+                    if message is not None and message.role == "assistant":
+                        last_m[i] = i
+                else:
+                    self._own(i, head)
+                    self._index_meta(i, head)
+            if waiting and head.id in waiting:
+                adoptions.append((i, waiting.pop(head.id)))  # type: ignore[arg-type]
+            i += 1
+        self.parent.fromlist(parents)
+        if children is not None:  # else built from the parents when first asked for
+            for i, p in enumerate(parents, start):
+                if p != NONE:
                     kids = children.get(p)
                     if kids is None:
                         children[p] = [i]
                     else:
                         kids.append(i)
-            parent.append(p)
-            if head.type != "message":
-                self._own(i, head)
-                self._index_meta(i, head)
-            elif head.message is not None and head.message.role == "assistant":
-                last_m[i] = i
-            if waiting and head.id in waiting:
-                adopted = self._adopt(i, waiting.pop(head.id)) or adopted  # type: ignore[arg-type]
+        if adoptions:
+            self._children = None  # rebuilt in index order, the order adoption gives too
+        adopted = False
+        for i, kids in adoptions:
+            adopted = self._adopt(i, kids) or adopted
         if adopted:
             self._rederive()
             self.relinks += 1
             self.size_memo = None  # paths changed under the memo's leaf
-        unindexed = len(heads) - len(index)
-        if unindexed != self._unindexed:
-            self._unindexed = unindexed
-            self.size_memo = None
-        return range(start, len(heads))
 
     def _own(self, i: int, head: LineHead) -> None:
         """What an entry itself sets for its subtree."""
