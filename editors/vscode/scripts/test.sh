@@ -67,7 +67,13 @@ say "the daemon: $CTXD_SERVER_COMMAND"
 # --- unit tests ----------------------------------------------------------------------------
 say "unit tests (node --test; the protocol client runs against a real ctxd serve)"
 timeout 60 node scripts/build.mjs --tests
-timeout 300 node --test --test-concurrency=1 --test-reporter=spec out/test/ || die "unit tests"
+# The daemons the tests start get private XDG folders: the user's archive, history and config stay out of
+# the answers the tests compare (and the tests leave nothing there).
+UNIT_XDG="$(mktemp -d /tmp/ctxd-vscode-xdg-XXXXXX)"
+XDG_DATA_HOME="$UNIT_XDG/data" XDG_STATE_HOME="$UNIT_XDG/state" XDG_CACHE_HOME="$UNIT_XDG/cache" \
+  XDG_CONFIG_HOME="$UNIT_XDG/config" timeout 300 node --test --test-concurrency=1 --test-reporter=spec out/test/ \
+  || die "unit tests"
+rm -rf "$UNIT_XDG"
 
 if [ "${CTXD_SKIP_VSCODE_E2E:-0}" = "1" ]; then
   say "CTXD_SKIP_VSCODE_E2E=1: skipping the end-to-end test; done in $(($(date +%s) - START)) s"
