@@ -9,9 +9,11 @@ building the context, reading only bodies whose estimate is not cached.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 import attrs
+import msgspec
 
 from ctxd.context.pins import carried
 from ctxd.context.pins import version as pins_version
@@ -25,8 +27,9 @@ from ctxd.context.rules import (
     may_yield,
     timestamp_ms,
 )
-from ctxd.context.tokens import estimate_tokens, usage_tokens
+from ctxd.context.tokens import estimate_tokens
 from ctxd.formats.codec import LineHead
+from ctxd.store.bodies import BodyView
 from ctxd.store.session_file import SessionFile
 from ctxd.tree.index import NONE, TreeIndex
 
@@ -38,19 +41,74 @@ __all__ = [
     "compaction_message",
     "context_size",
     "entry_message",
+    "materialize",
     "timestamp_ms",
 ]
 
 compaction_message = compaction_summary
 
 
-@attrs.define
-class ContextMessage:
+class ContextMessage(msgspec.Struct, gc=False, eq=False):
+    """One message of a context: its role, entry, line, estimate and the message itself.
+
+    ``message`` may be decoded only when first read (a *lazy* row, made from the index and the
+    estimate: ``ctxd.context.live``): it is then read through a :class:`BodyView`, which raises
+    SessionError if the file was read again or rewritten in place since the context was made. Once
+    read it is kept, and is the same dict on every read. (A msgspec Struct: a context of thousands of
+    messages makes thousands of these, and a Struct is made three times faster than a class.)
+    """
+
     role: str
     entryId: str
     line: int
     tokens: int
-    message: dict[str, Any]
+    _message: dict[str, Any] | None = None
+    _view: BodyView | None = None
+    index: int = -1
+    """The entry the message is read from, for a row made lazy (else -1)."""
+    used: int | None = None
+    """For a lazy assistant row: the context size its usage reports, if pi trusts it (from the index)."""
+    calls: list[tuple[str, Any]] | None = None
+    """For a lazy row: its tool calls as ``ctxd.context.line_estimate.line_calls`` reads them, when known."""
+
+    @property
+    def message(self) -> dict[str, Any]:
+        found = self._message
+        if found is None:
+            materialize([self])
+            found = self._message
+            assert found is not None
+        return found
+
+    @property
+    def loaded(self) -> bool:
+        """Whether ``message`` is decoded already."""
+        return self._message is not None
+
+    @property
+    def source(self) -> int:
+        """The entry index a lazy row reads its message from while it is not decoded (else -1)."""
+        return self.index if self._message is None else -1
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ContextMessage):
+            return NotImplemented
+        return (self.role, self.entryId, self.line, self.tokens, self.message) == (
+            other.role,
+            other.entryId,
+            other.line,
+            other.tokens,
+            other.message,
+        )
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        shown = "<not read>" if self._message is None else repr(self._message)
+        return (
+            f"ContextMessage(role={self.role!r}, entryId={self.entryId!r}, line={self.line!r}, "
+            f"tokens={self.tokens!r}, message={shown})"
+        )
 
     def to_json(self, *, with_message: bool = True) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -62,6 +120,24 @@ class ContextMessage:
         if with_message:
             out["message"] = self.message
         return out
+
+
+def materialize(rows: Iterable[ContextMessage]) -> None:
+    """Decode the messages of the lazy rows among ``rows``, one batched read per file."""
+    pending: dict[int, tuple[BodyView, list[ContextMessage]]] = {}
+    for row in rows:
+        view = row._view
+        if row._message is None and view is not None:
+            found = pending.get(id(view))
+            if found is None:
+                found = pending[id(view)] = (view, [])
+            found[1].append(row)
+    for view, group in pending.values():
+        bodies = view.entries([row.index for row in group])
+        for row, body in zip(group, bodies, strict=True):
+            message = entry_message(body)
+            row._message = message if message is not None else {}
+            row._view = None
 
 
 @attrs.define
@@ -84,10 +160,13 @@ class Context:
         return f"{self.provider}/{self.modelId}" if self.provider else self.modelId
 
     def agent_messages(self) -> list[dict[str, Any]]:
+        materialize(self.messages)
         return [m.message for m in self.messages]
 
     def to_json(self, *, with_messages: bool = True, start: int = 0) -> dict[str, Any]:
         """``start``: leave out the messages before it (the caller has them already)."""
+        if with_messages:
+            materialize(self.messages[start:])
         return {
             "leafId": self.leafId,
             "model": self.model,
@@ -334,13 +413,20 @@ def _estimate(session: SessionFile, indices: list[int], estimates: dict[int, int
 
 
 def _trusted_usage(head: LineHead) -> int | None:
-    """The context size an assistant entry's usage reports, if pi uses it (see ``tokens.valid_usage``)."""
+    """The context size an assistant entry's usage reports, if pi uses it (``tokens.valid_usage`` on
+    the index's usage: ``calculateContextTokens``, NaN and sizes not above 0 skipped)."""
     msg = head.message
     if msg is None or msg.role != "assistant" or msg.usage is None or msg.stopReason in ("aborted", "error"):
         return None
     u = msg.usage
-    parts = {"input": u.input, "output": u.output, "cacheRead": u.cacheRead, "cacheWrite": u.cacheWrite}
-    tokens = usage_tokens({**parts, "totalTokens": u.totalTokens})
+    total = u.totalTokens  # a number or None (the index keeps no other type)
+    if total:
+        tokens = float(total)
+    else:
+        parts = (u.input, u.output, u.cacheRead, u.cacheWrite)
+        if None in parts:
+            return None  # NaN in pi
+        tokens = float(sum(parts))  # type: ignore[arg-type]
     return int(tokens) if tokens > 0 else None
 
 

@@ -20,6 +20,7 @@ import gc
 import itertools
 import secrets
 from bisect import bisect_left
+from itertools import accumulate
 from typing import Any
 
 from ctxd.context.build import (
@@ -30,9 +31,11 @@ from ctxd.context.build import (
     _last_of_message,
     _model,
     _thinking,
+    _trusted_usage,
     context_size,
 )
-from ctxd.context.live_state import State
+from ctxd.context.line_estimate import fill_estimates
+from ctxd.context.live_state import LazyRow, State
 from ctxd.context.pins import carried
 from ctxd.context.pins import version as pins_version
 from ctxd.context.project import ContextPath, ProjectedEntry, context_path, entry_tokens
@@ -43,6 +46,8 @@ from ctxd.context.rules import (
     may_yield,
 )
 from ctxd.context.tokens import estimate_tokens, valid_usage
+from ctxd.formats.codec import CURRENT_VERSION
+from ctxd.store.bodies import BodyView
 from ctxd.tree.index import NONE
 from ctxd.tree.session import Session
 
@@ -206,9 +211,10 @@ class LiveContext:
         if m < len(st.messages):
             st.plan_cache = None  # it may cover messages that leave
         del st.entries[keep:], st.raw[keep:], st.start[keep:], st.path.indices[keep:]
-        del st.messages[m:], st.agent[m:], st.ids[m:], st.owners[m:]
+        del st.messages[m:], st.ids[m:], st.owners[m:]
         del st.cum[m + 1 :], st.cum_other[m + 1 :]
-        del st.usage[bisect_left(st.usage, m) :]
+        cut = bisect_left(st.usage, m)
+        del st.usage[cut:], st.used[cut:]
         cut = bisect_left(st.systems, m)
         if cut < len(st.systems):
             del st.systems[cut:]
@@ -242,14 +248,18 @@ class LiveContext:
             kept_pos={indices[k]: k for k in range(1, path.after)},
         )
         reuse = old if old is not None and old.generation == file.generation else None
-        raws: dict[int, list[dict[str, Any]]] = {}
+        hs = _heads_of(heads, indices)
+        raws: dict[int, list[dict[str, Any]] | LazyRow] = {}
         bodies: dict[int, dict[str, Any]] = {}
         missing: list[int] = []
+        lazy: list[int] = []
+        may_defer = file.version == CURRENT_VERSION
         for k, i in enumerate(indices):
-            kind = heads[i].type
+            head = hs[k]
+            kind = head.type
             if kind == "compaction" and k > 0:
                 continue  # an older compaction inside the kept range shows nothing
-            if kind != "context_edit" and not may_yield(heads[i]):
+            if kind != "context_edit" and not may_yield(head):
                 continue
             if reuse is not None:
                 ko = reuse.position(i, tree.depth)
@@ -258,25 +268,95 @@ class LiveContext:
                     if kind in _BODY_TYPES:
                         bodies[i] = reuse.bodies[i]
                     continue
-            missing.append(i)
+            if may_defer and kind == "message" and head.message is not None and head.message.role:
+                lazy.append(i)
+            else:
+                missing.append(i)
+        if lazy:
+            missing.extend(self._defer(lazy, raws))
         for i, body in zip(missing, file.entries(missing), strict=True):
             raws[i] = entry_messages(body)
             if heads[i].type in _BODY_TYPES:
                 bodies[i] = body
-        for i in indices:
-            if heads[i].type == "context_edit":
+        for k, i in enumerate(indices):
+            if hs[k].type == "context_edit":
                 body = bodies[i]
                 st.edits[str(body.get("targetId", ""))] = body.get("replacement")
         st.pins = pins_version(file)
+        edits = st.edits
+        run: list[LazyRow] = []
         for k, i in enumerate(indices):
-            if heads[i].type == "compaction" and k > 0:
+            head = hs[k]
+            raw = raws.get(i)
+            if type(raw) is LazyRow and not (edits and head.id in edits):
+                run.append(raw)  # the common case: added in bulk
+                continue
+            if run:
+                self._add_rows(st, run)
+                run = []
+            if head.type == "compaction" and k > 0:
                 self._push(st, i, [], None, hidden_compaction=True)
             else:
-                self._push(st, i, raws.get(i, []), bodies.get(i))
+                self._push(st, i, raw if raw is not None else [], bodies.get(i))
             if k == 0 and comp != NONE:
                 self._carry(st, carried(file, tree, comp, indices))
+        if run:
+            self._add_rows(st, run)
         self.state = st
         return st
+
+    def _defer(self, indices: list[int], raws: dict[int, list[dict[str, Any]] | LazyRow]) -> list[int]:
+        """Lazy rows for the message entries ``indices`` whose estimate is known (or read from their
+        lines: ``ctxd.context.line_estimate``) and whose line was read clean; the rest, to decode."""
+        file = self.session.file
+        estimates = self.session.estimates
+        recovered = [i for i in indices if file.recovered(i)] if file.keep_heads() else []
+        if recovered:
+            indices = [i for i in indices if not file.recovered(i)]
+        unknown = [i for i in indices if i not in estimates]
+        if len(unknown) < len(indices):
+            unknown = sorted({*unknown, *file.unchecked(indices)})
+        left = [*recovered, *(fill_estimates(file, unknown, estimates) if unknown else [])]
+        if len(left) == len(indices) + len(recovered):
+            return left
+        skip = set(left)
+        view = BodyView.of(file)
+        lines = file.lines
+        for i, head in zip(indices, _heads_of(file.heads, indices), strict=True):
+            if i not in skip:
+                role = head.message.role
+                used = _trusted_usage(head) if role == "assistant" else None
+                raws[i] = LazyRow(role, head.id or "", lines[i], estimates[i], None, view, i, used)
+        return left
+
+    @staticmethod
+    def _add_rows(st: State, rows: list[LazyRow]) -> None:
+        """Add lazy rows at the end, each its own entry (what ``_push`` does for each, in bulk)."""
+        k0 = len(st.entries)
+        p0 = len(st.messages)
+        n = len(rows)
+        st.entries.extend(rows)
+        st.raw.extend(rows)
+        st.path.indices.extend([r.index for r in rows])
+        st.start.extend(range(p0, p0 + n))
+        st.messages.extend(rows)
+        st.ids.extend([r.entryId for r in rows])
+        st.owners.extend(range(k0, k0 + n))
+        tokens = [r.tokens for r in rows]
+        st.cum.extend(accumulate(tokens, initial=st.cum[-1]))
+        del st.cum[p0 + 1]  # accumulate repeats its initial value
+        systems = [j for j, r in enumerate(rows) if r.role == "system"]
+        if systems:
+            for j in systems:
+                tokens[j] = 0
+            st.systems.extend(p0 + j for j in systems)
+            st.system_version += len(systems)
+        st.cum_other.extend(accumulate(tokens, initial=st.cum_other[-1]))
+        del st.cum_other[p0 + 1]
+        used = [(p0 + j, r.used) for j, r in enumerate(rows) if r.used is not None]
+        if used:
+            st.usage.extend(p for p, _ in used)
+            st.used.extend(u for _, u in used)  # type: ignore[misc]
 
     def _carry(self, st: State, pinned: list[tuple[int, dict[str, Any]]]) -> None:
         """The pinned messages the compaction carries, after its own (as build_context inserts them)."""
@@ -291,20 +371,23 @@ class LiveContext:
         self,
         st: State,
         i: int,
-        raw: list[dict[str, Any]],
+        raw: list[dict[str, Any]] | LazyRow,
         body: dict[str, Any] | None,
         *,
         hidden_compaction: bool = False,
     ) -> None:
-        """Add entry ``i`` at the end of the projection (``raw``: its messages before edits)."""
+        """Add entry ``i`` at the end of the projection (``raw``: its messages before edits, or the
+        lazy row of its one message)."""
         file = self.session.file
         head = file.heads[i]
         k = len(st.entries)
         kind = head.type
+        edited = not hidden_compaction and head.id is not None and head.id in st.edits
+        if isinstance(raw, LazyRow):
+            raw = [raw.message]  # an edit replaces its content (unedited lazy rows go in bulk)
         if hidden_compaction:
             entry = ProjectedEntry(i, [], True, False)
         else:
-            edited = head.id is not None and head.id in st.edits
             shown = apply_edit(raw, st.edits[head.id or ""]) if edited else raw
             entry = ProjectedEntry(i, shown, bool(raw), edited)
         st.entries.append(entry)
@@ -324,24 +407,39 @@ class LiveContext:
         for message, tokens in zip(entry.messages, entry_tokens(entry, self.session.estimates), strict=True):
             self._add_message(st, k, message, entry_id, line, tokens)
 
-    @staticmethod
-    def _add_message(st: State, k: int, message: dict[str, Any], entry_id: str, line: int, tokens: int) -> None:
-        p = len(st.messages)
+    @classmethod
+    def _add_message(cls, st: State, k: int, message: dict[str, Any], entry_id: str, line: int, tokens: int) -> None:
         role = str(message.get("role", ""))
-        st.messages.append(ContextMessage(role, entry_id, line, tokens, message))
-        st.agent.append(message)
-        st.ids.append(entry_id)
+        usage = valid_usage(message) if role == "assistant" else None
+        cls._add_row(st, k, ContextMessage(role, entry_id, line, tokens, message), usage)
+
+    @staticmethod
+    def _add_row(st: State, k: int, row: ContextMessage, usage: int | None) -> None:
+        p = len(st.messages)
+        tokens = row.tokens
+        st.messages.append(row)
+        st.ids.append(row.entryId)
         st.owners.append(k)
         cum, cum_other = st.cum, st.cum_other
         cum.append(cum[-1] + tokens)
-        if role == "system":
+        if row.role == "system":
             cum_other.append(cum_other[-1])
             st.systems.append(p)
             st.system_version += 1
         else:
             cum_other.append(cum_other[-1] + tokens)
-        if role == "assistant" and valid_usage(message) is not None:
+        if usage is not None:
             st.usage.append(p)
+            st.used.append(usage)
+
+
+def _heads_of(heads: Any, indices: list[int]) -> list[Any]:
+    """``[heads[i] for i in indices]``, reading the list directly where the head is held."""
+    get = list.__getitem__
+    out = [get(heads, i) for i in indices]
+    if None in out:
+        out = [h if h is not None else heads[i] for h, i in zip(out, indices, strict=True)]
+    return out
 
 
 def live_context(session: Session) -> LiveContext:

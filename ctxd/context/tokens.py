@@ -24,6 +24,7 @@ IMAGE_CHARS = 4800
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
 _encode = msgspec.json.Encoder().encode
+_decode_any = msgspec.json.Decoder().decode
 
 
 def js_len(text: str) -> int:
@@ -95,6 +96,33 @@ def js_json_len(value: Any) -> int:
         data = _encode(value)
         return len(data) if data.isascii() else js_len(data.decode())
     return js_len(js_json(value))
+
+
+_DIGITS = bytes(0x30 if 0x30 <= c <= 0x39 else 0x20 for c in range(256))
+_LONG_NUMBER = b"0" * 22
+"""Enough digits in a row for an integer of 1e21 or more (JavaScript then writes an exponent)."""
+
+
+def _no_float(_: str) -> Any:
+    raise ValueError("a float")
+
+
+_decode_no_float = msgspec.json.Decoder(float_hook=_no_float).decode
+
+
+def js_json_len_raw(raw: bytes | msgspec.Raw) -> int:
+    """``js_json_len`` of the JSON value written as ``raw``, without a Python walk over it: msgspec
+    decodes it (refusing floats), and re-encodes it as ``JSON.stringify`` would write it when there is
+    no float, no integer of 1e21 or more and no escape that could be a lone surrogate."""
+    raw = bytes(raw)
+    if b"\\u" in raw or (len(raw) >= 22 and _LONG_NUMBER in raw.translate(_DIGITS)):
+        return js_json_len(_decode_any(raw))
+    try:
+        value = _decode_no_float(raw)
+    except (msgspec.ValidationError, ValueError):
+        return js_json_len(_decode_any(raw))
+    data = _encode(value)
+    return len(data) if data.isascii() else js_len(data.decode())
 
 
 def _needs_js_walk(value: Any) -> bool:
