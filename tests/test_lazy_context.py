@@ -5,6 +5,7 @@ them."""
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -86,10 +87,8 @@ def test_a_file_only_appended_to_still_serves_the_answer(tmp_path: Path) -> None
     plan = plan_compaction(session, keep_recent_tokens=10)
     leaf = session.leaf_id()
     with open(path, "a", encoding="utf-8") as f:  # another writer
-        f.write(
-            '{"type":"message","id":"zz1","parentId":"%s","timestamp":"2026-03-01T09:00:00.000Z",'
-            '"message":{"role":"user","content":"later","timestamp":2}}\n' % leaf
-        )
+        later = {"role": "user", "content": "later", "timestamp": 2}
+        f.write(json.dumps({"type": "message", "id": "zz1", "parentId": leaf, "message": later}) + "\n")
     assert ctx.messages[0].message["content"] == "aaaa first question"
     assert [m["role"] for m in plan.messagesToSummarize][:2] == ["user", "assistant"]
     session.refresh()
