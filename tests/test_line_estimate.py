@@ -12,8 +12,8 @@ import msgspec
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ctxd.compaction.fileops import call_file_ops, extract_file_ops
-from ctxd.context.line_estimate import clean, estimate_line, line_calls
+from ctxd.compaction.fileops import FileOps, call_file_ops, extract_file_ops
+from ctxd.context.line_estimate import Call, clean, estimate_and_calls, estimate_line, line_calls
 from ctxd.context.rules import entry_message
 from ctxd.context.tokens import estimate_tokens, js_json_len, js_json_len_raw
 
@@ -88,9 +88,12 @@ def test_estimate_from_the_line_equals_the_dict_path(entry: dict[str, Any], spac
         return
     expected = entry_message(body)
     found = estimate_line(raw)
-    if found is not None:
+    both = estimate_and_calls(raw)
+    assert found == (None if both is None else both[0])
+    if found is not None and both is not None:
         assert expected is not None
         assert found == estimate_tokens(expected)
+        assert _ops(both[1]) == extract_file_ops([body["message"]])
 
 
 @settings(max_examples=400, deadline=None)
@@ -107,11 +110,15 @@ def test_tool_calls_from_the_line_equal_the_dict_path(entry: dict[str, Any], spa
     calls = line_calls(raw)
     if calls is None:
         return  # an unusual shape: the caller decodes the body
-    got = extract_file_ops([])
+    assert _ops(calls) == extract_file_ops([body["message"]])
+
+
+def _ops(calls: list[Call]) -> FileOps:
+    got = FileOps()
     for name, arguments in calls:
         for op, path in call_file_ops(name, arguments):
             got.add(op, path)
-    assert got == extract_file_ops([body["message"]])
+    return got
 
 
 @settings(max_examples=300, deadline=None)

@@ -12,7 +12,7 @@ from typing import Any, overload
 
 from ctxd.compaction.fileops import FileOps, call_file_ops, extract_file_ops
 from ctxd.context.build import ContextMessage, materialize
-from ctxd.context.line_estimate import line_calls
+from ctxd.context.line_estimate import Call, line_calls
 from ctxd.store.bodies import raw_lines
 
 __all__ = ["Rows", "file_ops_of", "messages_of"]
@@ -69,7 +69,9 @@ def file_ops_of(rows: Sequence[ContextMessage]) -> FileOps:
     for row in rows:
         if row.role not in _CALLERS:
             continue
-        if row.source >= 0:
+        if row.calls is not None:
+            _add_calls(ops, row.calls)
+        elif row.source >= 0:
             lazy.append(row)
         else:
             ops.update(extract_file_ops([row.message]))
@@ -86,8 +88,12 @@ def file_ops_of(rows: Sequence[ContextMessage]) -> FileOps:
             calls = line_calls(raw)
             if calls is None:
                 ops.update(extract_file_ops([row.message]))
-                continue
-            for name, arguments in calls:
-                for op, path in call_file_ops(name, arguments):
-                    ops.add(op, path)
+            else:
+                _add_calls(ops, calls)
     return ops
+
+
+def _add_calls(ops: FileOps, calls: list[Call]) -> None:
+    for name, arguments in calls:
+        for op, path in call_file_ops(name, arguments):
+            ops.add(op, path)

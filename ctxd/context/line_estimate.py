@@ -20,12 +20,12 @@ from typing import Any
 
 import msgspec
 
-from ctxd.context.tokens import IMAGE_CHARS, js_json_len_raw, js_len
+from ctxd.context.tokens import IMAGE_CHARS, js_json_len_and_value, js_len
 from ctxd.formats import depth
 from ctxd.store.bodies import line_spans
 from ctxd.store.reader import SessionReader
 
-__all__ = ["Call", "clean", "estimate_line", "fill_estimates", "line_calls"]
+__all__ = ["Call", "clean", "estimate_and_calls", "estimate_line", "fill_estimates", "line_calls"]
 
 Call = tuple[str, Any]
 """One tool call: its name (``str(name or "")``) and its arguments (None when absent)."""
@@ -44,6 +44,7 @@ class _Block(msgspec.Struct, gc=False):
 class _Message(msgspec.Struct, gc=False):
     role: Any = None
     content: str | list[_Block] | None = None
+    nestedCalls: Any = None
 
 
 class _Entry(msgspec.Struct, gc=False):
@@ -96,6 +97,13 @@ def _clean(buf: bytes, a: int, b: int, utf8: bool) -> bool:
 def estimate_line(raw: bytes | memoryview) -> int | None:
     """pi's estimate of a ``message`` entry's message from its (clean) line, or None when this fast
     path does not know the shape (then decode the body)."""
+    found = estimate_and_calls(raw)
+    return None if found is None else found[0]
+
+
+def estimate_and_calls(raw: bytes | memoryview) -> tuple[int, list[Call]] | None:
+    """:func:`estimate_line` and :func:`line_calls` of a ``message`` entry's (clean) line, from one
+    decode; None when the shape is not one this knows (then decode the body)."""
     try:
         entry = _decode_entry(raw)
     except (msgspec.MsgspecError, RecursionError):
@@ -106,16 +114,23 @@ def estimate_line(raw: bytes | memoryview) -> int | None:
     role = message.role
     content = message.content
     chars = 0
+    calls: list[Call] = []
     if role in _TEXT_ROLES:
         if isinstance(content, str):
-            return math.ceil(js_len(content) / 4)
-        for block in content or ():
-            kind = block.type
-            if kind == "text":
-                if isinstance(block.text, str):
-                    chars += js_len(block.text)
-            elif kind == "image":
-                chars += IMAGE_CHARS
+            chars = js_len(content)
+        else:
+            for block in content or ():
+                kind = block.type
+                if kind == "text":
+                    if isinstance(block.text, str):
+                        chars += js_len(block.text)
+                elif kind == "image":
+                    chars += IMAGE_CHARS
+        if role == "toolResult" and message.nestedCalls is not None:
+            nested = message.nestedCalls
+            found = nested.get("calls") if isinstance(nested, dict) else None
+            if isinstance(found, list):
+                calls = [(str(c.get("name") or ""), c.get("arguments")) for c in found if isinstance(c, dict)]
     elif role == "assistant":
         # A string content has no blocks to count (see tokens.assistant_chars).
         for block in content if isinstance(content, list) else ():
@@ -126,10 +141,15 @@ def estimate_line(raw: bytes | memoryview) -> int | None:
                 chars += _str_len(block.thinking)
             elif kind == "toolCall":
                 arguments = block.arguments
-                chars += _str_len(block.name) + (2 if arguments is msgspec.UNSET else js_json_len_raw(arguments))
+                if arguments is msgspec.UNSET:
+                    size, value = 2, None
+                else:
+                    size, value = js_json_len_and_value(arguments)
+                chars += _str_len(block.name) + size
+                calls.append((str(block.name or ""), value))
     else:
         return None
-    return math.ceil(chars / 4)
+    return math.ceil(chars / 4), calls
 
 
 def _str_len(value: Any) -> int:
@@ -162,19 +182,27 @@ def line_calls(raw: bytes) -> list[Call] | None:
     return []
 
 
-def fill_estimates(reader: SessionReader, indices: Sequence[int], estimates: dict[int, int]) -> list[int]:
-    """Estimate the ``message`` entries ``indices`` from their lines into ``estimates`` and note them
-    read (as a full read of a clean line would); returns those this could not do (decode them)."""
+def fill_estimates(
+    reader: SessionReader,
+    indices: Sequence[int],
+    estimates: dict[int, int],
+    calls: dict[int, list[Call]] | None = None,
+) -> list[int]:
+    """Estimate the ``message`` entries ``indices`` from their lines into ``estimates`` (and their tool
+    calls into ``calls``) and note them read (as a full read of a clean line would); returns those
+    this could not do (decode them)."""
     left: list[int] = []
     valid: dict[int, bool] = {}  # by piece read: all of it valid UTF-8 (then so is each line)
     for i, (buf, a, b) in zip(indices, line_spans(reader, indices), strict=True):
         utf8 = valid.get(id(buf))
         if utf8 is None:
             utf8 = valid[id(buf)] = buf.isascii() or _utf8(buf)
-        found = estimate_line(memoryview(buf)[a:b]) if _clean(buf, a, b, utf8) else None
+        found = estimate_and_calls(memoryview(buf)[a:b]) if _clean(buf, a, b, utf8) else None
         if found is None:
             left.append(i)
         else:
-            estimates[i] = found
+            estimates[i] = found[0]
+            if calls is not None:
+                calls[i] = found[1]
             reader.note_clean(i)
     return left

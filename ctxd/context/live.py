@@ -34,7 +34,7 @@ from ctxd.context.build import (
     _trusted_usage,
     context_size,
 )
-from ctxd.context.line_estimate import fill_estimates
+from ctxd.context.line_estimate import Call, fill_estimates
 from ctxd.context.live_state import LazyRow, State
 from ctxd.context.pins import carried
 from ctxd.context.pins import version as pins_version
@@ -316,7 +316,8 @@ class LiveContext:
         unknown = [i for i in indices if i not in estimates]
         if len(unknown) < len(indices):
             unknown = sorted({*unknown, *file.unchecked(indices)})
-        left = [*recovered, *(fill_estimates(file, unknown, estimates) if unknown else [])]
+        calls: dict[int, list[Call]] = {}
+        left = [*recovered, *(fill_estimates(file, unknown, estimates, calls) if unknown else [])]
         if len(left) == len(indices) + len(recovered):
             return left
         skip = set(left)
@@ -326,7 +327,7 @@ class LiveContext:
             if i not in skip:
                 role = head.message.role
                 used = _trusted_usage(head) if role == "assistant" else None
-                raws[i] = LazyRow(role, head.id or "", lines[i], estimates[i], None, view, i, used)
+                raws[i] = LazyRow(role, head.id or "", lines[i], estimates[i], None, view, i, used, calls.get(i))
         return left
 
     @staticmethod

@@ -111,18 +111,26 @@ _decode_no_float = msgspec.json.Decoder(float_hook=_no_float).decode
 
 
 def js_json_len_raw(raw: bytes | msgspec.Raw) -> int:
-    """``js_json_len`` of the JSON value written as ``raw``, without a Python walk over it: msgspec
-    decodes it (refusing floats), and re-encodes it as ``JSON.stringify`` would write it when there is
-    no float, no integer of 1e21 or more and no escape that could be a lone surrogate."""
+    """``js_json_len`` of the JSON value written as ``raw`` (see :func:`js_json_len_and_value`)."""
+    return js_json_len_and_value(raw)[0]
+
+
+def js_json_len_and_value(raw: bytes | msgspec.Raw) -> tuple[int, Any]:
+    """``js_json_len`` of the JSON value written as ``raw``, and the value, without a Python walk
+    over it: msgspec decodes it (refusing floats) and re-encodes it as ``JSON.stringify`` would
+    write it when there is no float, no integer of 1e21 or more and no escape that could be a lone
+    surrogate (else the walk)."""
     raw = bytes(raw)
-    if b"\\u" in raw or (len(raw) >= 22 and _LONG_NUMBER in raw.translate(_DIGITS)):
-        return js_json_len(_decode_any(raw))
-    try:
-        value = _decode_no_float(raw)
-    except (msgspec.ValidationError, ValueError):
-        return js_json_len(_decode_any(raw))
-    data = _encode(value)
-    return len(data) if data.isascii() else js_len(data.decode())
+    if b"\\u" not in raw and (len(raw) < 22 or _LONG_NUMBER not in raw.translate(_DIGITS)):
+        try:
+            value = _decode_no_float(raw)
+        except (msgspec.ValidationError, ValueError):
+            pass
+        else:
+            data = _encode(value)
+            return (len(data) if data.isascii() else js_len(data.decode())), value
+    value = _decode_any(raw)
+    return js_json_len(value), value
 
 
 def _needs_js_walk(value: Any) -> bool:
