@@ -328,6 +328,13 @@ def section_open(names: list[str], rounds: int) -> dict[str, Any]:
             table.row(
                 f"  reopen, {label} (ms; {how})", r["open_ms"], limit=30 if name == "100k" else None, pi_expected=False
             )
+        if "open_build_ms" in reopen:
+            table.row(
+                "  reopen unchanged + first build (ms)",
+                reopen["open_build_ms"],
+                limit=20 if name == "10k" else None,
+                pi_expected=False,
+            )
     table.print()
     return results
 
