@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from factories import assistant, chain, tool_result, user, write
 
-from ctxd.compaction.plan import plan_compaction
-from ctxd.context.build import build_context
+from ctxd.compaction.plan import CompactionPlan, plan_compaction
+from ctxd.context.build import Context, build_context
 from ctxd.context.live import live_context
 from ctxd.errors import SessionError
 from ctxd.tree.session import Session
@@ -33,6 +33,13 @@ def _session(tmp_path: Path) -> Path:
     return Path(write(tmp_path / "s.jsonl", entries))
 
 
+def _built(tmp_path: Path) -> tuple[Path, Session, Context, CompactionPlan]:
+    """A session file, its session, its context and a compaction plan (none of their messages read)."""
+    path = _session(tmp_path)
+    session = Session.open(str(path))
+    return path, session, live_context(session).context(), plan_compaction(session, keep_recent_tokens=10)
+
+
 def _lazy(ctx_messages: list) -> list:  # type: ignore[type-arg]
     return [m for m in ctx_messages if not m.loaded]
 
@@ -50,10 +57,7 @@ def test_lazy_messages_read_as_build_contexts(tmp_path: Path) -> None:
 
 
 def test_a_file_rewritten_in_place_is_an_error_not_the_new_bytes(tmp_path: Path) -> None:
-    path = _session(tmp_path)
-    session = Session.open(str(path))
-    ctx = live_context(session).context()
-    plan = plan_compaction(session, keep_recent_tokens=10)
+    path, session, ctx, plan = _built(tmp_path)
     data = path.read_bytes()
     assert data.count(b"aaaa") == 3
     path.write_bytes(data.replace(b"aaaa", b"bbbb"))  # same size, other content, in place
@@ -81,10 +85,7 @@ def test_a_rewrite_that_keeps_the_size_and_mtime_is_seen(tmp_path: Path) -> None
 
 
 def test_a_file_only_appended_to_still_serves_the_answer(tmp_path: Path) -> None:
-    path = _session(tmp_path)
-    session = Session.open(str(path))
-    ctx = live_context(session).context()
-    plan = plan_compaction(session, keep_recent_tokens=10)
+    path, session, ctx, plan = _built(tmp_path)
     leaf = session.leaf_id()
     with open(path, "a", encoding="utf-8") as f:  # another writer
         later = {"role": "user", "content": "later", "timestamp": 2}

@@ -7,12 +7,13 @@ and, only when a summariser asks, the messages themselves (:class:`Rows`, decode
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
-from typing import Any, overload
+from collections.abc import Sequence
+from typing import Any
 
 from ctxd.compaction.fileops import FileOps, call_file_ops, extract_file_ops
-from ctxd.context.build import ContextMessage, materialize
+from ctxd.context.build import ContextMessage
 from ctxd.context.line_estimate import Call, line_calls
+from ctxd.context.live_state import Agent
 from ctxd.store.bodies import raw_lines
 
 __all__ = ["Rows", "file_ops_of", "messages_of"]
@@ -20,31 +21,11 @@ __all__ = ["Rows", "file_ops_of", "messages_of"]
 _CALLERS = frozenset({"assistant", "toolResult"})
 
 
-class Rows(Sequence[dict[str, Any]]):
+class Rows(Agent):
     """Messages of a context's rows, decoded in one batch when first read."""
 
-    def __init__(self, rows: list[ContextMessage]) -> None:
-        self.rows = rows
-        self._messages: list[dict[str, Any]] | None = None
-
     def messages(self) -> list[dict[str, Any]]:
-        if self._messages is None:
-            materialize(self.rows)
-            self._messages = [row.message for row in self.rows]
-        return self._messages
-
-    def __len__(self) -> int:
-        return len(self.rows)
-
-    @overload
-    def __getitem__(self, k: int) -> dict[str, Any]: ...
-    @overload
-    def __getitem__(self, k: slice) -> list[dict[str, Any]]: ...
-    def __getitem__(self, k: int | slice) -> dict[str, Any] | list[dict[str, Any]]:
-        return self.messages()[k]
-
-    def __iter__(self) -> Iterator[dict[str, Any]]:
-        return iter(self.messages())
+        return self[:]
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, Rows | list):
