@@ -21,9 +21,9 @@ from ctxd.compaction.fileops import FileOps, file_lists
 from ctxd.compaction.plan_rows import Rows, file_ops_of, messages_of
 from ctxd.context.build import Context, ContextMessage, pinned_tokens
 from ctxd.context.live import live_context
-from ctxd.context.live_state import State
+from ctxd.context.live_state import LazyRow, State
 from ctxd.context.project import ProjectedEntry, Projection
-from ctxd.context.rules import is_cut_point, starts_turn
+from ctxd.context.rules import CUT_POINT_ROLES, TURN_START_ROLES
 from ctxd.tree.session import Session
 
 
@@ -237,12 +237,19 @@ def find_cut_point(
 
 
 def _cut_point(entry: ProjectedEntry, heads: list[Any]) -> bool:
-    return heads[entry.index].type != "compaction" and is_cut_point(entry.messages)
+    return heads[entry.index].type != "compaction" and not CUT_POINT_ROLES.isdisjoint(_roles(entry))
 
 
 def _turn_start(entry: ProjectedEntry, heads: list[Any]) -> bool:
     """pi's ``isProjectedTurnStart``: the entry shows a message that begins a turn."""
-    return heads[entry.index].type != "compaction" and starts_turn(entry.messages)
+    return heads[entry.index].type != "compaction" and not TURN_START_ROLES.isdisjoint(_roles(entry))
+
+
+def _roles(entry: ProjectedEntry | LazyRow) -> list[Any]:
+    """The roles of the messages an entry shows (a lazy row's from the index, without decoding it)."""
+    if isinstance(entry, LazyRow):
+        return [entry.role]
+    return [m.get("role") for m in entry.messages]
 
 
 def _cut_by_tokens(projection: Projection, heads: list[Any], sizes: Sequence[int], start: int, keep: int) -> int | None:

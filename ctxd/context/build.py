@@ -15,6 +15,7 @@ from typing import Any
 import attrs
 import msgspec
 
+from ctxd.context.line_estimate import fill_estimates
 from ctxd.context.pins import carried
 from ctxd.context.pins import version as pins_version
 from ctxd.context.project import context_path, entry_tokens, project, projected_estimate
@@ -28,7 +29,7 @@ from ctxd.context.rules import (
     timestamp_ms,
 )
 from ctxd.context.tokens import estimate_tokens
-from ctxd.formats.codec import LineHead
+from ctxd.formats.codec import CURRENT_VERSION, LineHead
 from ctxd.store.bodies import BodyView
 from ctxd.store.session_file import SessionFile
 from ctxd.tree.index import NONE, TreeIndex
@@ -405,11 +406,23 @@ def _yields(session: SessionFile, i: int) -> bool:
 
 
 def _estimate(session: SessionFile, indices: list[int], estimates: dict[int, int]) -> None:
-    """Fill ``estimates`` for ``indices`` not in it yet (one batched read)."""
+    """Fill ``estimates`` for ``indices`` not in it yet: message entries from their lines where they
+    can be (``ctxd.context.line_estimate``), the rest from their bodies (one batched read)."""
     missing = [j for j in indices if j not in estimates]
+    if missing and session.version == CURRENT_VERSION:
+        heads = session.heads
+        quick = [j for j in missing if _plain_message(heads[j]) and not session.recovered(j)]
+        if quick:
+            fill_estimates(session, quick, estimates)
+            missing = [j for j in missing if j not in estimates]
     for j, body in zip(missing, session.entries(missing), strict=True):
         found = entry_message(body)
         estimates[j] = estimate_tokens(found) if found is not None else 0
+
+
+def _plain_message(head: LineHead) -> bool:
+    """A ``message`` entry whose role the index knows (what a line estimate can read)."""
+    return head.type == "message" and head.message is not None and bool(head.message.role)
 
 
 def _trusted_usage(head: LineHead) -> int | None:

@@ -30,6 +30,7 @@ from ctxd.context.build import (
     _last_of,
     _last_of_message,
     _model,
+    _plain_message,
     _thinking,
     _trusted_usage,
     context_size,
@@ -268,7 +269,7 @@ class LiveContext:
                     if kind in _BODY_TYPES:
                         bodies[i] = reuse.bodies[i]
                     continue
-            if may_defer and kind == "message" and head.message is not None and head.message.role:
+            if may_defer and _plain_message(head):
                 lazy.append(i)
             else:
                 missing.append(i)
