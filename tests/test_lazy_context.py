@@ -13,9 +13,11 @@ import pytest
 from factories import assistant, chain, tool_result, user, write
 
 from ctxd.compaction.plan import CompactionPlan, plan_compaction
+from ctxd.context import live as live_module
 from ctxd.context.build import Context, build_context
 from ctxd.context.live import live_context
 from ctxd.errors import SessionError
+from ctxd.tree import session as session_module
 from ctxd.tree.session import Session
 
 
@@ -105,3 +107,27 @@ def test_plans_file_lists_equal_the_decoded_messages(tmp_path: Path) -> None:
     assert plan.readFiles == ["src/a.py"] and plan.modifiedFiles == ["src/b.py"]
     assert all(m.loaded is False for m in live_context(session).state.messages[:3])  # type: ignore[union-attr]
     assert plan.to_json()["messagesToSummarize"] == len(plan.messagesToSummarize)
+
+
+def test_reopened_with_the_kept_index_no_line_is_read_to_build(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A session built and closed once keeps its estimates and clean lines with its index: the next
+    open builds its context without reading a message's line, and the messages still read right."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.setenv("CTXD_INDEX_CACHE", "1")
+    monkeypatch.setattr(session_module, "INDEX_MIN_ENTRIES", 4)
+    monkeypatch.setattr(session_module, "ESTIMATES_WORTH_SAVING", 4)
+    path = _session(tmp_path)
+    first = Session.open(str(path))
+    expected = build_context(first.file, first.tree).to_json()
+    live_context(first).context()
+    first.close()
+
+    def no_reading(*_: object, **__: object) -> list[int]:
+        raise AssertionError("a line was read to estimate it")
+
+    monkeypatch.setattr(live_module, "fill_estimates", no_reading)
+    again = Session.open(str(path))
+    assert again.file.restored is not None
+    ctx = live_context(again).context()
+    assert len(_lazy(ctx.messages)) == 8
+    assert ctx.to_json() == expected
