@@ -49,6 +49,7 @@ from ctxd.context.rules import (
 from ctxd.context.tokens import estimate_tokens, valid_usage
 from ctxd.formats.codec import CURRENT_VERSION
 from ctxd.store.bodies import BodyView
+from ctxd.store.session_file import SessionFile
 from ctxd.tree.index import NONE
 from ctxd.tree.session import Session
 
@@ -249,7 +250,7 @@ class LiveContext:
             kept_pos={indices[k]: k for k in range(1, path.after)},
         )
         reuse = old if old is not None and old.generation == file.generation else None
-        hs = _heads_of(heads, indices)
+        hs = _heads_of(file, indices)
         raws: dict[int, list[dict[str, Any]] | LazyRow] = {}
         bodies: dict[int, dict[str, Any]] = {}
         missing: list[int] = []
@@ -324,7 +325,7 @@ class LiveContext:
         skip = set(left)
         view = BodyView.of(file)
         lines = file.lines
-        for i, head in zip(indices, _heads_of(file.heads, indices), strict=True):
+        for i, head in zip(indices, _heads_of(file, indices), strict=True):
             if i not in skip:
                 role = head.message.role
                 used = _trusted_usage(head) if role == "assistant" else None
@@ -435,12 +436,16 @@ class LiveContext:
             st.used.append(usage)
 
 
-def _heads_of(heads: Any, indices: list[int]) -> list[Any]:
-    """``[heads[i] for i in indices]``, reading the list directly where the head is held."""
+def _heads_of(file: SessionFile, indices: list[int]) -> list[Any]:
+    """``[file.heads[i] for i in indices]``: read from the list where held, and the heads let go
+    (a big file's, or an index read back from the cache) decoded in one pass over their lines."""
+    heads = file.heads
     get = list.__getitem__
     out = [get(heads, i) for i in indices]
     if None in out:
-        out = [h if h is not None else heads[i] for h, i in zip(out, indices, strict=True)]
+        missing = sorted({i for h, i in zip(out, indices, strict=True) if h is None})
+        file.read_heads(missing, lambda i, head: list.__setitem__(heads, i, head))
+        out = [get(heads, i) for i in indices]
     return out
 
 
