@@ -192,17 +192,21 @@ def fill_estimates(
     calls into ``calls``) and note them read (as a full read of a clean line would); returns those
     this could not do (decode them)."""
     left: list[int] = []
-    valid: dict[int, bool] = {}  # by piece read: all of it valid UTF-8 (then so is each line)
+    done: list[int] = []
+    views: dict[int, tuple[memoryview, bool]] = {}  # by piece read: its view, and whether all of it
+    # is valid UTF-8 (then so is each line in it)
+    decode = estimate_and_calls
     for i, (buf, a, b) in zip(indices, line_spans(reader, indices), strict=True):
-        utf8 = valid.get(id(buf))
-        if utf8 is None:
-            utf8 = valid[id(buf)] = buf.isascii() or _utf8(buf)
-        found = estimate_and_calls(memoryview(buf)[a:b]) if _clean(buf, a, b, utf8) else None
+        known = views.get(id(buf))
+        if known is None:
+            known = views[id(buf)] = (memoryview(buf), buf.isascii() or _utf8(buf))
+        found = decode(known[0][a:b]) if _clean(buf, a, b, known[1]) else None
         if found is None:
             left.append(i)
         else:
             estimates[i] = found[0]
             if calls is not None:
                 calls[i] = found[1]
-            reader.note_clean(i)
+            done.append(i)
+    reader.note_clean_all(done)
     return left

@@ -292,12 +292,14 @@ class SessionReader:
         """Whether entry ``i``'s body is served from memory (a line recovered or repaired when read)."""
         return i in self._bodies
 
-    def note_clean(self, i: int) -> None:
-        """Entry ``i``'s line was read and needs nothing (what :meth:`entry` notes after a full read)."""
+    def note_clean_all(self, indices: Iterable[int]) -> None:
+        """The lines of entries ``indices`` were read and need nothing (what :meth:`entry` notes
+        after a full read)."""
         checked = self._checked
-        if i >= len(checked):
+        if len(checked) < len(self.heads):
             checked.extend(bytes(len(self.heads) - len(checked)))
-        checked[i] = 1
+        for i in indices:
+            checked[i] = 1
 
     def entry_by_id(self, entry_id: str) -> dict[str, Any]:
         return self.entry(self.require(entry_id))
