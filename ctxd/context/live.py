@@ -30,7 +30,6 @@ from ctxd.context.build import (
     _last_of,
     _last_of_message,
     _model,
-    _plain_message,
     _thinking,
     _trusted_usage,
     context_size,
@@ -254,10 +253,9 @@ class LiveContext:
         raws: dict[int, list[dict[str, Any]] | LazyRow] = {}
         bodies: dict[int, dict[str, Any]] = {}
         missing: list[int] = []
-        lazy: list[int] = []
+        lazy: list[tuple[int, Any]] = []
         may_defer = file.version == CURRENT_VERSION
-        for k, i in enumerate(indices):
-            head = hs[k]
+        for k, (i, head) in enumerate(zip(indices, hs, strict=True)):
             kind = head.type
             if kind == "compaction" and k > 0:
                 continue  # an older compaction inside the kept range shows nothing
@@ -270,8 +268,8 @@ class LiveContext:
                     if kind in _BODY_TYPES:
                         bodies[i] = reuse.bodies[i]
                     continue
-            if may_defer and _plain_message(head):
-                lazy.append(i)
+            if may_defer and kind == "message" and head.message.role:  # may_yield: it has a message
+                lazy.append((i, head))
             else:
                 missing.append(i)
         if lazy:
@@ -280,16 +278,15 @@ class LiveContext:
             raws[i] = entry_messages(body)
             if heads[i].type in _BODY_TYPES:
                 bodies[i] = body
-        for k, i in enumerate(indices):
-            if hs[k].type == "context_edit":
-                body = bodies[i]
-                st.edits[str(body.get("targetId", ""))] = body.get("replacement")
+        for i in [i for i, head in zip(indices, hs, strict=True) if head.type == "context_edit"]:
+            body = bodies[i]
+            st.edits[str(body.get("targetId", ""))] = body.get("replacement")
         st.pins = pins_version(file)
         edits = st.edits
         run: list[LazyRow] = []
-        for k, i in enumerate(indices):
-            head = hs[k]
-            raw = raws.get(i)
+        get = raws.get
+        for k, (i, head) in enumerate(zip(indices, hs, strict=True)):
+            raw = get(i)
             if type(raw) is LazyRow and not (edits and head.id in edits):
                 run.append(raw)  # the common case: added in bulk
                 continue
@@ -307,30 +304,36 @@ class LiveContext:
         self.state = st
         return st
 
-    def _defer(self, indices: list[int], raws: dict[int, list[dict[str, Any]] | LazyRow]) -> list[int]:
-        """Lazy rows for the message entries ``indices`` whose estimate is known (or read from their
-        lines: ``ctxd.context.line_estimate``) and whose line was read clean; the rest, to decode."""
+    def _defer(self, found: list[tuple[int, Any]], raws: dict[int, list[dict[str, Any]] | LazyRow]) -> list[int]:
+        """Lazy rows for the message entries ``found`` (index, head) whose estimate is known (or read
+        from their lines: ``ctxd.context.line_estimate``) and whose line was read clean; returns the
+        rest, to decode."""
         file = self.session.file
         estimates = self.session.estimates
-        recovered = [i for i in indices if file.recovered(i)] if file.keep_heads() else []
-        if recovered:
-            indices = [i for i in indices if not file.recovered(i)]
+        if file.keep_heads():
+            recovered = [i for i, _ in found if file.recovered(i)]
+            found = [(i, h) for i, h in found if not file.recovered(i)]
+        else:
+            recovered = []
+        indices = [i for i, _ in found]
         unknown = [i for i in indices if i not in estimates]
         if len(unknown) < len(indices):
-            unknown = sorted({*unknown, *file.unchecked(indices)})
+            unchecked = file.unchecked(indices)
+            unknown = sorted({*unknown, *unchecked}) if unknown else unchecked
         calls: dict[int, list[Call]] = {}
-        left = [*recovered, *(fill_estimates(file, unknown, estimates, calls) if unknown else [])]
-        if len(left) == len(indices) + len(recovered):
-            return left
+        left = fill_estimates(file, unknown, estimates, calls) if unknown else []
+        if len(left) == len(indices):
+            return [*recovered, *left]
         skip = set(left)
         view = BodyView.of(file)
         lines = file.lines
-        for i, head in zip(indices, _heads_of(file, indices), strict=True):
+        get = calls.get
+        for i, head in found:
             if i not in skip:
                 role = head.message.role
                 used = _trusted_usage(head) if role == "assistant" else None
-                raws[i] = LazyRow(role, head.id or "", lines[i], estimates[i], None, view, i, used, calls.get(i))
-        return left
+                raws[i] = LazyRow(role, head.id or "", lines[i], estimates[i], None, view, i, used, get(i))
+        return [*recovered, *left]
 
     @staticmethod
     def _add_rows(st: State, rows: list[LazyRow]) -> None:
