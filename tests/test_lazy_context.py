@@ -13,7 +13,7 @@ import pytest
 from factories import assistant, chain, tool_result, user, write
 
 from ctxd.compaction.plan import CompactionPlan, plan_compaction
-from ctxd.context import live as live_module
+from ctxd.context import live_rows as live_rows_module
 from ctxd.context.build import Context, build_context
 from ctxd.context.live import live_context
 from ctxd.errors import SessionError
@@ -125,7 +125,7 @@ def test_reopened_with_the_kept_index_no_line_is_read_to_build(tmp_path: Path, m
     def no_reading(*_: object, **__: object) -> list[int]:
         raise AssertionError("a line was read to estimate it")
 
-    monkeypatch.setattr(live_module, "fill_estimates", no_reading)
+    monkeypatch.setattr(live_rows_module, "fill_estimates", no_reading)
     again = Session.open(str(path))
     assert again.file.restored is not None
     ctx = live_context(again).context()

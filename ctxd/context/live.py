@@ -20,7 +20,6 @@ import gc
 import itertools
 import secrets
 from bisect import bisect_left
-from itertools import accumulate
 from typing import Any
 
 from ctxd.context.build import (
@@ -31,10 +30,9 @@ from ctxd.context.build import (
     _last_of_message,
     _model,
     _thinking,
-    _trusted_usage,
     context_size,
 )
-from ctxd.context.line_estimate import Call, fill_estimates
+from ctxd.context.live_rows import add_rows, defer, heads_of
 from ctxd.context.live_state import LazyRow, State
 from ctxd.context.pins import carried
 from ctxd.context.pins import version as pins_version
@@ -47,8 +45,6 @@ from ctxd.context.rules import (
 )
 from ctxd.context.tokens import estimate_tokens, valid_usage
 from ctxd.formats.codec import CURRENT_VERSION
-from ctxd.store.bodies import BodyView
-from ctxd.store.session_file import SessionFile
 from ctxd.tree.index import NONE
 from ctxd.tree.session import Session
 
@@ -249,7 +245,7 @@ class LiveContext:
             kept_pos={indices[k]: k for k in range(1, path.after)},
         )
         reuse = old if old is not None and old.generation == file.generation else None
-        hs = _heads_of(file, indices)
+        hs = heads_of(file, indices)
         raws: dict[int, list[dict[str, Any]] | LazyRow] = {}
         bodies: dict[int, dict[str, Any]] = {}
         missing: list[int] = []
@@ -273,7 +269,7 @@ class LiveContext:
             else:
                 missing.append(i)
         if lazy:
-            missing.extend(self._defer(lazy, raws))
+            missing.extend(defer(self.session, lazy, raws))
         for i, body in zip(missing, file.entries(missing), strict=True):
             raws[i] = entry_messages(body)
             if heads[i].type in _BODY_TYPES:
@@ -291,7 +287,7 @@ class LiveContext:
                 run.append(raw)  # the common case: added in bulk
                 continue
             if run:
-                self._add_rows(st, run)
+                add_rows(st, run)
                 run = []
             if head.type == "compaction" and k > 0:
                 self._push(st, i, [], None, hidden_compaction=True)
@@ -300,69 +296,9 @@ class LiveContext:
             if k == 0 and comp != NONE:
                 self._carry(st, carried(file, tree, comp, indices))
         if run:
-            self._add_rows(st, run)
+            add_rows(st, run)
         self.state = st
         return st
-
-    def _defer(self, found: list[tuple[int, Any]], raws: dict[int, list[dict[str, Any]] | LazyRow]) -> list[int]:
-        """Lazy rows for the message entries ``found`` (index, head) whose estimate is known (or read
-        from their lines: ``ctxd.context.line_estimate``) and whose line was read clean; returns the
-        rest, to decode."""
-        file = self.session.file
-        estimates = self.session.estimates
-        if file.keep_heads():
-            recovered = [i for i, _ in found if file.recovered(i)]
-            found = [(i, h) for i, h in found if not file.recovered(i)]
-        else:
-            recovered = []
-        indices = [i for i, _ in found]
-        unknown = [i for i in indices if i not in estimates]
-        if len(unknown) < len(indices):
-            unchecked = file.unchecked(indices)
-            unknown = sorted({*unknown, *unchecked}) if unknown else unchecked
-        calls: dict[int, list[Call]] = {}
-        left = fill_estimates(file, unknown, estimates, calls) if unknown else []
-        if len(left) == len(indices):
-            return [*recovered, *left]
-        skip = set(left)
-        view = BodyView.of(file)
-        lines = file.lines
-        get = calls.get
-        for i, head in found:
-            if i not in skip:
-                role = head.message.role
-                used = _trusted_usage(head) if role == "assistant" else None
-                raws[i] = LazyRow(role, head.id or "", lines[i], estimates[i], None, view, i, used, get(i))
-        return [*recovered, *left]
-
-    @staticmethod
-    def _add_rows(st: State, rows: list[LazyRow]) -> None:
-        """Add lazy rows at the end, each its own entry (what ``_push`` does for each, in bulk)."""
-        k0 = len(st.entries)
-        p0 = len(st.messages)
-        n = len(rows)
-        st.entries.extend(rows)
-        st.raw.extend(rows)
-        st.path.indices.extend([r.index for r in rows])
-        st.start.extend(range(p0, p0 + n))
-        st.messages.extend(rows)
-        st.ids.extend([r.entryId for r in rows])
-        st.owners.extend(range(k0, k0 + n))
-        tokens = [r.tokens for r in rows]
-        st.cum.extend(accumulate(tokens, initial=st.cum[-1]))
-        del st.cum[p0 + 1]  # accumulate repeats its initial value
-        systems = [j for j, r in enumerate(rows) if r.role == "system"]
-        if systems:
-            for j in systems:
-                tokens[j] = 0
-            st.systems.extend(p0 + j for j in systems)
-            st.system_version += len(systems)
-        st.cum_other.extend(accumulate(tokens, initial=st.cum_other[-1]))
-        del st.cum_other[p0 + 1]
-        used = [(p0 + j, r.used) for j, r in enumerate(rows) if r.used is not None]
-        if used:
-            st.usage.extend(p for p, _ in used)
-            st.used.extend(u for _, u in used)  # type: ignore[misc]
 
     def _carry(self, st: State, pinned: list[tuple[int, dict[str, Any]]]) -> None:
         """The pinned messages the compaction carries, after its own (as build_context inserts them)."""
@@ -437,19 +373,6 @@ class LiveContext:
         if usage is not None:
             st.usage.append(p)
             st.used.append(usage)
-
-
-def _heads_of(file: SessionFile, indices: list[int]) -> list[Any]:
-    """``[file.heads[i] for i in indices]``: read from the list where held, and the heads let go
-    (a big file's, or an index read back from the cache) decoded in one pass over their lines."""
-    heads = file.heads
-    get = list.__getitem__
-    out = [get(heads, i) for i in indices]
-    if None in out:
-        missing = sorted({i for h, i in zip(out, indices, strict=True) if h is None})
-        file.read_heads(missing, lambda i, head: list.__setitem__(heads, i, head))
-        out = [get(heads, i) for i in indices]
-    return out
 
 
 def live_context(session: Session) -> LiveContext:
