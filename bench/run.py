@@ -225,6 +225,13 @@ def section_contexts(names: list[str], rounds: int, appends: int) -> dict[str, A
         )
         table.row("  build after 1 append, p99", ours["after_append_p99_ms"], p.get("after_append_p99_ms"), fmt=".3f")
         table.row("  compaction plan, cold", ours["plan_cold_ms"], p.get("plan_cold_ms"), ratio_limit=0.5)
+        if "build_kept_index_ms" in ours:
+            table.row(
+                "  context build, reopened with the kept index", ours["build_kept_index_ms"], p.get("build_cold_ms")
+            )
+            table.row(
+                "  compaction plan, reopened with the kept index", ours["plan_kept_index_ms"], p.get("plan_cold_ms")
+            )
         table.row("  compaction plan, warm", ours["plan_warm_ms"], p.get("plan_warm_ms"), limit=5, ratio_limit=0.5)
         table.row("  compaction plan after appends", ours["plan_after_append_ms"], None, limit=5, pi_expected=False)
         table.row("  peak RSS (MB), after open", ours["rss_open_mb"], p.get("rss_open_mb"), fmt=".0f")
@@ -327,6 +334,13 @@ def section_open(names: list[str], rounds: int) -> dict[str, Any]:
             how = f"read {r['read_bytes'] / 1e3:,.0f} KB" + ("" if r["restored"] else ", NOT from the index")
             table.row(
                 f"  reopen, {label} (ms; {how})", r["open_ms"], limit=30 if name == "100k" else None, pi_expected=False
+            )
+        if "open_build_ms" in reopen:
+            table.row(
+                "  reopen unchanged + first build (ms)",
+                reopen["open_build_ms"],
+                limit=20 if name == "10k" else None,
+                pi_expected=False,
             )
     table.print()
     return results

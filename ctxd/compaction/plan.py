@@ -17,12 +17,13 @@ from typing import Any
 
 import attrs
 
-from ctxd.compaction.fileops import FileOps, extract_file_ops, file_lists
-from ctxd.context.build import Context, pinned_tokens
+from ctxd.compaction.fileops import FileOps, file_lists
+from ctxd.compaction.plan_rows import Rows, file_ops_of, messages_of
+from ctxd.context.build import Context, ContextMessage, pinned_tokens
 from ctxd.context.live import live_context
-from ctxd.context.live_state import State
+from ctxd.context.live_state import LazyRow, State
 from ctxd.context.project import ProjectedEntry, Projection
-from ctxd.context.rules import is_cut_point, starts_turn
+from ctxd.context.rules import CUT_POINT_ROLES, TURN_START_ROLES
 from ctxd.tree.session import Session
 
 
@@ -33,8 +34,8 @@ class CompactionPlan:
     firstKeptLine: int
     isSplitTurn: bool
     turnStartLine: int | None
-    messagesToSummarize: list[dict[str, Any]]
-    turnPrefixMessages: list[dict[str, Any]]
+    _to_summarize: list[dict[str, Any]] | Rows = attrs.field(alias="messagesToSummarize")
+    _turn_prefix: list[dict[str, Any]] | Rows = attrs.field(alias="turnPrefixMessages")
     tokensBefore: int
     estimatedTokensAfter: int
     previousSummary: str | None
@@ -47,6 +48,17 @@ class CompactionPlan:
     systemMessage: dict[str, Any] | None = None
     """The prompt state at the leaf (pi's current system message), carried by the compaction entry."""
 
+    @property
+    def messagesToSummarize(self) -> list[dict[str, Any]]:
+        """The messages to summarise (decoded when first read: see ``ctxd.compaction.plan_rows``)."""
+        found = self._to_summarize = messages_of(self._to_summarize)
+        return found
+
+    @property
+    def turnPrefixMessages(self) -> list[dict[str, Any]]:
+        found = self._turn_prefix = messages_of(self._turn_prefix)
+        return found
+
     def to_json(self, *, with_messages: bool = False) -> dict[str, Any]:
         out: dict[str, Any] = {
             "leafId": self.leafId,
@@ -54,8 +66,8 @@ class CompactionPlan:
             "firstKeptLine": self.firstKeptLine,
             "isSplitTurn": self.isSplitTurn,
             "turnStartLine": self.turnStartLine,
-            "messagesToSummarize": len(self.messagesToSummarize),
-            "turnPrefixMessages": len(self.turnPrefixMessages),
+            "messagesToSummarize": len(self._to_summarize),
+            "turnPrefixMessages": len(self._turn_prefix),
             "tokensBefore": self.tokensBefore,
             "estimatedTokensAfter": self.estimatedTokensAfter,
             "keptMessages": self.keptMessages,
@@ -129,7 +141,7 @@ def plan_compaction(
         if isinstance(details, dict) and not prev_body.get("fromHook"):
             previous_details = details
     ops = _summarized_ops(st, start, history_end)
-    ops.update(extract_file_ops(prefix))
+    ops.update(file_ops_of(prefix))
     read_files, modified_files = file_lists(ops, previous_details)
 
     # The context after it: the prompt state and the summary, then the kept messages (system
@@ -148,8 +160,8 @@ def plan_compaction(
         firstKeptLine=file.lines[first],
         isSplitTurn=split,
         turnStartLine=file.lines[entries[turn_start].index] if split and turn_start is not None else None,
-        messagesToSummarize=to_summarize,
-        turnPrefixMessages=prefix,
+        messagesToSummarize=Rows(to_summarize),
+        turnPrefixMessages=Rows(prefix),
         tokensBefore=tokens_before,
         estimatedTokensAfter=after,
         previousSummary=previous_summary,
@@ -225,12 +237,19 @@ def find_cut_point(
 
 
 def _cut_point(entry: ProjectedEntry, heads: list[Any]) -> bool:
-    return heads[entry.index].type != "compaction" and is_cut_point(entry.messages)
+    return heads[entry.index].type != "compaction" and not CUT_POINT_ROLES.isdisjoint(_roles(entry))
 
 
 def _turn_start(entry: ProjectedEntry, heads: list[Any]) -> bool:
     """pi's ``isProjectedTurnStart``: the entry shows a message that begins a turn."""
-    return heads[entry.index].type != "compaction" and starts_turn(entry.messages)
+    return heads[entry.index].type != "compaction" and not TURN_START_ROLES.isdisjoint(_roles(entry))
+
+
+def _roles(entry: ProjectedEntry | LazyRow) -> list[Any]:
+    """The roles of the messages an entry shows (a lazy row's from the index, without decoding it)."""
+    if isinstance(entry, LazyRow):
+        return [entry.role]
+    return [m.get("role") for m in entry.messages]
 
 
 def _cut_by_tokens(projection: Projection, heads: list[Any], sizes: Sequence[int], start: int, keep: int) -> int | None:
@@ -282,8 +301,8 @@ def _role(head: Any) -> str | None:
     return head.message.role if head.type == "message" and head.message is not None else None
 
 
-def _collect(st: State, a: int, b: int) -> tuple[list[dict[str, Any]], list[str]]:
-    """The messages to summarise from entries ``a`` to ``b`` (pi's
+def _collect(st: State, a: int, b: int) -> tuple[list[ContextMessage], list[str]]:
+    """The rows of the messages to summarise from entries ``a`` to ``b`` (pi's
     ``getMessagesFromProjectedEntryForCompaction``): no compaction's, and no system messages (prompt
     state, carried by the compaction entry). Slices of the kept context when no system message is
     in the range."""
@@ -291,9 +310,9 @@ def _collect(st: State, a: int, b: int) -> tuple[list[dict[str, Any]], list[str]
     systems = st.systems
     first_system = bisect_left(systems, pa)
     if first_system == len(systems) or systems[first_system] >= pb:
-        return st.agent[pa:pb], st.ids[pa:pb]
+        return st.messages[pa:pb], st.ids[pa:pb]
     keep = [p for p in range(pa, pb) if st.messages[p].role != "system"]
-    return [st.agent[p] for p in keep], [st.ids[p] for p in keep]
+    return [st.messages[p] for p in keep], [st.ids[p] for p in keep]
 
 
 def _message_range(st: State, a: int, b: int) -> tuple[int, int]:
@@ -324,7 +343,7 @@ def _summarized_ops(st: State, a: int, b: int) -> FileOps:
     if not isinstance(carried, _OpsSoFar) or carried.origin != pa or carried.upto > pb:
         carried = st.plan_cache = _OpsSoFar(pa, pa, FileOps())
     if pb > carried.upto:
-        carried.ops.update(extract_file_ops(st.agent[carried.upto : pb]))
+        carried.ops.update(file_ops_of(st.messages[carried.upto : pb]))
         carried.upto = pb
     out = FileOps()
     out.update(carried.ops)

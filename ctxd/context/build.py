@@ -13,9 +13,11 @@ from typing import Any
 
 import attrs
 
+from ctxd.context.line_estimate import fill_estimates
 from ctxd.context.pins import carried
 from ctxd.context.pins import version as pins_version
 from ctxd.context.project import context_path, entry_tokens, project, projected_estimate
+from ctxd.context.rows import ContextMessage, materialize
 from ctxd.context.rules import (
     USAGE_INVALIDATORS,
     compaction_summary,
@@ -25,8 +27,8 @@ from ctxd.context.rules import (
     may_yield,
     timestamp_ms,
 )
-from ctxd.context.tokens import estimate_tokens, usage_tokens
-from ctxd.formats.codec import LineHead
+from ctxd.context.tokens import estimate_tokens
+from ctxd.formats.codec import CURRENT_VERSION, LineHead
 from ctxd.store.session_file import SessionFile
 from ctxd.tree.index import NONE, TreeIndex
 
@@ -38,30 +40,11 @@ __all__ = [
     "compaction_message",
     "context_size",
     "entry_message",
+    "materialize",
     "timestamp_ms",
 ]
 
 compaction_message = compaction_summary
-
-
-@attrs.define
-class ContextMessage:
-    role: str
-    entryId: str
-    line: int
-    tokens: int
-    message: dict[str, Any]
-
-    def to_json(self, *, with_message: bool = True) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            "role": self.role,
-            "entryId": self.entryId,
-            "line": self.line,
-            "tokens": self.tokens,
-        }
-        if with_message:
-            out["message"] = self.message
-        return out
 
 
 @attrs.define
@@ -84,10 +67,13 @@ class Context:
         return f"{self.provider}/{self.modelId}" if self.provider else self.modelId
 
     def agent_messages(self) -> list[dict[str, Any]]:
+        materialize(self.messages)
         return [m.message for m in self.messages]
 
     def to_json(self, *, with_messages: bool = True, start: int = 0) -> dict[str, Any]:
         """``start``: leave out the messages before it (the caller has them already)."""
+        if with_messages:
+            materialize(self.messages[start:])
         return {
             "leafId": self.leafId,
             "model": self.model,
@@ -326,21 +312,40 @@ def _yields(session: SessionFile, i: int) -> bool:
 
 
 def _estimate(session: SessionFile, indices: list[int], estimates: dict[int, int]) -> None:
-    """Fill ``estimates`` for ``indices`` not in it yet (one batched read)."""
+    """Fill ``estimates`` for ``indices`` not in it yet: message entries from their lines where they
+    can be (``ctxd.context.line_estimate``), the rest from their bodies (one batched read)."""
     missing = [j for j in indices if j not in estimates]
+    if missing and session.version == CURRENT_VERSION:
+        heads = session.heads
+        quick = [j for j in missing if _plain_message(heads[j]) and not session.recovered(j)]
+        if quick:
+            fill_estimates(session, quick, estimates)
+            missing = [j for j in missing if j not in estimates]
     for j, body in zip(missing, session.entries(missing), strict=True):
         found = entry_message(body)
         estimates[j] = estimate_tokens(found) if found is not None else 0
 
 
+def _plain_message(head: LineHead) -> bool:
+    """A ``message`` entry whose role the index knows (what a line estimate can read)."""
+    return head.type == "message" and head.message is not None and bool(head.message.role)
+
+
 def _trusted_usage(head: LineHead) -> int | None:
-    """The context size an assistant entry's usage reports, if pi uses it (see ``tokens.valid_usage``)."""
+    """The context size an assistant entry's usage reports, if pi uses it (``tokens.valid_usage`` on
+    the index's usage: ``calculateContextTokens``, NaN and sizes not above 0 skipped)."""
     msg = head.message
     if msg is None or msg.role != "assistant" or msg.usage is None or msg.stopReason in ("aborted", "error"):
         return None
     u = msg.usage
-    parts = {"input": u.input, "output": u.output, "cacheRead": u.cacheRead, "cacheWrite": u.cacheWrite}
-    tokens = usage_tokens({**parts, "totalTokens": u.totalTokens})
+    total = u.totalTokens  # a number or None (the index keeps no other type)
+    if total:
+        tokens = float(total)
+    else:
+        parts = (u.input, u.output, u.cacheRead, u.cacheWrite)
+        if None in parts:
+            return None  # NaN in pi
+        tokens = float(sum(parts))  # type: ignore[arg-type]
     return int(tokens) if tokens > 0 else None
 
 

@@ -32,7 +32,8 @@ from ctxd.context.build import (
     _thinking,
     context_size,
 )
-from ctxd.context.live_state import State
+from ctxd.context.live_rows import add_rows, defer, heads_of
+from ctxd.context.live_state import LazyRow, State
 from ctxd.context.pins import carried
 from ctxd.context.pins import version as pins_version
 from ctxd.context.project import ContextPath, ProjectedEntry, context_path, entry_tokens
@@ -43,6 +44,7 @@ from ctxd.context.rules import (
     may_yield,
 )
 from ctxd.context.tokens import estimate_tokens, valid_usage
+from ctxd.formats.codec import CURRENT_VERSION
 from ctxd.tree.index import NONE
 from ctxd.tree.session import Session
 
@@ -206,9 +208,10 @@ class LiveContext:
         if m < len(st.messages):
             st.plan_cache = None  # it may cover messages that leave
         del st.entries[keep:], st.raw[keep:], st.start[keep:], st.path.indices[keep:]
-        del st.messages[m:], st.agent[m:], st.ids[m:], st.owners[m:]
+        del st.messages[m:], st.ids[m:], st.owners[m:]
         del st.cum[m + 1 :], st.cum_other[m + 1 :]
-        del st.usage[bisect_left(st.usage, m) :]
+        cut = bisect_left(st.usage, m)
+        del st.usage[cut:], st.used[cut:]
         cut = bisect_left(st.systems, m)
         if cut < len(st.systems):
             del st.systems[cut:]
@@ -242,14 +245,17 @@ class LiveContext:
             kept_pos={indices[k]: k for k in range(1, path.after)},
         )
         reuse = old if old is not None and old.generation == file.generation else None
-        raws: dict[int, list[dict[str, Any]]] = {}
+        hs = heads_of(file, indices)
+        raws: dict[int, list[dict[str, Any]] | LazyRow] = {}
         bodies: dict[int, dict[str, Any]] = {}
         missing: list[int] = []
-        for k, i in enumerate(indices):
-            kind = heads[i].type
+        lazy: list[tuple[int, Any]] = []
+        may_defer = file.version == CURRENT_VERSION
+        for k, (i, head) in enumerate(zip(indices, hs, strict=True)):
+            kind = head.type
             if kind == "compaction" and k > 0:
                 continue  # an older compaction inside the kept range shows nothing
-            if kind != "context_edit" and not may_yield(heads[i]):
+            if kind != "context_edit" and not may_yield(head):
                 continue
             if reuse is not None:
                 ko = reuse.position(i, tree.depth)
@@ -258,23 +264,39 @@ class LiveContext:
                     if kind in _BODY_TYPES:
                         bodies[i] = reuse.bodies[i]
                     continue
-            missing.append(i)
+            if may_defer and kind == "message" and head.message.role:  # may_yield: it has a message
+                lazy.append((i, head))
+            else:
+                missing.append(i)
+        if lazy:
+            missing.extend(defer(self.session, lazy, raws))
         for i, body in zip(missing, file.entries(missing), strict=True):
             raws[i] = entry_messages(body)
             if heads[i].type in _BODY_TYPES:
                 bodies[i] = body
-        for i in indices:
-            if heads[i].type == "context_edit":
-                body = bodies[i]
-                st.edits[str(body.get("targetId", ""))] = body.get("replacement")
+        for i in [i for i, head in zip(indices, hs, strict=True) if head.type == "context_edit"]:
+            body = bodies[i]
+            st.edits[str(body.get("targetId", ""))] = body.get("replacement")
         st.pins = pins_version(file)
-        for k, i in enumerate(indices):
-            if heads[i].type == "compaction" and k > 0:
+        edits = st.edits
+        run: list[LazyRow] = []
+        get = raws.get
+        for k, (i, head) in enumerate(zip(indices, hs, strict=True)):
+            raw = get(i)
+            if type(raw) is LazyRow and not (edits and head.id in edits):
+                run.append(raw)  # the common case: added in bulk
+                continue
+            if run:
+                add_rows(st, run)
+                run = []
+            if head.type == "compaction" and k > 0:
                 self._push(st, i, [], None, hidden_compaction=True)
             else:
-                self._push(st, i, raws.get(i, []), bodies.get(i))
+                self._push(st, i, raw if raw is not None else [], bodies.get(i))
             if k == 0 and comp != NONE:
                 self._carry(st, carried(file, tree, comp, indices))
+        if run:
+            add_rows(st, run)
         self.state = st
         return st
 
@@ -291,20 +313,23 @@ class LiveContext:
         self,
         st: State,
         i: int,
-        raw: list[dict[str, Any]],
+        raw: list[dict[str, Any]] | LazyRow,
         body: dict[str, Any] | None,
         *,
         hidden_compaction: bool = False,
     ) -> None:
-        """Add entry ``i`` at the end of the projection (``raw``: its messages before edits)."""
+        """Add entry ``i`` at the end of the projection (``raw``: its messages before edits, or the
+        lazy row of its one message)."""
         file = self.session.file
         head = file.heads[i]
         k = len(st.entries)
         kind = head.type
+        edited = not hidden_compaction and head.id is not None and head.id in st.edits
+        if isinstance(raw, LazyRow):
+            raw = [raw.message]  # an edit replaces its content (unedited lazy rows go in bulk)
         if hidden_compaction:
             entry = ProjectedEntry(i, [], True, False)
         else:
-            edited = head.id is not None and head.id in st.edits
             shown = apply_edit(raw, st.edits[head.id or ""]) if edited else raw
             entry = ProjectedEntry(i, shown, bool(raw), edited)
         st.entries.append(entry)
@@ -324,24 +349,30 @@ class LiveContext:
         for message, tokens in zip(entry.messages, entry_tokens(entry, self.session.estimates), strict=True):
             self._add_message(st, k, message, entry_id, line, tokens)
 
-    @staticmethod
-    def _add_message(st: State, k: int, message: dict[str, Any], entry_id: str, line: int, tokens: int) -> None:
-        p = len(st.messages)
+    @classmethod
+    def _add_message(cls, st: State, k: int, message: dict[str, Any], entry_id: str, line: int, tokens: int) -> None:
         role = str(message.get("role", ""))
-        st.messages.append(ContextMessage(role, entry_id, line, tokens, message))
-        st.agent.append(message)
-        st.ids.append(entry_id)
+        usage = valid_usage(message) if role == "assistant" else None
+        cls._add_row(st, k, ContextMessage(role, entry_id, line, tokens, message), usage)
+
+    @staticmethod
+    def _add_row(st: State, k: int, row: ContextMessage, usage: int | None) -> None:
+        p = len(st.messages)
+        tokens = row.tokens
+        st.messages.append(row)
+        st.ids.append(row.entryId)
         st.owners.append(k)
         cum, cum_other = st.cum, st.cum_other
         cum.append(cum[-1] + tokens)
-        if role == "system":
+        if row.role == "system":
             cum_other.append(cum_other[-1])
             st.systems.append(p)
             st.system_version += 1
         else:
             cum_other.append(cum_other[-1] + tokens)
-        if role == "assistant" and valid_usage(message) is not None:
+        if usage is not None:
             st.usage.append(p)
+            st.used.append(usage)
 
 
 def live_context(session: Session) -> LiveContext:

@@ -3,17 +3,17 @@ message decoded and estimated, in parallel lists, and the sums pi's projected si
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Iterator, Sequence
+from typing import Any, ClassVar, overload
 
 import attrs
 
-from ctxd.context.build import ContextMessage
+from ctxd.context.build import ContextMessage, materialize
 from ctxd.context.project import ContextPath, ProjectedEntry, Projection
 from ctxd.context.rules import current_system_message
-from ctxd.context.tokens import estimate_tokens, valid_usage
+from ctxd.context.tokens import estimate_tokens
 
-__all__ = ["State"]
+__all__ = ["Agent", "LazyRow", "State"]
 
 
 @attrs.define(eq=False)
@@ -22,7 +22,7 @@ class State:
 
     Per projected entry ``k``: ``entries[k]`` (messages after edits), ``raw[k]`` (before edits),
     ``start[k]`` (its first message's position). Per message ``p``: ``messages[p]``, ``agent[p]``
-    (the message dict), ``ids[p]`` (its entry id), ``owners[p]`` (its entry's ``k``),
+    (the message dict, decoded when read), ``ids[p]`` (its entry id), ``owners[p]`` (its entry's ``k``),
     ``cum[p + 1]`` / ``cum_other[p + 1]`` (running estimates: all, and all but system messages).
     """
 
@@ -33,17 +33,18 @@ class State:
     base: int
     """Position of an entry after the compaction: ``base + depth``."""
     kept_pos: dict[int, int]
-    entries: list[ProjectedEntry] = attrs.field(factory=list)
-    raw: list[list[dict[str, Any]]] = attrs.field(factory=list)
+    entries: list[ProjectedEntry | LazyRow] = attrs.field(factory=list)
+    raw: list[list[dict[str, Any]] | LazyRow] = attrs.field(factory=list)
     start: list[int] = attrs.field(factory=list)
     messages: list[ContextMessage] = attrs.field(factory=list)
-    agent: list[dict[str, Any]] = attrs.field(factory=list)
     ids: list[str] = attrs.field(factory=list)
     owners: list[int] = attrs.field(factory=list)
     cum: list[int] = attrs.field(factory=lambda: [0])
     cum_other: list[int] = attrs.field(factory=lambda: [0])
     usage: list[int] = attrs.field(factory=list)
     """Positions of messages with a usage pi trusts."""
+    used: list[int] = attrs.field(factory=list)
+    """The context size each of those usages reports (pi's ``getAssistantUsage``)."""
     systems: list[int] = attrs.field(factory=list)
     """Positions of system messages."""
     invalidators: list[int] = attrs.field(factory=list)
@@ -66,9 +67,15 @@ class State:
     def leaf(self) -> int:
         return self.path.leaf
 
+    @property
+    def agent(self) -> Agent:
+        """The message dicts (``messages[p].message``), decoded when read (slices in one batch)."""
+        return Agent(self.messages)
+
     def projection(self) -> Projection:
-        """The state as a :class:`Projection` (shared lists: read only)."""
-        return Projection(self.path, self.entries, self.bodies)
+        """The state as a :class:`Projection` (shared lists: read only; an entry may be a
+        :class:`LazyRow`, which reads as a ProjectedEntry)."""
+        return Projection(self.path, self.entries, self.bodies)  # type: ignore[arg-type]
 
     def entry_end(self, k: int) -> int:
         """Position after the last message of entry ``k``."""
@@ -100,13 +107,48 @@ class State:
             u = self.usage[-1]
             k = self.owners[u]
             if k >= self.path.after and (not self.invalidators or self.invalidators[-1] < k):
-                used = valid_usage(self.agent[u])
-                if used is not None:
-                    return used + self.cum[n] - self.cum[u + 1]
+                return self.used[-1] + self.cum[n] - self.cum[u + 1]
         return self.system()[1] + self.cum_other[n]
 
     def sizes(self) -> _EntrySizes:
         return _EntrySizes(self)
+
+
+class Agent(Sequence[dict[str, Any]]):
+    """A state's message dicts, read through its rows (see :class:`ContextMessage`)."""
+
+    def __init__(self, rows: list[ContextMessage]) -> None:
+        self.rows = rows
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    @overload
+    def __getitem__(self, p: int) -> dict[str, Any]: ...
+    @overload
+    def __getitem__(self, p: slice) -> list[dict[str, Any]]: ...
+    def __getitem__(self, p: int | slice) -> dict[str, Any] | list[dict[str, Any]]:
+        if isinstance(p, slice):
+            rows = self.rows[p]
+            materialize(rows)
+            return [row.message for row in rows]
+        return self.rows[p].message
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        return iter(self[:])
+
+
+class LazyRow(ContextMessage, gc=False, eq=False):
+    """A message entry's one message, not decoded yet, standing in the state both as its row in
+    ``messages`` and as its entry in ``entries`` (what a :class:`ProjectedEntry` would say of it:
+    visible, not edited, its messages this one row); one object instead of four per entry."""
+
+    visible: ClassVar[bool] = True
+    edited: ClassVar[bool] = False
+
+    @property
+    def messages(self) -> Agent:
+        return Agent([self])
 
 
 class _EntrySizes(Sequence[int]):

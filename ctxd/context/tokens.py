@@ -25,6 +25,7 @@ IMAGE_CHARS = 4800
 
 _SURROGATE = lazy_compile("[\ud800-\udfff]")
 _encode = msgspec.json.Encoder().encode
+_decode_any = msgspec.json.Decoder().decode
 
 
 def js_len(text: str) -> int:
@@ -96,6 +97,41 @@ def js_json_len(value: Any) -> int:
         data = _encode(value)
         return len(data) if data.isascii() else js_len(data.decode())
     return js_len(js_json(value))
+
+
+_DIGITS = bytes(0x30 if 0x30 <= c <= 0x39 else 0x20 for c in range(256))
+_LONG_NUMBER = b"0" * 22
+"""Enough digits in a row for an integer of 1e21 or more (JavaScript then writes an exponent)."""
+
+
+def _no_float(_: str) -> Any:
+    raise ValueError("a float")
+
+
+_decode_no_float = msgspec.json.Decoder(float_hook=_no_float).decode
+
+
+def js_json_len_raw(raw: bytes | msgspec.Raw) -> int:
+    """``js_json_len`` of the JSON value written as ``raw`` (see :func:`js_json_len_and_value`)."""
+    return js_json_len_and_value(raw)[0]
+
+
+def js_json_len_and_value(raw: bytes | msgspec.Raw) -> tuple[int, Any]:
+    """``js_json_len`` of the JSON value written as ``raw``, and the value, without a Python walk
+    over it: msgspec decodes it (refusing floats) and re-encodes it as ``JSON.stringify`` would
+    write it when there is no float, no integer of 1e21 or more and no escape that could be a lone
+    surrogate (else the walk)."""
+    raw = bytes(raw)
+    if b"\\u" not in raw and (len(raw) < 22 or _LONG_NUMBER not in raw.translate(_DIGITS)):
+        try:
+            value = _decode_no_float(raw)
+        except (msgspec.ValidationError, ValueError):
+            pass
+        else:
+            data = _encode(value)
+            return (len(data) if data.isascii() else js_len(data.decode())), value
+    value = _decode_any(raw)
+    return js_json_len(value), value
 
 
 def _needs_js_walk(value: Any) -> bool:

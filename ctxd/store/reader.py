@@ -28,6 +28,7 @@ from ctxd.errors import (
 from ctxd.formats.codec import CURRENT_VERSION, LineHead, decode_any, dumps_line
 from ctxd.formats.migrate import migrate_body, migrate_head_roles, migrate_heads
 from ctxd.store import index_cache
+from ctxd.store.bodies import BodyView
 from ctxd.store.files import Clock, open_regular
 from ctxd.store.heads import Heads, HeadSink, read_heads
 from ctxd.store.private import FileMark, grown_stat
@@ -110,6 +111,8 @@ class SessionReader:
         """The bytes the last read indexed (start, end): a reopen from the cache reads only the new ones."""
         self.restored: tuple[int, dict[str, Any]] | None = None
         """(entries, what the layers above saved) when the index was read back from the cache."""
+        self._view: BodyView | None = None
+        """The bodies as of this read (see :mod:`ctxd.store.bodies`), made when first asked for."""
 
     @classmethod
     def open(cls, path: str, **kwargs: Any) -> Self:
@@ -269,6 +272,34 @@ class SessionReader:
         finally:
             os.close(fd)
         return out
+
+    def body_checked(self, i: int) -> bool:
+        """Whether entry ``i``'s line was read once and is served as it is (no problem to report)."""
+        checked = self._checked
+        return i < len(checked) and checked[i] == 1 and i not in self._bodies
+
+    def unchecked(self, indices: Iterable[int]) -> list[int]:
+        """Those of ``indices`` whose line was not read clean yet (see :meth:`body_checked`)."""
+        checked = self._checked
+        n = len(checked)
+        out = [i for i in indices if i >= n or not checked[i]]
+        bodies = self._bodies
+        if bodies:
+            out.extend(i for i in indices if i in bodies and i < n and checked[i])
+        return out
+
+    def recovered(self, i: int) -> bool:
+        """Whether entry ``i``'s body is served from memory (a line recovered or repaired when read)."""
+        return i in self._bodies
+
+    def note_clean_all(self, indices: Iterable[int]) -> None:
+        """The lines of entries ``indices`` were read and need nothing (what :meth:`entry` notes
+        after a full read)."""
+        checked = self._checked
+        if len(checked) < len(self.heads):
+            checked.extend(bytes(len(self.heads) - len(checked)))
+        for i in indices:
+            checked[i] = 1
 
     def entry_by_id(self, entry_id: str) -> dict[str, Any]:
         return self.entry(self.require(entry_id))

@@ -18,6 +18,9 @@ from ctxd.store.session_file import LEAF, LEAF_MARKER, Durability, RefreshResult
 from ctxd.store.transcript import open_session_file
 from ctxd.tree.index import NONE, TreeIndex
 
+ESTIMATES_WORTH_SAVING = 256
+"""New token estimates that make closing a session keep its index again (a context of a few hundred
+messages then builds from the index alone on the next open, without reading a body)."""
 RELEASE_AT = 20_000
 """Files with at least this many entries let their heads go once the tree is built (see
 :mod:`ctxd.store.heads`): a million entries would otherwise hold 700 MB of them."""
@@ -116,7 +119,7 @@ class Session:
         try:
             n = len(self.file)
             saved = self._saved
-            grown = saved is None or n != saved[0] or len(self.estimates) - saved[1] >= 1000
+            grown = saved is None or n != saved[0] or len(self.estimates) - saved[1] >= ESTIMATES_WORTH_SAVING
             if n >= INDEX_MIN_ENTRIES and grown and not self.file.read_only:
                 self.save_index()
         finally:

@@ -1,0 +1,80 @@
+"""What a compaction plan reads of the messages it summarises, without decoding them first.
+
+A plan names thousands of messages and reads few of them: the file operations of their tool calls
+(:func:`file_ops_of`, from each line's tool calls alone: ``ctxd.context.line_estimate.line_calls``)
+and, only when a summariser asks, the messages themselves (:class:`Rows`, decoded on first read).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from ctxd.compaction.fileops import FileOps, call_file_ops, extract_file_ops
+from ctxd.context.build import ContextMessage
+from ctxd.context.line_estimate import Call, line_calls
+from ctxd.context.live_state import Agent
+from ctxd.store.bodies import raw_lines
+
+__all__ = ["Rows", "file_ops_of", "messages_of"]
+
+_CALLERS = frozenset({"assistant", "toolResult"})
+
+
+class Rows(Agent):
+    """Messages of a context's rows, decoded in one batch when first read."""
+
+    def messages(self) -> list[dict[str, Any]]:
+        return self[:]
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Rows | list):
+            return self.messages() == list(other)
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"Rows({len(self.rows)} messages)"
+
+
+def messages_of(value: list[dict[str, Any]] | Rows) -> list[dict[str, Any]]:
+    """The message list of a plan field (decoding a :class:`Rows` once)."""
+    return value.messages() if isinstance(value, Rows) else value
+
+
+def file_ops_of(rows: Sequence[ContextMessage]) -> FileOps:
+    """``extract_file_ops`` of the rows' messages, reading only the tool calls of rows not decoded yet."""
+    ops = FileOps()
+    lazy: list[ContextMessage] = []
+    for row in rows:
+        if row.role not in _CALLERS:
+            continue
+        if row.calls is not None:
+            _add_calls(ops, row.calls)
+        elif row.source >= 0:
+            lazy.append(row)
+        else:
+            ops.update(extract_file_ops([row.message]))
+    if not lazy:
+        return ops
+    by_view: dict[int, list[ContextMessage]] = {}
+    for row in lazy:
+        by_view.setdefault(id(row._view), []).append(row)
+    for group in by_view.values():
+        view = group[0]._view
+        assert view is not None
+        view.check()  # the lines are still the entries these rows were made from
+        for row, raw in zip(group, raw_lines(view.reader, [row.source for row in group]), strict=True):
+            calls = line_calls(raw)
+            if calls is None:
+                ops.update(extract_file_ops([row.message]))
+            else:
+                _add_calls(ops, calls)
+    return ops
+
+
+def _add_calls(ops: FileOps, calls: list[Call]) -> None:
+    for name, arguments in calls:
+        for op, path in call_file_ops(name, arguments):
+            ops.add(op, path)

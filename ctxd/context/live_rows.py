@@ -1,0 +1,95 @@
+"""The rows of a cold build: message entries made lazy rows in bulk (``ctxd.context.live``).
+
+A rebuild of the kept context turns each message entry whose estimate is known and whose line was
+read clean into a :class:`ctxd.context.live_state.LazyRow` (its message decoded only when read),
+estimating the others from their lines first (``ctxd.context.line_estimate``), and adds runs of such
+rows to the state in bulk: what ``LiveContext._push`` does for one entry, for thousands at once.
+"""
+
+from __future__ import annotations
+
+from itertools import accumulate
+from typing import Any
+
+from ctxd.context.build import _trusted_usage
+from ctxd.context.line_estimate import Call, fill_estimates
+from ctxd.context.live_state import LazyRow, State
+from ctxd.store.bodies import BodyView
+from ctxd.store.session_file import SessionFile
+from ctxd.tree.session import Session
+
+__all__ = ["add_rows", "defer", "heads_of"]
+
+
+def defer(session: Session, found: list[tuple[int, Any]], raws: dict[int, list[dict[str, Any]] | LazyRow]) -> list[int]:
+    """Lazy rows for the message entries ``found`` (index, head) whose estimate is known (or read
+    from their lines: ``ctxd.context.line_estimate``) and whose line was read clean; returns the
+    rest, to decode."""
+    file = session.file
+    estimates = session.estimates
+    if file.keep_heads():
+        recovered = [i for i, _ in found if file.recovered(i)]
+        found = [(i, h) for i, h in found if not file.recovered(i)]
+    else:
+        recovered = []
+    indices = [i for i, _ in found]
+    unknown = [i for i in indices if i not in estimates]
+    if len(unknown) < len(indices):
+        unchecked = file.unchecked(indices)
+        unknown = sorted({*unknown, *unchecked}) if unknown else unchecked
+    calls: dict[int, list[Call]] = {}
+    left = fill_estimates(file, unknown, estimates, calls) if unknown else []
+    if len(left) == len(indices):
+        return [*recovered, *left]
+    skip = set(left)
+    view = BodyView.of(file)
+    lines = file.lines
+    get = calls.get
+    for i, head in found:
+        if i not in skip:
+            role = head.message.role
+            used = _trusted_usage(head) if role == "assistant" else None
+            raws[i] = LazyRow(role, head.id or "", lines[i], estimates[i], None, view, i, used, get(i))
+    return [*recovered, *left]
+
+
+def add_rows(st: State, rows: list[LazyRow]) -> None:
+    """Add lazy rows at the end, each its own entry (what ``_push`` does for each, in bulk)."""
+    k0 = len(st.entries)
+    p0 = len(st.messages)
+    n = len(rows)
+    st.entries.extend(rows)
+    st.raw.extend(rows)
+    st.path.indices.extend([r.index for r in rows])
+    st.start.extend(range(p0, p0 + n))
+    st.messages.extend(rows)
+    st.ids.extend([r.entryId for r in rows])
+    st.owners.extend(range(k0, k0 + n))
+    tokens = [r.tokens for r in rows]
+    st.cum.extend(accumulate(tokens, initial=st.cum[-1]))
+    del st.cum[p0 + 1]  # accumulate repeats its initial value
+    systems = [j for j, r in enumerate(rows) if r.role == "system"]
+    if systems:
+        for j in systems:
+            tokens[j] = 0
+        st.systems.extend(p0 + j for j in systems)
+        st.system_version += len(systems)
+    st.cum_other.extend(accumulate(tokens, initial=st.cum_other[-1]))
+    del st.cum_other[p0 + 1]
+    used = [(p0 + j, r.used) for j, r in enumerate(rows) if r.used is not None]
+    if used:
+        st.usage.extend(p for p, _ in used)
+        st.used.extend(u for _, u in used)  # type: ignore[misc]
+
+
+def heads_of(file: SessionFile, indices: list[int]) -> list[Any]:
+    """``[file.heads[i] for i in indices]``: read from the list where held, and the heads let go
+    (a big file's, or an index read back from the cache) decoded in one pass over their lines."""
+    heads = file.heads
+    get = list.__getitem__
+    out = [get(heads, i) for i in indices]
+    if None in out:
+        missing = sorted({i for h, i in zip(out, indices, strict=True) if h is None})
+        file.read_heads(missing, lambda i, head: list.__setitem__(heads, i, head))
+        out = [get(heads, i) for i in indices]
+    return out
