@@ -51,6 +51,8 @@ SHAPES = {
     "ctx3k": "1M-token window, one compaction",
     "ctx10k": "1M-token window, small outputs",
     "ctx30k": "never compacted, small outputs",
+    "10k": "200k window, frequent compactions",
+    "100k": "200k window, frequent compactions",
 }
 
 
@@ -395,11 +397,15 @@ def section_cold_processes(size: str, rounds: int) -> dict[str, Any]:
 
 def main() -> int:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--contexts", default="ctx3k,ctx10k,ctx30k", help="large-context sessions ('' to skip)")
+    parser.add_argument(
+        "--contexts", default="ctx3k,ctx10k,ctx30k,10k,100k", help="sessions for the context section ('' to skip)"
+    )
     parser.add_argument("--sizes", default="1k,10k,100k", help="store sizes ('' to skip)")
     parser.add_argument("--rounds", type=int, default=3, help="alternating ctxd/pi runs per session")
     parser.add_argument("--appends", type=int, default=200, help="appends timed per run")
-    parser.add_argument("--opens", default="ctx3k,ctx30k,100k,1m", help="sessions for the open section ('' to skip)")
+    parser.add_argument(
+        "--opens", default="ctx3k,ctx10k,ctx30k,10k,100k,1m", help="sessions for the open section ('' to skip)"
+    )
     parser.add_argument("--no-daemon", action="store_true", help="skip the daemon's benchmark")
     parser.add_argument("--no-listing", action="store_true", help="skip the listing benchmark")
     parser.add_argument("--no-cold", action="store_true", help="skip the whole-process cold paths")
