@@ -83,6 +83,13 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return found
 
 
+def _runs(program: Path) -> bool:
+    try:
+        return subprocess.run([str(program), "--version"], capture_output=True, timeout=60).returncode == 0
+    except OSError:
+        return False
+
+
 def _pipx() -> str:
     """pipx from the system tools, else one installed with pip into a venv kept in the repository's .cache (made
     once, under a lock: suites may run side by side)."""
@@ -94,7 +101,7 @@ def _pipx() -> str:
     venv.parent.mkdir(exist_ok=True)
     with open(REPO / ".cache" / "pipx-venv.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        if not (venv / ".ctxd-stamp").exists():
+        if not (venv / ".ctxd-stamp").exists() or not _runs(pipx):  # a venv made from a folder since moved
             shutil.rmtree(venv, ignore_errors=True)
             python = getattr(sys, "_base_executable", sys.executable)
             subprocess.run([python, "-m", "venv", str(venv)], check=True, timeout=120)
