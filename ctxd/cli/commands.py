@@ -20,7 +20,13 @@ from ctxd.tree.session import Session
 
 def open_session(path: str) -> Session:
     """The session file named on the command line: a regular file, or a one-line error (a FIFO
-    would block the read, a device never end it, a directory is not a session)."""
+    would block the read, a device never end it, a directory is not a session), or an opencode session
+    named ``<database>#<session id>`` as the daemon and ``ctxd search`` name it."""
+    if "#" in path and not os.path.lexists(path):  # only then is the opencode reader (sqlite3) imported
+        from ctxd.store.opencode import split_ref
+
+        if split_ref(path) is not None:
+            return Session.open(path)
     try:
         st = os.stat(path)
     except FileNotFoundError:

@@ -186,3 +186,31 @@ def test_the_databases_come_from_the_config_the_environment_or_opencodes_default
     shutil.copyfile(DATA, tmp_path / "opencode" / "opencode.db")
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path))
     assert default_databases() == [str(tmp_path / "opencode" / "opencode.db")]
+
+
+def test_the_cli_reads_an_opencode_session_by_database_hash_id(tmp_path: Path) -> None:
+    """`ctxd context` and `ctxd tree` take the `<db>#<id>` path the daemon and `ctxd search` give (main answered
+    "no such session file"); an unknown id is a one-line error; the database is never written."""
+    import subprocess
+    import sys
+
+    db = tmp_path / "opencode.db"
+    shutil.copyfile(DATA, db)
+    before = digest(db, Path(f"{db}-wal"))
+    ref = session_path(str(db), SESSION)
+
+    def ctxd(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "ctxd", *args], capture_output=True, text=True, timeout=60)
+
+    done = ctxd("context", ref, "--json")
+    assert done.returncode == 0, done.stderr
+    answer = json.loads(done.stdout)
+    expected = build_context(Session.open(ref).file, Session.open(ref).tree).to_json()
+    assert answer["messages"] == json.loads(json.dumps(expected["messages"]))
+    assert answer["messages"] and answer["messages"][0]["role"] == "compactionSummary"
+    tree = ctxd("tree", ref, "--json")
+    assert tree.returncode == 0, tree.stderr
+    assert json.loads(tree.stdout)
+    missing = ctxd("context", session_path(str(db), "ses_nope"), "--json")
+    assert missing.returncode == 2 and missing.stderr.count("\n") == 1, missing.stderr
+    assert digest(db, Path(f"{db}-wal")) == before
