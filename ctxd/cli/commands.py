@@ -15,7 +15,7 @@ from ctxd.context.openai import to_openai
 from ctxd.context.view import cap, project
 from ctxd.errors import SessionError
 from ctxd.redact import redact_json
-from ctxd.tree.session import Session
+from ctxd.tree.session import Session, session_name
 
 
 def open_session(path: str) -> Session:
@@ -66,7 +66,7 @@ def cmd_tree(args: argparse.Namespace) -> int:
             {
                 "path": session.path,
                 "sessionId": session.file.session_id,
-                "name": session.tree.name,
+                "name": session_name(session),
                 "leafId": session.leaf_id(),
                 "entries": len(session.file),
                 "rows": [r.to_json() for r in rows],
@@ -74,7 +74,7 @@ def cmd_tree(args: argparse.Namespace) -> int:
             }
         )
         return 0
-    name = f' "{session.tree.name}"' if session.tree.name else ""
+    name = f' "{session_name(session)}"' if session_name(session) else ""
     print(f"session {session.file.session_id}{name}  cwd {session.file.cwd}")
     print(f"{len(session.file)} entries, leaf {session.leaf_id()}  (* = active path)")
     for line in render_rows(rows, color=use_color()):

@@ -33,7 +33,7 @@ from ctxd.store.archive import link_archives
 from ctxd.store.create import create_session
 from ctxd.store.listing import cwd_dirname, list_sessions
 from ctxd.store.opencode import list_databases
-from ctxd.tree.session import Session
+from ctxd.tree.session import session_name
 
 log = logging.getLogger(__name__)
 
@@ -343,9 +343,3 @@ class Service(Writing, Compacting, Live, Summarizing, Composing, History, Archiv
             return out
 
         return await self._with(params.session, work)
-
-
-def session_name(s: Session) -> str | None:
-    """The session's name: its latest ``session_info`` name, else (opencode) the title opencode gave it."""
-    title = s.file.header.get("title") if s.file.header.get("agent") == "opencode" else None
-    return s.tree.name or (title if isinstance(title, str) and title else None)

@@ -266,3 +266,9 @@ def _fresh_id(taken: set[str]) -> str:
 
 
 __all__ = ["NONE", "Session"]
+
+
+def session_name(s: Session) -> str | None:
+    """The session's name: its latest ``session_info`` name, else (opencode) the title opencode gave it."""
+    title = s.file.header.get("title") if s.file.header.get("agent") == "opencode" else None
+    return s.tree.name or (title if isinstance(title, str) and title else None)

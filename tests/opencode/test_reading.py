@@ -210,7 +210,7 @@ def test_the_cli_reads_an_opencode_session_by_database_hash_id(tmp_path: Path) -
     assert answer["messages"] and answer["messages"][0]["role"] == "compactionSummary"
     tree = ctxd("tree", ref, "--json")
     assert tree.returncode == 0, tree.stderr
-    assert json.loads(tree.stdout)
+    assert json.loads(tree.stdout)["name"] == "Hello with bash"  # opencode's title, as session/open names it
     missing = ctxd("context", session_path(str(db), "ses_nope"), "--json")
     assert missing.returncode == 2 and missing.stderr.count("\n") == 1, missing.stderr
     assert digest(db, Path(f"{db}-wal")) == before
