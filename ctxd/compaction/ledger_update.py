@@ -89,6 +89,7 @@ def advance(
     goal: str | None = None,
     compaction: int | None = None,
     plans: Mapping[str, str] | None = None,
+    plans_from: int = 0,
 ) -> Advanced:
     """The ledger after summarising ``messages`` (oldest first), and the fact sheet to check the summary against.
 
@@ -96,7 +97,10 @@ def advance(
     per message, where it is in its session (missing entries are unknown); ``goal`` is the session's first
     request when it lies before the range and the previous ledger does not hold it; ``compaction`` numbers this
     compaction (default: the previous ledger's count + 1); ``plans`` are the plan documents as earlier ranges
-    left them (the range's edits apply to them). Nothing is modified in place.
+    left them (the range's edits apply to them); ``plans_from`` is the index of the first message whose calls
+    change them (the earlier ones are already in ``plans``: a range that overlaps the previous one, as the
+    Claude Code hooks' does, since Claude keeps the newest messages verbatim across a compaction). Nothing is
+    modified in place.
     """
     ledger = attrs.evolve(previous, facts=[attrs.evolve(f) for f in previous.facts]) if previous else None
     if ledger is None:
@@ -108,7 +112,8 @@ def advance(
         number = ledger.compactions + 1 if previous is not None else 2 if previous_summary else 1
     facts = scan(messages)
     # The previous summary was read into the ledger (or seeded it): the range alone gives the new facts.
-    sheet = sheet_of(facts, None, read_files, modified_files, goal, latest_plan(messages, plans))
+    planned = messages[plans_from:] if plans_from > 0 else messages
+    sheet = sheet_of(facts, None, read_files, modified_files, goal, latest_plan(planned, plans))
     if ledger.goal is None:
         ledger.goal = next((f.text for f in sheet.facts if f.kind == "goal"), None)
 
@@ -160,7 +165,7 @@ def advance(
             check.append(carried.fact(carried=True))
     ordered = sorted(enumerate(check), key=lambda pair: (_rank_of(pair[1]), pair[0]))
     gone = [path for path, op in facts.done_files.items() if op == "deleted"]
-    return Advanced(ledger, FactSheet(tuple(f for _, f in ordered)), documents(messages, plans, gone))
+    return Advanced(ledger, FactSheet(tuple(f for _, f in ordered)), documents(planned, plans, gone))
 
 
 def _reinjected(messages: Sequence[Mapping[str, Any]]) -> list[str]:
