@@ -6,9 +6,16 @@ fact ledger on (:mod:`ctxd.compaction.ledger_update`): the hooks keep the ledger
 of every earlier range stay must-keep whatever Claude's latest summary kept. Without a ledger (notes lost, a
 session compacted before ctxd was installed) one is seeded from the newest summary, the blocks of facts ctxd
 re-injected into the transcript, and the session's first request (the goal).
+
+The plan documents the session follows (:mod:`ctxd.compaction.summarizers.plans`) are carried the same way, as
+``details.ctxd.plans`` carries them for ctxd's own compactions: the hooks keep them in the notes with the last
+message they took in, since Claude keeps its newest messages verbatim after the summary and the next range
+starts with them again; only the calls after that message change the documents once more.
 """
 
 from __future__ import annotations
+
+from collections.abc import Mapping
 
 import attrs
 
@@ -33,11 +40,18 @@ class TranscriptFacts:
     """The newest compaction's summary text, if there is one."""
     ledger: Ledger
     """The session's ledger once the compaction about to run has taken the context's facts in."""
+    plans: dict[str, str] = attrs.field(factory=dict)
+    """The plan documents as the context at the leaf leaves them."""
+    through: str | None = None
+    """The entry id of the last message taken in (the documents hold its calls' changes)."""
 
 
-def transcript_facts(path: str, ledger: Ledger | None = None) -> TranscriptFacts:
+def transcript_facts(
+    path: str, ledger: Ledger | None = None, plans: Mapping[str, str] | None = None, through: str | None = None
+) -> TranscriptFacts:
     """The fact sheet of the context at the transcript's leaf with ``ledger`` (the session's, from the notes)
-    carried, and what the transcript says of its compactions."""
+    carried, and what the transcript says of its compactions. ``plans`` are the plan documents as the messages
+    up to the entry ``through`` left them (both from the notes); the calls of the messages after it change them."""
     from ctxd.service.facts import since_compaction
 
     session = Session.open(path)
@@ -51,6 +65,8 @@ def transcript_facts(path: str, ledger: Ledger | None = None) -> TranscriptFacts
         ledger = seed(previous, goal, reinjected_blocks(session))
         ledger.compactions = compactions
     read, modified = file_lists(extract_file_ops(messages))
+    ids = [seen.entryId if seen is not None else None for seen in since.where]
+    plans_from = len(ids) - ids[::-1].index(through) if through is not None and through in ids else 0
     advanced = advance(
         ledger,
         messages,
@@ -60,8 +76,11 @@ def transcript_facts(path: str, ledger: Ledger | None = None) -> TranscriptFacts
         modified_files=modified,
         goal=goal,
         compaction=compactions + 1,
+        plans=plans,
+        plans_from=plans_from,
     )
-    return TranscriptFacts(advanced.sheet, compactions, newest, advanced.ledger)
+    last = next((i for i in reversed(ids) if i is not None), through)
+    return TranscriptFacts(advanced.sheet, compactions, newest, advanced.ledger, advanced.plans, last)
 
 
 def reinjected_blocks(session: Session) -> list[str]:

@@ -21,10 +21,12 @@ SessionEnd          archives the transcript
 ==================  ===========================================================================================
 
 Per-session notes live in ``<state>/claude/<session id>.json`` (0600): ``ledger`` (the fact ledger, see
-:mod:`ctxd.compaction.ledger`), ``precompact`` (this compaction's facts), ``postcompact``, ``awaiting`` and
-``pending`` (the facts waiting for the next prompt; changed only through :func:`facts_waiting`), with the markers
-the shell wrapper reads beside them (:mod:`ctxd.service.claude_state`). Every function here may raise: the CLI
-(:mod:`ctxd.cli.hook`) turns any error into a silent exit 0 and a line in ctxd's log.
+:mod:`ctxd.compaction.ledger`), ``plans`` and ``plansThrough`` (the plan documents the session follows, as
+``details.ctxd.plans`` holds them, and the entry id of the last message applied to them), ``precompact`` (this
+compaction's facts), ``postcompact``, ``awaiting`` and ``pending`` (the facts waiting for the next prompt;
+changed only through :func:`facts_waiting`), with the markers the shell wrapper reads beside them
+(:mod:`ctxd.service.claude_state`). Every function here may raise: the CLI (:mod:`ctxd.cli.hook`) turns any
+error into a silent exit 0 and a line in ctxd's log.
 """
 
 from __future__ import annotations
@@ -227,15 +229,26 @@ def _hand_over(event: str, payload: Mapping[str, Any], settings: HookSettings) -
 
 
 def _take_in(notes: dict[str, Any], transcript: str, trigger: str, *, at: float | None = None) -> Any:
-    """The facts of the compaction about to run: the session's ledger (``notes["ledger"]``) moved on by the
+    """The facts of the compaction about to run: the session's ledger (``notes["ledger"]``) and plan documents
+    (``notes["plans"]``, as the messages up to the entry ``notes["plansThrough"]`` left them) moved on by the
     context at the transcript's leaf and saved, and the sheet the summary is checked against
     (``notes["precompact"]``). Running it twice for one compaction changes nothing but where facts were last
     seen."""
     from ctxd.compaction.ledger import Ledger
     from ctxd.service.claude_facts import transcript_facts
 
-    facts = transcript_facts(transcript, Ledger.from_json(notes.get("ledger")))
+    plans = notes.get("plans")
+    through = notes.get("plansThrough")
+    facts = transcript_facts(
+        transcript,
+        Ledger.from_json(notes.get("ledger")),
+        {k: v for k, v in plans.items() if isinstance(k, str) and isinstance(v, str)}
+        if isinstance(plans, dict)
+        else None,
+        through if isinstance(through, str) else None,
+    )
     notes["ledger"] = facts.ledger.to_json()
+    notes["plans"], notes["plansThrough"] = facts.plans, facts.through
     notes["precompact"] = {
         "at": time.time() if at is None else at,
         "trigger": trigger,
