@@ -17,6 +17,8 @@ from typing import Any
 
 from conftest import REPO
 
+from ctxd.service.facts import session_facts
+
 SESSION = "5b0d3c1e-6a2f-4c8e-9f71-2d4e6a8b0c13"
 CWD = "/home/dev/proj"
 PLAN_PATH = f"{CWD}/PLAN.md"
@@ -180,3 +182,12 @@ def test_notes_written_before_plans_were_kept_still_work(tmp_path: Path) -> None
     second = hook("PreCompact", t.path, tmp_path, trigger="auto")
     assert second and "Step 3" not in second  # the plan's text before this range is unknown: nothing guessed
     assert notes(tmp_path)["plans"] == {} and notes(tmp_path)["plansThrough"] == t.parent
+
+
+def test_session_facts_between_compactions_name_the_current_next_item(tmp_path: Path) -> None:
+    """``session/facts`` (and the MCP tool ``session_facts``) take the messages since the compaction in with the
+    notes' plan documents: the open next item is the current one, not the one the first range left."""
+    t = second_range(tmp_path)
+    ledger = session_facts(str(t.path), state_dir=str(tmp_path / "state" / "ctxd"))
+    open_next = [f.text for f in ledger.open_facts() if f.kind == "next"]
+    assert [text.split(" (plan: ")[0] for text in open_next] == [f"{NEXT}Step 3: write the docs"]

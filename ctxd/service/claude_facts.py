@@ -15,13 +15,14 @@ starts with them again; only the calls after that message change the documents o
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import attrs
 
 from ctxd.compaction.fileops import extract_file_ops, file_lists
 from ctxd.compaction.goal import first_request
-from ctxd.compaction.ledger import Ledger
+from ctxd.compaction.ledger import Ledger, Seen
 from ctxd.compaction.ledger_update import advance, seed
 from ctxd.compaction.mustkeep import FactSheet
 from ctxd.formats.injected import CTXD_MARK, ctxd_blocks
@@ -66,7 +67,6 @@ def transcript_facts(
         ledger.compactions = compactions
     read, modified = file_lists(extract_file_ops(messages))
     ids = [seen.entryId if seen is not None else None for seen in since.where]
-    plans_from = len(ids) - ids[::-1].index(through) if through is not None and through in ids else 0
     advanced = advance(
         ledger,
         messages,
@@ -77,10 +77,29 @@ def transcript_facts(
         goal=goal,
         compaction=compactions + 1,
         plans=plans,
-        plans_from=plans_from,
+        plans_from=applied_through(since.where, through),
     )
     last = next((i for i in reversed(ids) if i is not None), through)
     return TranscriptFacts(advanced.sheet, compactions, newest, advanced.ledger, advanced.plans, last)
+
+
+def notes_plans(notes: Mapping[str, Any]) -> tuple[dict[str, str] | None, str | None]:
+    """The plan documents kept in a session's notes (``plans``) and the entry id of the last message applied to
+    them (``plansThrough``); None for what the notes lack (notes written before plans were kept)."""
+    plans, through = notes.get("plans"), notes.get("plansThrough")
+    kept = (
+        {k: v for k, v in plans.items() if isinstance(k, str) and isinstance(v, str)}
+        if isinstance(plans, dict)
+        else None
+    )
+    return kept, through if isinstance(through, str) else None
+
+
+def applied_through(where: Sequence[Seen | None], through: str | None) -> int:
+    """The index of the first message after the entry ``through`` (its calls are in the notes' plan documents);
+    0 when the messages do not hold it."""
+    ids = [seen.entryId if seen is not None else None for seen in where]
+    return len(ids) - ids[::-1].index(through) if through is not None and through in ids else 0
 
 
 def reinjected_blocks(session: Session) -> list[str]:

@@ -235,18 +235,9 @@ def _take_in(notes: dict[str, Any], transcript: str, trigger: str, *, at: float 
     (``notes["precompact"]``). Running it twice for one compaction changes nothing but where facts were last
     seen."""
     from ctxd.compaction.ledger import Ledger
-    from ctxd.service.claude_facts import transcript_facts
+    from ctxd.service.claude_facts import notes_plans, transcript_facts
 
-    plans = notes.get("plans")
-    through = notes.get("plansThrough")
-    facts = transcript_facts(
-        transcript,
-        Ledger.from_json(notes.get("ledger")),
-        {k: v for k, v in plans.items() if isinstance(k, str) and isinstance(v, str)}
-        if isinstance(plans, dict)
-        else None,
-        through if isinstance(through, str) else None,
-    )
+    facts = transcript_facts(transcript, Ledger.from_json(notes.get("ledger")), *notes_plans(notes))
     notes["ledger"] = facts.ledger.to_json()
     notes["plans"], notes["plansThrough"] = facts.plans, facts.through
     notes["precompact"] = {

@@ -20,9 +20,10 @@ from ctxd.compaction.fileops import extract_file_ops, file_lists
 from ctxd.compaction.goal import first_request
 from ctxd.compaction.ledger import Ledger, Seen
 from ctxd.compaction.ledger_update import advance, seed
-from ctxd.compaction.plan_ledger import iso_time, previous_ledger
+from ctxd.compaction.plan_ledger import iso_time, plans_before, previous_ledger
 from ctxd.context.build import build_context
 from ctxd.formats.lazy_re import lazy_compile
+from ctxd.service.claude_facts import applied_through, notes_plans, reinjected_blocks
 from ctxd.store.dirs import state_dir as default_state_dir
 from ctxd.tree.session import Session
 
@@ -33,6 +34,12 @@ _ID_RE = lazy_compile(r"^[A-Za-z0-9_.-]{1,128}$")
 
 def notes_ledger(state: str, agent: str, session_id: str) -> Ledger | None:
     """The ledger in a session's notes (``<state>/<agent>/<session id>.json``), None when there is none."""
+    notes = read_notes(state, agent, session_id)
+    return Ledger.from_json(notes.get("ledger")) if notes is not None else None
+
+
+def read_notes(state: str, agent: str, session_id: str) -> dict[str, Any] | None:
+    """A session's notes (``<state>/<agent>/<session id>.json``), None when there are none."""
     if not _ID_RE.match(agent) or not _ID_RE.match(session_id) or session_id in (".", ".."):
         return None
     try:
@@ -40,7 +47,7 @@ def notes_ledger(state: str, agent: str, session_id: str) -> Ledger | None:
             notes = json.load(f)
     except (OSError, ValueError):
         return None
-    return Ledger.from_json(notes.get("ledger")) if isinstance(notes, dict) else None
+    return notes if isinstance(notes, dict) else None
 
 
 @attrs.frozen
@@ -82,14 +89,18 @@ def session_facts(path: str, *, state_dir: str | None = None, session: Session |
     header = session.file.header
     agent, session_id = str(header.get("agent") or "pi"), str(header.get("id") or "")
     ledger: Ledger | None = None
+    plans: dict[str, str] | None = None
+    through: str | None = None
     if agent != "pi":
-        ledger = notes_ledger(state_dir or default_state_dir(), agent, session_id)
+        notes = read_notes(state_dir or default_state_dir(), agent, session_id) or {}
+        ledger = Ledger.from_json(notes.get("ledger"))
+        plans, through = notes_plans(notes)
+    elif compaction_id is not None:
+        plans = plans_before(session, compaction_id)
     if ledger is None and compaction_id is not None and compaction_id in session.file.index:
         details = session.file.entry_by_id(compaction_id).get("details")
         ledger = previous_ledger(details)
         if ledger is None:  # a compaction made before ledgers, or by the agent itself
-            from ctxd.service.claude_facts import reinjected_blocks
-
             ctxd = details.get("ctxd") if isinstance(details, dict) else None
             goal = ctxd.get("goal") if isinstance(ctxd, dict) and isinstance(ctxd.get("goal"), str) else None
             leaf = session.leaf_id()
@@ -107,6 +118,8 @@ def session_facts(path: str, *, state_dir: str | None = None, session: Session |
         read_files=read,
         modified_files=modified,
         compaction=0,
+        plans=plans,
+        plans_from=applied_through(where, through),
     )
     out = made.ledger
     out.compactions = ledger.compactions if ledger is not None else 0
