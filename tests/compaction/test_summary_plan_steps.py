@@ -251,6 +251,11 @@ async def test_a_later_compaction_applies_its_ticks_to_the_plan_an_earlier_range
         parent = said["id"]
     session.append([{k: v for k, v in e.items() if k not in ("id", "parentId")} for e in more])
     session.append([{"type": "message", "message": {"role": "user", "content": "next", "timestamp": 2}}])
+    # session/facts before the second compaction takes the ticks in on the stored plan as well.
+    from ctxd.service.facts import session_facts
+
+    now = session_facts(str(tmp_path / "s.jsonl"))
+    assert [f.text[:28] for f in now.open_facts() if f.kind == "next"] == ["Next open plan item: WP2: Ad"]
     second = await compact(session, settings, summarizer=OfflineSummarizer())
     assert second.plan.previousCompactionId == first.entryId
     plan = section(second.summary, "Plan (open items)")
