@@ -56,6 +56,9 @@ def test_events_print_what_codex_takes(tmp_path: Path, monkeypatch) -> None:  # 
     context = printed["hookSpecificOutput"]["additionalContext"]
     assert printed["hookSpecificOutput"]["hookEventName"] == "SessionStart"
     assert "never edit README.md" in context and "Must keep (ctxd)" in context
+    # Claude Code's notes, plan documents included (Codex edits with apply_patch, which plans do not read yet).
+    notes = json.loads((tmp_path / "state" / "ctxd" / "codex" / "claude" / f"{payload['session_id']}.json").read_text())
+    assert notes["plans"] == {} and isinstance(notes["plansThrough"], str) and notes["ledger"]["facts"]
     assert hook("PostToolUse", {**payload, "tool_name": "Bash", "tool_response": "x" * 10**6}) == ""
     log = (tmp_path / "state" / "ctxd" / "hooks.log").read_text()
     assert "PostToolUse: not handled for Codex" in log and " error " not in log
