@@ -10,19 +10,7 @@ REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 PREFIX="$REPO/.cache/claude-code-$CLAUDE_CODE_VERSION"
 BIN="$PREFIX/node_modules/.bin/claude"
 installed() { [ "$("$BIN" --version 2>/dev/null || true)" = "$CLAUDE_CODE_VERSION (Claude Code)" ]; }
-if ! installed; then
-  NODE24_BIN="$(bash "$REPO/scripts/node24.sh")"
-  echo "[claude-code] installing @anthropic-ai/claude-code@$CLAUDE_CODE_VERSION into $PREFIX" >&2
-  mkdir -p "$REPO/.cache"
-  exec 9>"$REPO/.cache/claude-code.lock"
-  flock 9
-  if ! installed; then
-    rm -rf "$PREFIX"
-    mkdir -p "$PREFIX"
-    PATH="$NODE24_BIN:$PATH" npm_config_update_notifier=false timeout 600 npm install --prefix "$PREFIX" \
-      --no-save --no-package-lock --no-audit --no-fund --loglevel=error \
-      "@anthropic-ai/claude-code@$CLAUDE_CODE_VERSION" >&2
-  fi
-  installed || { echo "[claude-code] Claude Code $CLAUDE_CODE_VERSION did not install" >&2; exit 1; }
-fi
+# shellcheck source=scripts/npm_private.sh
+. "$REPO/scripts/npm_private.sh"
+npm_private claude-code "$PREFIX" "@anthropic-ai/claude-code@$CLAUDE_CODE_VERSION"
 echo "$BIN"

@@ -12,18 +12,7 @@ BIN="$PREFIX/node_modules/.bin/codex"
 NODE24_BIN="$(bash "$REPO/scripts/node24.sh")"
 # The package's bin is a Node launcher that picks the platform binary; it needs node on PATH.
 installed() { [ "$(PATH="$NODE24_BIN:$PATH" "$BIN" --version 2>/dev/null || true)" = "codex-cli $CODEX_VERSION" ]; }
-if ! installed; then
-  echo "[codex] installing @openai/codex@$CODEX_VERSION into $PREFIX" >&2
-  mkdir -p "$REPO/.cache"
-  exec 9>"$REPO/.cache/codex.lock"
-  flock 9
-  if ! installed; then
-    rm -rf "$PREFIX"
-    mkdir -p "$PREFIX"
-    PATH="$NODE24_BIN:$PATH" npm_config_update_notifier=false timeout 600 npm install --prefix "$PREFIX" \
-      --no-save --no-package-lock --no-audit --no-fund --loglevel=error \
-      "@openai/codex@$CODEX_VERSION" >&2
-  fi
-  installed || { echo "[codex] Codex $CODEX_VERSION did not install" >&2; exit 1; }
-fi
+# shellcheck source=scripts/npm_private.sh
+. "$REPO/scripts/npm_private.sh"
+npm_private codex "$PREFIX" "@openai/codex@$CODEX_VERSION"
 echo "$BIN"

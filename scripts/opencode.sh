@@ -13,19 +13,7 @@ PREFIX="$REPO/.cache/opencode-$OPENCODE_VERSION"
 BIN="$PREFIX/node_modules/.bin/opencode"
 TYPES="$PREFIX/node_modules/@opencode-ai/plugin/dist/index.d.ts"
 installed() { [ "$("$BIN" --version 2>/dev/null || true)" = "$OPENCODE_VERSION" ] && [ -f "$TYPES" ]; }
-if ! installed; then
-  NODE24_BIN="$(bash "$REPO/scripts/node24.sh")"
-  echo "[opencode] installing opencode-ai@$OPENCODE_VERSION into $PREFIX" >&2
-  mkdir -p "$REPO/.cache"
-  exec 9>"$REPO/.cache/opencode.lock"
-  flock 9
-  if ! installed; then
-    rm -rf "$PREFIX"
-    mkdir -p "$PREFIX"
-    PATH="$NODE24_BIN:$PATH" npm_config_update_notifier=false timeout 600 npm install --prefix "$PREFIX" \
-      --no-save --no-package-lock --no-audit --no-fund --loglevel=error \
-      "opencode-ai@$OPENCODE_VERSION" "@opencode-ai/plugin@$OPENCODE_VERSION" >&2
-  fi
-  installed || { echo "[opencode] opencode $OPENCODE_VERSION did not install" >&2; exit 1; }
-fi
+# shellcheck source=scripts/npm_private.sh
+. "$REPO/scripts/npm_private.sh"
+npm_private opencode "$PREFIX" "opencode-ai@$OPENCODE_VERSION" "@opencode-ai/plugin@$OPENCODE_VERSION"
 echo "$BIN"
