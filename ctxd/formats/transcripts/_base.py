@@ -213,6 +213,27 @@ def finish_entries(
         seen.add(entry["id"])
 
 
+def add_entry(
+    entries: list[dict[str, Any]],
+    lines: list[int],
+    kind: str,
+    eid: str,
+    parent: str | None,
+    stamp: str | None,
+    number: int,
+    source_kind: str,
+    fields: dict[str, Any],
+) -> dict[str, Any]:
+    """Append one mapped entry (pi's fields, then ``fields``, then ``ctxdSource``: the line it came from and
+    what kind of line that was) and its source line; returns the entry."""
+    entry: dict[str, Any] = {"type": kind, "id": eid, "parentId": parent, "timestamp": stamp}
+    entry.update(fields)
+    entry["ctxdSource"] = {"lines": [number], "kind": source_kind}
+    entries.append(entry)
+    lines.append(number)
+    return entry
+
+
 class Mapper(Protocol):
     """One format's line-by-line mapping state (see :func:`run_mapper`)."""
 

@@ -87,6 +87,7 @@ from ctxd.formats.transcripts._base import (
     EPOCH_ISO,
     IdAllocator,
     Transcript,
+    add_entry,
     as_dict,
     as_int,
     as_str,
@@ -239,11 +240,7 @@ class _ClaudeMapper:
         *,
         splice: bool = False,
     ) -> dict[str, Any]:
-        entry: dict[str, Any] = {"type": kind, "id": eid, "parentId": parent, "timestamp": stamp}
-        entry.update(fields)
-        entry["ctxdSource"] = {"lines": [number], "kind": source_kind}
-        self.entries.append(entry)
-        self.lines.append(number)
+        entry = add_entry(self.entries, self.lines, kind, eid, parent, stamp, number, source_kind, fields)
         self.by_id[eid] = entry
         if splice:
             self.after[ROOT if parent is None else parent] = eid

@@ -88,6 +88,7 @@ from ctxd.formats.transcripts._base import (
     EPOCH_ISO,
     IdAllocator,
     Transcript,
+    add_entry,
     as_dict,
     as_str,
     finish_entries,
@@ -213,11 +214,7 @@ class _CodexMapper:
         self, kind: str, fields: dict[str, Any], number: int, stamp: str | None, source_kind: str
     ) -> dict[str, Any]:
         eid = self.ids.take(line_id(number))
-        entry: dict[str, Any] = {"type": kind, "id": eid, "parentId": self.prev, "timestamp": stamp}
-        entry.update(fields)
-        entry["ctxdSource"] = {"lines": [number], "kind": source_kind}
-        self.entries.append(entry)
-        self.lines.append(number)
+        entry = add_entry(self.entries, self.lines, kind, eid, self.prev, stamp, number, source_kind, fields)
         self.prev = eid
         return entry
 

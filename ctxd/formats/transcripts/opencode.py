@@ -50,6 +50,7 @@ from ctxd.formats.transcripts._base import (
     EPOCH_ISO,
     IdAllocator,
     Transcript,
+    add_entry,
     as_dict,
     as_int,
     as_str,
@@ -128,11 +129,7 @@ class _Mapper:
         self.pending_request: dict[str, Any] | None = None
 
     def _add(self, kind: str, eid: str, fields: dict[str, Any], number: int, stamp: str | None, source: str) -> None:
-        entry: dict[str, Any] = {"type": kind, "id": self.ids.take(eid), "parentId": self.prev, "timestamp": stamp}
-        entry.update(fields)
-        entry["ctxdSource"] = {"lines": [number], "kind": source}
-        self.entries.append(entry)
-        self.lines.append(number)
+        entry = add_entry(self.entries, self.lines, kind, self.ids.take(eid), self.prev, stamp, number, source, fields)
         self.prev = entry["id"]
 
     def message(
