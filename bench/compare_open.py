@@ -24,6 +24,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from measure import checkout
+
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 
@@ -240,8 +242,8 @@ def main() -> int:
         return 0
     with tempfile.TemporaryDirectory(prefix="ctxd-compare-") as tmp:
         files = corpus(Path(tmp))
-        a = run(sys.argv[1], files, tmp)
-        b = run(sys.argv[2], files, tmp)
+        a = run(checkout(sys.argv[1]), files, tmp)
+        b = run(checkout(sys.argv[2]), files, tmp)
     bad = 0
     for path, x, y in zip(files, a, b, strict=True):
         same = x == y

@@ -3,6 +3,7 @@ loop appends (the same one bench/pi_bench.mjs appends on pi's side)."""
 
 from __future__ import annotations
 
+import os
 import resource
 import time
 from typing import Any
@@ -40,3 +41,12 @@ def tool_loop_message(k: int) -> dict[str, Any]:
         }
     text = [{"type": "text", "text": "x" * 1800}]
     return {"role": "toolResult", "toolCallId": f"call_{k - 1}", "toolName": "read", "content": text, "isError": False}
+
+
+def checkout(path: str | os.PathLike[str]) -> str:
+    """A folder holding a ctxd tree to compare with, resolved; exits with a message otherwise (a path that
+    does not hold one would silently import the installed ctxd, and every answer would compare equal)."""
+    found = os.path.realpath(path)
+    if not os.path.isfile(os.path.join(found, "ctxd", "__init__.py")):
+        raise SystemExit(f"{path}: not a ctxd checkout (no ctxd/__init__.py there)")
+    return found

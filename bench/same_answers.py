@@ -20,6 +20,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from measure import checkout
+
 REPO = Path(__file__).resolve().parents[1]
 LAUNCH = (
     "import sys; sys.meta_path[:] = [f for f in sys.meta_path if 'editable' not in repr(f).lower()];"
@@ -81,12 +83,13 @@ def main() -> int:
     parser.add_argument("other", type=Path, help="the other checkout (a folder holding ctxd/)")
     parser.add_argument("--files", type=Path, action="append", help="folders of session files (default tests/data)")
     args = parser.parse_args()
+    other = Path(checkout(args.other))
     folders = args.files or [REPO / "tests" / "data"]
     differ = 0
     total = 0
     for name, argv, stdin, _ in cases(folders):
         answers = []
-        for tree in (REPO, args.other.resolve()):
+        for tree in (REPO, other):
             with tempfile.TemporaryDirectory(prefix="ctxd-same-") as tmp:
                 env = {**os.environ, "XDG_STATE_HOME": f"{tmp}/state", "XDG_DATA_HOME": f"{tmp}/data"}
                 env.update({"XDG_CACHE_HOME": f"{tmp}/cache", "CTXD_CONFIG": f"{tmp}/none.json"})
