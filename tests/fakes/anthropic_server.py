@@ -19,10 +19,12 @@ import json
 import threading
 from collections import deque
 from collections.abc import Callable, Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 import attrs
+
+from ._local import LocalServer
 
 SUMMARY_MARKERS = (
     "Your task is to create a detailed summary of the conversation so far",
@@ -122,7 +124,7 @@ def classify(body: dict[str, Any]) -> str:
     return "main" if body.get("tools") else "other"
 
 
-class FakeAnthropicServer:
+class FakeAnthropicServer(LocalServer):
     """Threaded HTTP server; use as a context manager or call :meth:`start` / :meth:`stop`."""
 
     def __init__(self, default_text: str = "Done.", summary_text: str = "Summary: nothing to report.") -> None:
@@ -132,8 +134,7 @@ class FakeAnthropicServer:
         self._script: deque[Turn | Reply] = deque()
         self._lock = threading.Lock()
         self._ids = 0
-        self._httpd: ThreadingHTTPServer | None = None
-        self._thread: threading.Thread | None = None
+        super().__init__()
 
     # -- lifecycle ---------------------------------------------------------------------------------------------
 
@@ -155,33 +156,12 @@ class FakeAnthropicServer:
             def do_HEAD(self) -> None:
                 server._empty(self)
 
-        httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        httpd.daemon_threads = True
-        self._httpd = httpd
-        self._thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        if self._httpd is not None:
-            self._httpd.shutdown()
-            self._httpd.server_close()
-            self._httpd = None
-        if self._thread is not None:
-            self._thread.join(timeout=5)
-            self._thread = None
-
-    def __enter__(self) -> FakeAnthropicServer:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
+        return self._serve(Handler)
 
     @property
     def url(self) -> str:
         """The ``ANTHROPIC_BASE_URL`` to hand to Claude Code."""
-        assert self._httpd is not None, "server not started"
-        return f"http://127.0.0.1:{self._httpd.server_address[1]}"
+        return f"http://127.0.0.1:{self.port}"
 
     # -- scripting ---------------------------------------------------------------------------------------------
 

@@ -19,11 +19,13 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 import attrs
 import pytest
+
+from ._local import LocalServer
 
 CHAT_PATHS = ("/v1/chat/completions", "/chat/completions")
 
@@ -117,7 +119,7 @@ class RecordedRequest:
 Responder = Callable[[dict[str, Any], int], Action | None]
 
 
-class FakeOpenAIServer:
+class FakeOpenAIServer(LocalServer):
     """Threaded HTTP server; use as a context manager or call :meth:`start` / :meth:`stop`."""
 
     def __init__(self, default_text: str = "## Goal\nFake summary.") -> None:
@@ -127,8 +129,7 @@ class FakeOpenAIServer:
         self._script: deque[Action] = deque()
         self._lock = threading.Lock()
         self._stopping = threading.Event()
-        self._httpd: ThreadingHTTPServer | None = None
-        self._thread: threading.Thread | None = None
+        super().__init__()
 
     # -- lifecycle ---------------------------------------------------------------------------------------------
 
@@ -160,33 +161,11 @@ class FakeOpenAIServer:
                 self.end_headers()
                 self.wfile.write(data)
 
-        httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        httpd.daemon_threads = True
-        self._httpd = httpd
-        self._thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-        self._thread.start()
-        return self
+        return self._serve(Handler)
 
     def stop(self) -> None:
         self._stopping.set()
-        if self._httpd is not None:
-            self._httpd.shutdown()
-            self._httpd.server_close()
-            self._httpd = None
-        if self._thread is not None:
-            self._thread.join(timeout=5)
-            self._thread = None
-
-    def __enter__(self) -> FakeOpenAIServer:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
-
-    @property
-    def port(self) -> int:
-        assert self._httpd is not None, "server not started"
-        return int(self._httpd.server_address[1])
+        super().stop()
 
     @property
     def url(self) -> str:

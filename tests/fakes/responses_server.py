@@ -13,11 +13,13 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Callable, Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 import attrs
 import pytest
+
+from ._local import LocalServer
 
 RESPONSES_PATHS = ("/v1/responses", "/responses")
 COMPACTION_MARK = "You are performing a CONTEXT CHECKPOINT COMPACTION"
@@ -81,7 +83,7 @@ class RecordedRequest:
 Responder = Callable[[RecordedRequest, int], Answer]
 
 
-class FakeResponsesServer:
+class FakeResponsesServer(LocalServer):
     """Threaded HTTP server; use as a context manager."""
 
     def __init__(self, default_text: str = "ok") -> None:
@@ -91,8 +93,7 @@ class FakeResponsesServer:
         self.compaction_marks: tuple[str, ...] = (COMPACTION_MARK,)
         """Beginnings of a compaction prompt (a test that sets its own ``compact_prompt`` adds its own)."""
         self._lock = threading.Lock()
-        self._httpd: ThreadingHTTPServer | None = None
-        self._thread: threading.Thread | None = None
+        super().__init__()
 
     def start(self) -> FakeResponsesServer:
         server = self
@@ -109,33 +110,12 @@ class FakeResponsesServer:
             def do_GET(self) -> None:
                 server._handle(self, "GET")
 
-        httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        httpd.daemon_threads = True
-        self._httpd = httpd
-        self._thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        if self._httpd is not None:
-            self._httpd.shutdown()
-            self._httpd.server_close()
-            self._httpd = None
-        if self._thread is not None:
-            self._thread.join(timeout=5)
-            self._thread = None
-
-    def __enter__(self) -> FakeResponsesServer:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
+        return self._serve(Handler)
 
     @property
     def url(self) -> str:
         """The provider's ``base_url`` (ends in ``/v1``)."""
-        assert self._httpd is not None, "server not started"
-        return f"http://127.0.0.1:{self._httpd.server_address[1]}/v1"
+        return f"http://127.0.0.1:{self.port}/v1"
 
     @property
     def model_requests(self) -> list[RecordedRequest]:
