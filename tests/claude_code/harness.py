@@ -32,16 +32,27 @@ TOOLS = "Bash Edit Write Read"
 """Allowed without a prompt (``--allowedTools``): -p mode cannot ask, and root may not skip permissions."""
 
 
-def claude_binary() -> str:
-    explicit = os.environ.get("CTXD_CLAUDE_CODE")
+def npm_agent(variable: str, cache: str, command: str, missing: str) -> str:
+    """An agent's executable: ``$variable`` when set (it must be executable), else the one a scripts/*.sh
+    installed into ``.cache/<cache>``; the test skips with ``missing`` when there is neither."""
+    explicit = os.environ.get(variable)
     if explicit:
         if not os.access(explicit, os.X_OK):
-            pytest.fail(f"CTXD_CLAUDE_CODE={explicit} is not an executable")
+            pytest.fail(f"{variable}={explicit} is not an executable")
         return explicit
-    cached = REPO / ".cache" / f"claude-code-{VERSION}" / "node_modules" / ".bin" / "claude"
+    cached = REPO / ".cache" / cache / "node_modules" / ".bin" / command
     if cached.exists():
         return str(cached)
-    pytest.skip(f"Claude Code {VERSION} is not installed: run `bash scripts/claude-code.sh` (make unit does)")
+    pytest.skip(missing)
+
+
+def claude_binary() -> str:
+    return npm_agent(
+        "CTXD_CLAUDE_CODE",
+        f"claude-code-{VERSION}",
+        "claude",
+        f"Claude Code {VERSION} is not installed: run `bash scripts/claude-code.sh` (make unit does)",
+    )
 
 
 def ctxd_bin_dir() -> str:

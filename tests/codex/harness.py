@@ -19,7 +19,7 @@ from pathlib import Path
 
 import attrs
 import pytest
-from claude_code.harness import ctxd_bin_dir
+from claude_code.harness import ctxd_bin_dir, npm_agent
 from fakes.responses_server import FakeResponsesServer
 
 REPO = Path(__file__).resolve().parents[2]
@@ -27,15 +27,12 @@ VERSION = "0.169.0"
 
 
 def codex_binary() -> str:
-    explicit = os.environ.get("CTXD_CODEX")
-    if explicit:
-        if not os.access(explicit, os.X_OK):
-            pytest.fail(f"CTXD_CODEX={explicit} is not an executable")
-        return explicit
-    cached = REPO / ".cache" / f"codex-{VERSION}" / "node_modules" / ".bin" / "codex"
-    if cached.exists():
-        return str(cached)
-    pytest.skip(f"Codex {VERSION} is not installed: run `bash scripts/codex.sh` (make unit does; it needs npm)")
+    return npm_agent(
+        "CTXD_CODEX",
+        f"codex-{VERSION}",
+        "codex",
+        f"Codex {VERSION} is not installed: run `bash scripts/codex.sh` (make unit does; it needs npm)",
+    )
 
 
 def node_bin() -> str:
