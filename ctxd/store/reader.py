@@ -25,14 +25,14 @@ from ctxd.errors import (
     EntryNotFoundError,
     SessionError,
 )
-from ctxd.formats.codec import CURRENT_VERSION, LineHead, decode_any, dumps_line
+from ctxd.formats.codec import CURRENT_VERSION, decode_any, dumps_line
 from ctxd.formats.migrate import migrate_body, migrate_head_roles, migrate_heads
 from ctxd.store import index_cache
 from ctxd.store.bodies import BodyView
 from ctxd.store.files import Clock, open_regular
 from ctxd.store.heads import Heads, HeadSink, read_heads
 from ctxd.store.private import FileMark, grown_stat
-from ctxd.store.scan import Diagnostic, ScannedLine, decode_bounded, note_kind, scan
+from ctxd.store.scan import Diagnostic, Lines, ScannedLine, decode_bounded, note_kind, scan
 
 MAX_HEADER = 1 << 20
 """The longest header line read (1 MB; pi's are a few hundred bytes)."""
@@ -101,6 +101,9 @@ class SessionReader:
         self._bodies: dict[int, dict[str, Any]] = {}
         self._checked = bytearray()
         """1 for entries whose body was read once and needed nothing (see decode_bounded)."""
+        self.scan_estimates: dict[int, int] = {}
+        """Token estimates of message entries made while their lines were indexed (the native
+        scanner's: ``ctxd.store.native``), by entry index, for ``Session`` to take."""
         self._end = 0
         self._next_line = 2
         self._identity: tuple[int, int] = (0, 0)
@@ -395,23 +398,25 @@ class SessionReader:
         heads = self.heads
         index = self.index
 
-        def bulk(new: list[LineHead], offsets: list[int], lengths: list[int], line: int) -> bool:
+        def bulk(chunk: Lines) -> bool:
+            new = chunk.heads
             first = len(heads)
-            chunk = dict(zip([h.id for h in new], range(first, first + len(new)), strict=True))
-            if len(chunk) != len(new) or None in chunk or not index.keys().isdisjoint(chunk):
+            chunk_ids = dict(zip([h.id for h in new], range(first, first + len(new)), strict=True))
+            if len(chunk_ids) != len(new) or None in chunk_ids or not index.keys().isdisjoint(chunk_ids):
                 return False  # no id, or a duplicate id: the line-by-line path reports it
             types = {h.type for h in new}
             if "session" in types:
                 return False
-            index.update(chunk)  # type: ignore[arg-type]
+            index.update(chunk_ids)  # type: ignore[arg-type]
             if "custom" in types:
                 pins = [first + k for k, h in enumerate(new) if h.type == "custom" and h.customType == PIN_MARKER]
                 self.pin_entries.extend(pins)
             heads.extend(new)
-            # fromlist: twice as fast as extend, which converts item by item
-            self.offsets.fromlist(offsets)
-            self.lengths.fromlist(lengths)
-            self.lines.fromlist(list(range(line, line + len(new))))
+            self.offsets.extend(chunk.offsets)
+            self.lengths.extend(chunk.lengths)
+            self.lines.fromlist(list(range(chunk.line, chunk.line + len(new))))
+            if chunk.estimates is not None:
+                self._validated(first, len(new), *chunk.estimates)
             return True
 
         after = (lambda: on_chunk(self)) if on_chunk is not None else None
@@ -419,6 +424,17 @@ class SessionReader:
             fd, start, self._next_line, self.path, self._add, self.diagnostics, bulk, after
         )
         self.last_scan = (start, self._end)
+
+    def _validated(self, first: int, count: int, est_lines: array[int], est_values: array[int]) -> None:
+        """Entries ``first`` .. ``first + count`` were validated whole by the native scanner: note
+        them read clean, and keep the token estimates it made (for a file in the current format,
+        whose bodies are served as written)."""
+        checked = self._checked
+        if len(checked) < first:
+            checked.extend(bytes(first - len(checked)))
+        checked[first : first + count] = b"\x01" * count
+        if self.version == CURRENT_VERSION and est_lines:
+            self.scan_estimates.update(zip(map(first.__add__, est_lines), est_values, strict=True))
 
     def _add(self, scanned: ScannedLine) -> None:
         head = scanned.head

@@ -8,14 +8,16 @@ from __future__ import annotations
 
 import json
 import os
+from array import array
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 import attrs
 import msgspec
 
 from ctxd.formats import depth
 from ctxd.formats.codec import LineHead, decode_any, decode_head, head_from_dict
+from ctxd.store import native
 
 READ_CHUNK = 1 << 20
 """Bytes read at once: a buffer this small stays in the CPU's cache while its lines are decoded."""
@@ -174,9 +176,24 @@ def _id_of(obj: dict[str, Any]) -> str | None:
     return eid if isinstance(eid, str) else None
 
 
-Bulk = Callable[[list[LineHead], list[int], list[int], int], bool]
-"""``bulk(heads, offsets, lengths, first_line)`` takes a chunk of consecutive well-formed lines at
-once, or returns False to have them indexed one by one."""
+class Lines(NamedTuple):
+    """A chunk of consecutive well-formed lines, indexed at once."""
+
+    heads: list[LineHead]
+    offsets: array[int]
+    """Each line's offset in the file."""
+    lengths: array[int]
+    """Each line's length, without its newline."""
+    line: int
+    """The first line's number."""
+    estimates: tuple[array[int], array[int]] | None = None
+    """From the native scanner: the lines (0-based here) whose token estimate it knows, and those
+    estimates. Every line of such a chunk was validated whole (``ctxd.store.native``)."""
+
+
+Bulk = Callable[[Lines], bool]
+"""``bulk(lines)`` takes a chunk of consecutive well-formed lines at once, or returns False to have
+them indexed one by one."""
 
 _decode_lines = msgspec.json.Decoder(LineHead).decode_lines
 
@@ -230,7 +247,12 @@ def scan(
             break
         have += n
         end = buf.rfind(b"\n", 0, have) + 1
-        if end:
+        taken = _native_chunk(view, end, base, line, bulk) if end and bulk is not None else 0
+        if taken:
+            line += taken
+            if after_chunk is not None:
+                after_chunk()
+        elif end:
             offsets: list[int] = []
             lengths: list[int] = []
             find = buf.find
@@ -276,6 +298,26 @@ def _skip_line(fd: int, pos: int, buf: bytearray) -> int:
         view.release()
 
 
+def _native_chunk(view: memoryview, end: int, base: int, line: int, bulk: Bulk) -> int:
+    """Index the chunk through the native scanner (``ctxd.store.native``), if it takes it: the
+    number of lines indexed, or 0."""
+    found = native.scan_chunk(view, end, base)
+    if found is None:
+        return 0
+    try:
+        heads = _decode_lines(found.reduced)
+    except (msgspec.MsgspecError, RecursionError, UnicodeDecodeError):
+        return 0  # a head field of an unexpected type: the line-by-line path reads it
+    offsets, lengths, est_lines, est_values = array("q"), array("q"), array("q"), array("q")
+    offsets.frombytes(found.offsets)
+    lengths.frombytes(found.lengths)
+    est_lines.frombytes(found.est_lines)
+    est_values.frombytes(found.est_values)
+    if len(heads) != len(offsets) or not bulk(Lines(heads, offsets, lengths, line, (est_lines, est_values))):
+        return 0
+    return len(heads)
+
+
 def _bulk_chunk(
     view: memoryview, end: int, offsets: list[int], lengths: list[int], base: int, line: int, bulk: Bulk | None
 ) -> bool:
@@ -287,4 +329,4 @@ def _bulk_chunk(
         return False
     if len(heads) != len(offsets):
         return False  # whitespace-only lines, or something decode_lines read differently
-    return bulk(heads, [base + o for o in offsets], lengths, line)
+    return bulk(Lines(heads, array("q", [base + o for o in offsets]), array("q", lengths), line))

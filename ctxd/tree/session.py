@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ctxd.formats.codec import CURRENT_VERSION
+from ctxd.store import index_cache
 from ctxd.store.create import create_session
 from ctxd.store.files import new_entry_id
 from ctxd.store.index_cache import MIN_ENTRIES as INDEX_MIN_ENTRIES
@@ -45,6 +46,7 @@ class Session:
         self._saved: tuple[int, int] | None = None
         """(entries, estimates) the cached index holds, when there is one."""
         self.tree = self._make_tree()
+        self._take_scan_estimates()
         self._generation = file.generation
         self._settle()
 
@@ -97,13 +99,17 @@ class Session:
 
     def save_index(self) -> bool:
         """Keep the file's index, its tree and the token estimates in the user's cache."""
+        if not index_cache.enabled():
+            return False
         self.tree.update()
         n = len(self.file)
         if len(self.tree) != n:
             return False
-        known = [(k, v) for k, v in self.estimates.items() if k < n]
+        estimates = self.estimates
+        if estimates and max(estimates) >= n:
+            estimates = {k: v for k, v in estimates.items() if k < n}
         extra: dict[str, Any] = {
-            "estimates": [array("q", (k for k, _ in known)).tobytes(), array("q", (v for _, v in known)).tobytes()],
+            "estimates": [array("q", estimates.keys()).tobytes(), array("q", estimates.values()).tobytes()],
         }
         if len(self.file.index) == n:
             # With duplicate ids the tree depends on the order entries were read in (an id names
@@ -111,7 +117,7 @@ class Session:
             extra["tree"] = self.tree.snapshot()
         if not self.file.save_index(extra):
             return False
-        self._saved = (n, len(known))
+        self._saved = (n, len(estimates))
         return True
 
     def close(self) -> None:
@@ -125,13 +131,22 @@ class Session:
         finally:
             self.file.close()
 
+    def _take_scan_estimates(self) -> None:
+        """Keep the estimates made while the file's new lines were indexed (``ctxd.store.native``)."""
+        made = self.file.scan_estimates
+        if made:
+            self.estimates.update(made)
+            made.clear()
+
     def _sync(self) -> range:
         if self.file.generation != self._generation:
             self.estimates.clear()
             self.tree = self._make_tree()
+            self._take_scan_estimates()
             self._generation = self.file.generation
             self._settle()
             return range(len(self.file))
+        self._take_scan_estimates()
         return self.tree.update()
 
     def refresh(self) -> tuple[RefreshResult, range]:

@@ -1,0 +1,841 @@
+/*
+ * ctxd._native: one pass over a chunk of session lines (see ctxd/store/native.py).
+ *
+ * For each line of a chunk of complete JSONL lines, scan_chunk validates the JSON strictly (a subset of
+ * what msgspec accepts: any doubt makes the whole chunk "not plain" and the caller takes the Python path,
+ * which reports what is wrong), finds its offset and length, computes pi's token estimate of a "message"
+ * entry, and writes a reduced copy of the line that holds only the members the index head reads (so the
+ * head decoder skips no message bodies). Lines here are never decoded into Python objects.
+ *
+ * What "plain" requires of every line: a JSON object with nothing after it; valid UTF-8; no raw control
+ * character in a string; escapes from the JSON set, surrogate escapes only as valid pairs; numbers of the
+ * JSON grammar, at most 40 characters, exponents of at most 3 digits; nesting no deeper than max_depth;
+ * keys of the line's object and of its "message" object written without escapes.
+ *
+ * The estimate equals ctxd.context.line_estimate.estimate_line on the same line, or is -1 when this pass
+ * does not know it (then the caller estimates as before): a float or a long integer or a repeated key in
+ * a tool call's arguments, a repeated field the estimate reads, an escaped role or type, an unexpected
+ * shape.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
+
+#define IMAGE_CHARS 4800
+#define MAX_ARG_KEYS 64
+
+typedef struct {
+    const unsigned char *p;
+    const unsigned char *end;
+    int depth;
+    int max_depth;
+} Cursor;
+
+/* What a string scan found: its length in UTF-16 code units, the length JSON.stringify writes for it
+ * (quotes included), and whether it had an escape. */
+typedef struct {
+    int64_t u16;
+    int64_t js;
+    int escaped;
+} StrInfo;
+
+static inline void skip_ws(Cursor *c) {
+    while (c->p < c->end && (*c->p == ' ' || *c->p == '\t' || *c->p == '\r')) c->p++;
+}
+
+static inline int hexval(unsigned char ch) {
+    if (ch >= '0' && ch <= '9') return ch - '0';
+    if (ch >= 'a' && ch <= 'f') return ch - 'a' + 10;
+    if (ch >= 'A' && ch <= 'F') return ch - 'A' + 10;
+    return -1;
+}
+
+static int read_u4(const unsigned char *p, const unsigned char *end) {
+    if (end - p < 4) return -1;
+    int a = hexval(p[0]), b = hexval(p[1]), d = hexval(p[2]), e = hexval(p[3]);
+    if ((a | b | d | e) < 0) return -1;
+    return (a << 12) | (b << 8) | (d << 4) | e;
+}
+
+/* JSON.stringify's length for one UTF-16 code unit below 0x80 written as itself. */
+static inline int js_ascii(int ch) {
+    if (ch == '"' || ch == '\\') return 2;
+    if (ch < 0x20) return (ch == 8 || ch == 9 || ch == 10 || ch == 12 || ch == 13) ? 2 : 6;
+    return 1;
+}
+
+/* A multi-byte UTF-8 sequence at p (p[0] >= 0x80): its length in bytes, or 0 if invalid (as Python's
+ * strict decoder: no overlong forms, no surrogates, nothing above U+10FFFF). */
+static inline int utf8_seq(const unsigned char *p, const unsigned char *end) {
+    unsigned char b0 = p[0];
+    Py_ssize_t left = end - p;
+    if (b0 >= 0xC2 && b0 <= 0xDF) {
+        if (left < 2 || (p[1] & 0xC0) != 0x80) return 0;
+        return 2;
+    }
+    if (b0 >= 0xE0 && b0 <= 0xEF) {
+        if (left < 3 || (p[1] & 0xC0) != 0x80 || (p[2] & 0xC0) != 0x80) return 0;
+        if (b0 == 0xE0 && p[1] < 0xA0) return 0;
+        if (b0 == 0xED && p[1] > 0x9F) return 0;
+        return 3;
+    }
+    if (b0 >= 0xF0 && b0 <= 0xF4) {
+        if (left < 4 || (p[1] & 0xC0) != 0x80 || (p[2] & 0xC0) != 0x80 || (p[3] & 0xC0) != 0x80) return 0;
+        if (b0 == 0xF0 && p[1] < 0x90) return 0;
+        if (b0 == 0xF4 && p[1] > 0x8F) return 0;
+        return 4;
+    }
+    return 0;
+}
+
+/* A string from its opening quote; the cursor ends after the closing quote. 0: not plain. */
+static int scan_string(Cursor *c, StrInfo *s) {
+    const unsigned char *p = c->p + 1;
+    const unsigned char *end = c->end;
+    int64_t u16 = 0, js = 2;
+    int escaped = 0;
+    for (;;) {
+#ifdef __SSE2__
+        const __m128i quote = _mm_set1_epi8('"');
+        const __m128i slash = _mm_set1_epi8('\\');
+        const __m128i space = _mm_set1_epi8(0x20);
+        while (end - p >= 16) {
+            __m128i v = _mm_loadu_si128((const __m128i *)p);
+            /* signed compare: bytes >= 0x80 are negative, so below 0x20 too */
+            __m128i hit = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, slash)),
+                                       _mm_cmplt_epi8(v, space));
+            int mask = _mm_movemask_epi8(hit);
+            if (mask == 0) {
+                p += 16;
+                u16 += 16;
+                js += 16;
+                continue;
+            }
+            int k = __builtin_ctz((unsigned)mask);
+            p += k;
+            u16 += k;
+            js += k;
+            break;
+        }
+#endif
+        if (p >= end) return 0;
+        unsigned char ch = *p;
+        if (ch == '"') {
+            c->p = p + 1;
+            s->u16 = u16;
+            s->js = js;
+            s->escaped = escaped;
+            return 1;
+        }
+        if (ch == '\\') {
+            escaped = 1;
+            if (end - p < 2) return 0;
+            unsigned char e = p[1];
+            switch (e) {
+            case '"': case '\\': case 'b': case 'f': case 'n': case 'r': case 't':
+                u16 += 1;
+                js += 2;
+                p += 2;
+                break;
+            case '/':
+                u16 += 1;
+                js += 1;
+                p += 2;
+                break;
+            case 'u': {
+                int cp = read_u4(p + 2, end);
+                if (cp < 0) return 0;
+                if (cp >= 0xD800 && cp <= 0xDBFF) {
+                    /* only a valid pair: a lone surrogate is left to the Python path */
+                    if (end - p < 12 || p[6] != '\\' || p[7] != 'u') return 0;
+                    int lo = read_u4(p + 8, end);
+                    if (lo < 0xDC00 || lo > 0xDFFF) return 0;
+                    u16 += 2;
+                    js += 2;
+                    p += 12;
+                } else if (cp >= 0xDC00 && cp <= 0xDFFF) {
+                    return 0;
+                } else {
+                    u16 += 1;
+                    js += cp < 0x80 ? js_ascii(cp) : 1;
+                    p += 6;
+                }
+                break;
+            }
+            default:
+                return 0;
+            }
+            continue;
+        }
+        if (ch < 0x20) return 0; /* a raw control character: not JSON */
+        if (ch < 0x80) {
+            u16 += 1;
+            js += 1;
+            p += 1;
+            continue;
+        }
+        int n = utf8_seq(p, end);
+        if (n == 0) return 0;
+        u16 += n == 4 ? 2 : 1;
+        js += n == 4 ? 2 : 1;
+        p += n;
+    }
+}
+
+/* A number: its grammar, and whether it is a plain integer (no fraction, no exponent).
+ * Returns its length, 0 if not plain. */
+static int scan_number(Cursor *c, int *integer) {
+    const unsigned char *p = c->p, *end = c->end, *start = c->p;
+    *integer = 1;
+    if (p < end && *p == '-') p++;
+    if (p >= end) return 0;
+    if (*p == '0') {
+        p++;
+    } else if (*p >= '1' && *p <= '9') {
+        while (p < end && *p >= '0' && *p <= '9') p++;
+    } else {
+        return 0;
+    }
+    if (p < end && *p == '.') {
+        *integer = 0;
+        p++;
+        if (p >= end || *p < '0' || *p > '9') return 0;
+        while (p < end && *p >= '0' && *p <= '9') p++;
+    }
+    if (p < end && (*p == 'e' || *p == 'E')) {
+        *integer = 0;
+        p++;
+        if (p < end && (*p == '+' || *p == '-')) p++;
+        const unsigned char *digits = p;
+        while (p < end && *p >= '0' && *p <= '9') p++;
+        if (p == digits || p - digits > 3) return 0;
+    }
+    if (p - start > 40) return 0;
+    c->p = p;
+    return (int)(p - start);
+}
+
+static int scan_literal(Cursor *c) {
+    Py_ssize_t left = c->end - c->p;
+    if (left >= 4 && memcmp(c->p, "true", 4) == 0) { c->p += 4; return 4; }
+    if (left >= 5 && memcmp(c->p, "false", 5) == 0) { c->p += 5; return 5; }
+    if (left >= 4 && memcmp(c->p, "null", 4) == 0) { c->p += 4; return 4; }
+    return 0;
+}
+
+/* Any value, validated and skipped. 0: not plain. */
+static int skip_value(Cursor *c);
+
+static int skip_container(Cursor *c, unsigned char close) {
+    if (++c->depth > c->max_depth) return 0;
+    c->p++;
+    skip_ws(c);
+    if (c->p < c->end && *c->p == close) {
+        c->p++;
+        c->depth--;
+        return 1;
+    }
+    for (;;) {
+        if (close == '}') {
+            StrInfo s;
+            if (c->p >= c->end || *c->p != '"' || !scan_string(c, &s)) return 0;
+            skip_ws(c);
+            if (c->p >= c->end || *c->p != ':') return 0;
+            c->p++;
+            skip_ws(c);
+        }
+        if (!skip_value(c)) return 0;
+        skip_ws(c);
+        if (c->p >= c->end) return 0;
+        if (*c->p == ',') {
+            c->p++;
+            skip_ws(c);
+            continue;
+        }
+        if (*c->p == close) {
+            c->p++;
+            c->depth--;
+            return 1;
+        }
+        return 0;
+    }
+}
+
+static int skip_value(Cursor *c) {
+    if (c->p >= c->end) return 0;
+    unsigned char ch = *c->p;
+    if (ch == '"') {
+        StrInfo s;
+        return scan_string(c, &s);
+    }
+    if (ch == '{') return skip_container(c, '}');
+    if (ch == '[') return skip_container(c, ']');
+    if (ch == '-' || (ch >= '0' && ch <= '9')) {
+        int integer;
+        return scan_number(c, &integer) > 0;
+    }
+    return scan_literal(c) > 0;
+}
+
+/* A value, validated, and the length JSON.stringify writes for it into *len (-1: not known here).
+ * 0: not plain. */
+static int measure_value(Cursor *c, int64_t *len) {
+    if (c->p >= c->end) return 0;
+    unsigned char ch = *c->p;
+    if (ch == '"') {
+        StrInfo s;
+        if (!scan_string(c, &s)) return 0;
+        *len = s.js;
+        return 1;
+    }
+    if (ch == '-' || (ch >= '0' && ch <= '9')) {
+        int integer;
+        const unsigned char *start = c->p;
+        int n = scan_number(c, &integer);
+        if (n == 0) return 0;
+        if (!integer || n > 15) *len = -1; /* JavaScript's own number printing: left to Python */
+        else if (n == 2 && start[0] == '-' && start[1] == '0') *len = 1;
+        else *len = n;
+        return 1;
+    }
+    if (ch == '[' || ch == '{') {
+        int object = ch == '{';
+        unsigned char close = object ? '}' : ']';
+        const unsigned char *keys[MAX_ARG_KEYS];
+        Py_ssize_t key_lens[MAX_ARG_KEYS];
+        int nkeys = 0;
+        int64_t total = 2, count = 0;
+        int known = 1;
+        if (++c->depth > c->max_depth) return 0;
+        c->p++;
+        skip_ws(c);
+        if (c->p < c->end && *c->p == close) {
+            c->p++;
+            c->depth--;
+            *len = 2;
+            return 1;
+        }
+        for (;;) {
+            if (object) {
+                StrInfo s;
+                const unsigned char *kstart = c->p;
+                if (c->p >= c->end || *c->p != '"' || !scan_string(c, &s)) return 0;
+                /* a repeated key: JSON.parse keeps one of them; left to Python */
+                if (s.escaped || nkeys == MAX_ARG_KEYS) {
+                    known = 0;
+                } else {
+                    Py_ssize_t kl = c->p - kstart;
+                    for (int k = 0; k < nkeys; k++)
+                        if (key_lens[k] == kl && memcmp(keys[k], kstart, (size_t)kl) == 0) known = 0;
+                    keys[nkeys] = kstart;
+                    key_lens[nkeys++] = kl;
+                }
+                total += s.js + 1;
+                skip_ws(c);
+                if (c->p >= c->end || *c->p != ':') return 0;
+                c->p++;
+                skip_ws(c);
+            }
+            int64_t one;
+            if (!measure_value(c, &one)) return 0;
+            if (one < 0) known = 0;
+            else total += one;
+            count++;
+            skip_ws(c);
+            if (c->p >= c->end) return 0;
+            if (*c->p == ',') {
+                c->p++;
+                skip_ws(c);
+                continue;
+            }
+            if (*c->p == close) {
+                c->p++;
+                c->depth--;
+                break;
+            }
+            return 0;
+        }
+        *len = known ? total + count - 1 : -1;
+        return 1;
+    }
+    int n = scan_literal(c);
+    *len = n;
+    return n > 0;
+}
+
+/* ---- the line's object: which members the index head reads, and the estimate ---- */
+
+#define KEY_IS(k, n, lit) ((n) == (Py_ssize_t)(sizeof(lit) - 1) && memcmp((k), (lit), sizeof(lit) - 1) == 0)
+
+/* Whether a key of the line's object is one of LineHead's fields (ctxd/formats/codec.py). */
+static int head_key(const unsigned char *k, Py_ssize_t n) {
+    switch (n) {
+    case 2: return KEY_IS(k, n, "id");
+    case 3: return KEY_IS(k, n, "cwd");
+    case 4: return KEY_IS(k, n, "type") || KEY_IS(k, n, "name");
+    case 5: return KEY_IS(k, n, "label");
+    case 6: return KEY_IS(k, n, "fromId");
+    case 7: return KEY_IS(k, n, "message") || KEY_IS(k, n, "modelId") || KEY_IS(k, n, "version");
+    case 8: return KEY_IS(k, n, "parentId") || KEY_IS(k, n, "provider") ||
+                   KEY_IS(k, n, "targetId");
+    case 9: return KEY_IS(k, n, "timestamp");
+    case 10: return KEY_IS(k, n, "customType");
+    case 12: return KEY_IS(k, n, "tokensBefore");
+    case 13: return KEY_IS(k, n, "thinkingLevel");
+    case 16: return KEY_IS(k, n, "firstKeptEntryId");
+    case 19: return KEY_IS(k, n, "firstKeptEntryIndex");
+    default: return 0;
+    }
+}
+
+/* Whether a key of the "message" object is one of MessageHead's fields. */
+static int message_key(const unsigned char *k, Py_ssize_t n) {
+    switch (n) {
+    case 4: return KEY_IS(k, n, "role");
+    case 5: return KEY_IS(k, n, "usage") || KEY_IS(k, n, "model");
+    case 8: return KEY_IS(k, n, "provider");
+    case 10: return KEY_IS(k, n, "stopReason") || KEY_IS(k, n, "toolCallId");
+    case 12: return KEY_IS(k, n, "errorMessage");
+    default: return 0;
+    }
+}
+
+typedef struct {
+    unsigned char *data;
+    Py_ssize_t len, cap;
+} Out;
+
+static int out_put(Out *o, const void *src, Py_ssize_t n) {
+    if (o->len + n > o->cap) {
+        Py_ssize_t cap = o->cap * 2 + n + 1024;
+        unsigned char *grown = realloc(o->data, (size_t)cap);
+        if (!grown) return 0;
+        o->data = grown;
+        o->cap = cap;
+    }
+    memcpy(o->data + o->len, src, (size_t)n);
+    o->len += n;
+    return 1;
+}
+
+enum { ROLE_NONE, ROLE_TEXT, ROLE_ASSISTANT, ROLE_OTHER };
+
+/* What the content of a message counts, for each kind of role; known: its shape is one the estimate knows. */
+typedef struct {
+    int64_t text_chars;      /* user, toolResult, custom */
+    int64_t assistant_chars; /* assistant */
+    int assistant_known;
+    int known;
+} Content;
+
+/* A content block (an object). Fields of interest: type, text, thinking, name, arguments. */
+static int scan_block(Cursor *c, Content *ct) {
+    enum { K_TYPE = 1, K_TEXT = 2, K_THINKING = 4, K_NAME = 8, K_ARGS = 16 };
+    int seen = 0;
+    int kind = 0; /* 1 text, 2 image, 3 thinking, 4 toolCall */
+    int64_t text = -1, thinking = -1, name = -1, args = -2; /* -1: not a string; args -2: absent */
+    if (++c->depth > c->max_depth) return 0;
+    c->p++;
+    skip_ws(c);
+    if (c->p < c->end && *c->p == '}') {
+        c->p++;
+        c->depth--;
+        return 1;
+    }
+    for (;;) {
+        StrInfo s;
+        const unsigned char *kstart = c->p + 1;
+        if (c->p >= c->end || *c->p != '"' || !scan_string(c, &s)) return 0;
+        Py_ssize_t kl = (c->p - 1) - kstart;
+        int which = 0;
+        if (s.escaped) {
+            ct->known = 0; /* an escaped key may name a field: left to Python */
+        } else if (KEY_IS(kstart, kl, "type")) {
+            which = K_TYPE;
+        } else if (KEY_IS(kstart, kl, "text")) {
+            which = K_TEXT;
+        } else if (KEY_IS(kstart, kl, "thinking")) {
+            which = K_THINKING;
+        } else if (KEY_IS(kstart, kl, "name")) {
+            which = K_NAME;
+        } else if (KEY_IS(kstart, kl, "arguments")) {
+            which = K_ARGS;
+        }
+        if (which & seen) ct->known = 0;
+        seen |= which;
+        skip_ws(c);
+        if (c->p >= c->end || *c->p != ':') return 0;
+        c->p++;
+        skip_ws(c);
+        if (which == K_ARGS) {
+            int64_t len;
+            if (!measure_value(c, &len)) return 0;
+            args = len; /* -1 when not known */
+        } else if (which && c->p < c->end && *c->p == '"') {
+            const unsigned char *vstart = c->p + 1;
+            if (!scan_string(c, &s)) return 0;
+            Py_ssize_t vl = (c->p - 1) - vstart;
+            if (which == K_TYPE) {
+                if (s.escaped) ct->known = 0;
+                else if (KEY_IS(vstart, vl, "text")) kind = 1;
+                else if (KEY_IS(vstart, vl, "image")) kind = 2;
+                else if (KEY_IS(vstart, vl, "thinking")) kind = 3;
+                else if (KEY_IS(vstart, vl, "toolCall")) kind = 4;
+            } else if (which == K_TEXT) {
+                text = s.u16;
+            } else if (which == K_THINKING) {
+                thinking = s.u16;
+            } else if (which == K_NAME) {
+                name = s.u16;
+            }
+        } else {
+            if (!skip_value(c)) return 0;
+        }
+        skip_ws(c);
+        if (c->p >= c->end) return 0;
+        if (*c->p == ',') {
+            c->p++;
+            skip_ws(c);
+            continue;
+        }
+        if (*c->p == '}') {
+            c->p++;
+            c->depth--;
+            break;
+        }
+        return 0;
+    }
+    if (kind == 1) {
+        if (text >= 0) {
+            ct->text_chars += text;
+            ct->assistant_chars += text;
+        }
+    } else if (kind == 2) {
+        ct->text_chars += IMAGE_CHARS;
+    } else if (kind == 3) {
+        if (thinking >= 0) ct->assistant_chars += thinking;
+    } else if (kind == 4) {
+        if (name >= 0) ct->assistant_chars += name;
+        if (args == -2) ct->assistant_chars += 2;
+        else if (args < 0) ct->assistant_known = 0;
+        else ct->assistant_chars += args;
+    }
+    return 1;
+}
+
+/* A message's content: a string, null, or a list of blocks (objects). */
+static int scan_content(Cursor *c, Content *ct) {
+    if (c->p >= c->end) return 0;
+    unsigned char ch = *c->p;
+    if (ch == '"') {
+        StrInfo s;
+        if (!scan_string(c, &s)) return 0;
+        ct->text_chars += s.u16;
+        return 1;
+    }
+    if (ch == 'n') return scan_literal(c) > 0;
+    if (ch != '[') {
+        ct->known = 0; /* another type: the typed decode refuses it */
+        return skip_value(c);
+    }
+    if (++c->depth > c->max_depth) return 0;
+    c->p++;
+    skip_ws(c);
+    if (c->p < c->end && *c->p == ']') {
+        c->p++;
+        c->depth--;
+        return 1;
+    }
+    for (;;) {
+        if (c->p < c->end && *c->p == '{') {
+            if (!scan_block(c, ct)) return 0;
+        } else {
+            ct->known = 0; /* a block that is not an object */
+            if (!skip_value(c)) return 0;
+        }
+        skip_ws(c);
+        if (c->p >= c->end) return 0;
+        if (*c->p == ',') {
+            c->p++;
+            skip_ws(c);
+            continue;
+        }
+        if (*c->p == ']') {
+            c->p++;
+            c->depth--;
+            return 1;
+        }
+        return 0;
+    }
+}
+
+/* The "message" object: copies MessageHead's members to out, and counts the content. */
+static int scan_message(Cursor *c, Out *out, int *role, Content *ct) {
+    int seen_role = 0, seen_content = 0, first = 1;
+    if (++c->depth > c->max_depth) return 0;
+    c->p++;
+    if (!out_put(out, "{", 1)) return -1;
+    skip_ws(c);
+    if (c->p < c->end && *c->p == '}') {
+        c->p++;
+        c->depth--;
+        return out_put(out, "}", 1) ? 1 : -1;
+    }
+    for (;;) {
+        StrInfo s;
+        const unsigned char *mstart = c->p;
+        if (c->p >= c->end || *c->p != '"' || !scan_string(c, &s)) return 0;
+        if (s.escaped) return 0;
+        const unsigned char *k = mstart + 1;
+        Py_ssize_t kl = (c->p - 1) - k;
+        skip_ws(c);
+        if (c->p >= c->end || *c->p != ':') return 0;
+        c->p++;
+        skip_ws(c);
+        if (KEY_IS(k, kl, "content")) {
+            if (seen_content) ct->known = 0;
+            seen_content = 1;
+            if (!scan_content(c, ct)) return 0;
+        } else if (KEY_IS(k, kl, "role")) {
+            if (seen_role) ct->known = 0;
+            seen_role = 1;
+            const unsigned char *vstart = c->p + 1;
+            if (c->p < c->end && *c->p == '"') {
+                if (!scan_string(c, &s)) return 0;
+                Py_ssize_t vl = (c->p - 1) - vstart;
+                if (s.escaped) *role = ROLE_OTHER, ct->known = 0;
+                else if (KEY_IS(vstart, vl, "user") || KEY_IS(vstart, vl, "toolResult") || KEY_IS(vstart, vl, "custom"))
+                    *role = ROLE_TEXT;
+                else if (KEY_IS(vstart, vl, "assistant")) *role = ROLE_ASSISTANT;
+                else *role = ROLE_OTHER;
+            } else {
+                if (!skip_value(c)) return 0;
+                *role = ROLE_OTHER;
+            }
+        } else {
+            if (!skip_value(c)) return 0;
+        }
+        if (message_key(k, kl)) {
+            if (!first && !out_put(out, ",", 1)) return -1;
+            if (!out_put(out, mstart, c->p - mstart)) return -1;
+            first = 0;
+        }
+        skip_ws(c);
+        if (c->p >= c->end) return 0;
+        if (*c->p == ',') {
+            c->p++;
+            skip_ws(c);
+            continue;
+        }
+        if (*c->p == '}') {
+            c->p++;
+            c->depth--;
+            return out_put(out, "}", 1) ? 1 : -1;
+        }
+        return 0;
+    }
+}
+
+/* One line [c->p, c->end): 1 plain (reduced copy appended to out, *estimate set), 0 not plain, -1 no memory. */
+static int scan_line(Cursor *c, Out *out, int64_t *estimate) {
+    int first = 1, type_message = 0, type_seen = 0, message_seen = 0, message_object = 0;
+    int role = ROLE_NONE;
+    Content ct = {0, 0, 1, 1};
+    *estimate = -1;
+    skip_ws(c);
+    if (c->p >= c->end || *c->p != '{') return 0;
+    c->depth = 1;
+    c->p++;
+    if (!out_put(out, "{", 1)) return -1;
+    skip_ws(c);
+    if (c->p < c->end && *c->p == '}') {
+        c->p++;
+    } else {
+        for (;;) {
+            StrInfo s;
+            const unsigned char *mstart = c->p;
+            if (c->p >= c->end || *c->p != '"' || !scan_string(c, &s)) return 0;
+            if (s.escaped) return 0;
+            const unsigned char *k = mstart + 1;
+            Py_ssize_t kl = (c->p - 1) - k;
+            int wanted = head_key(k, kl);
+            skip_ws(c);
+            if (c->p >= c->end || *c->p != ':') return 0;
+            c->p++;
+            skip_ws(c);
+            if (KEY_IS(k, kl, "message")) {
+                if (message_seen) ct.known = 0;
+                message_seen = 1;
+                if (!first && !out_put(out, ",", 1)) return -1;
+                first = 0;
+                if (c->p < c->end && *c->p == '{') {
+                    message_object = 1;
+                    if (!out_put(out, mstart, c->p - mstart)) return -1;
+                    int r = scan_message(c, out, &role, &ct);
+                    if (r <= 0) return r;
+                } else {
+                    const unsigned char *vstart = c->p;
+                    if (!skip_value(c)) return 0;
+                    message_object = 0;
+                    (void)vstart;
+                    if (!out_put(out, mstart, c->p - mstart)) return -1;
+                }
+                wanted = 0;
+            } else if (KEY_IS(k, kl, "type")) {
+                if (type_seen) ct.known = 0;
+                type_seen = 1;
+                const unsigned char *vstart = c->p + 1;
+                if (c->p < c->end && *c->p == '"') {
+                    if (!scan_string(c, &s)) return 0;
+                    type_message = !s.escaped && KEY_IS(vstart, (c->p - 1) - vstart, "message");
+                    if (s.escaped) ct.known = 0;
+                } else {
+                    if (!skip_value(c)) return 0;
+                    type_message = 0;
+                }
+            } else {
+                if (!skip_value(c)) return 0;
+            }
+            if (wanted) {
+                if (!first && !out_put(out, ",", 1)) return -1;
+                if (!out_put(out, mstart, c->p - mstart)) return -1;
+                first = 0;
+            }
+            skip_ws(c);
+            if (c->p >= c->end) return 0;
+            if (*c->p == ',') {
+                c->p++;
+                skip_ws(c);
+                continue;
+            }
+            if (*c->p == '}') {
+                c->p++;
+                break;
+            }
+            return 0;
+        }
+    }
+    skip_ws(c);
+    if (c->p != c->end) return 0; /* something after the object: the Python path reports or recovers it */
+    if (!out_put(out, "}\n", 2)) return -1;
+    if (type_message && message_object && ct.known) {
+        if (role == ROLE_TEXT) *estimate = (ct.text_chars + 3) / 4;
+        else if (role == ROLE_ASSISTANT && ct.assistant_known) *estimate = (ct.assistant_chars + 3) / 4;
+    }
+    return 1;
+}
+
+static PyObject *bytes_of(const void *data, Py_ssize_t n) {
+    return PyBytes_FromStringAndSize((const char *)data, n);
+}
+
+PyDoc_STRVAR(scan_chunk_doc,
+"scan_chunk(buffer, end, base, max_depth) -> (reduced, offsets, lengths, est_lines, est_values) or None\n\n"
+"Index the complete lines of buffer[:end] (each ending in a newline): None when any line is not plain\n"
+"(the caller takes the Python path); else the reduced lines (one per line, newline-separated), each\n"
+"line's offset (base + its start) and length without the newline, as int64 arrays in bytes, and the\n"
+"lines (0-based in the chunk) whose estimate is known with their estimates, as int64 arrays in bytes.");
+
+/* Kept between calls (each call holds the GIL throughout, so one set serves every thread). */
+static Out out_lines, out_offsets, out_lengths, out_est_lines, out_est_values;
+
+static void release_large(Out *o) {
+    if (o->cap > (8 << 20)) {
+        free(o->data);
+        o->data = NULL;
+        o->cap = 0;
+    }
+    o->len = 0;
+}
+
+static PyObject *scan_chunk(PyObject *self, PyObject *args) {
+    PyObject *obj;
+    Py_ssize_t end;
+    long long base;
+    int max_depth;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "OnLi", &obj, &end, &base, &max_depth)) return NULL;
+    Py_buffer view;
+    if (PyObject_GetBuffer(obj, &view, PyBUF_SIMPLE) < 0) return NULL;
+    if (end < 0 || end > view.len) {
+        PyBuffer_Release(&view);
+        PyErr_SetString(PyExc_ValueError, "end is outside the buffer");
+        return NULL;
+    }
+    const unsigned char *data = (const unsigned char *)view.buf;
+    Out *out = &out_lines;
+    out_lines.len = out_offsets.len = out_lengths.len = out_est_lines.len = out_est_values.len = 0;
+    PyObject *result = NULL;
+    int status = 1;
+    Py_ssize_t pos = 0;
+    int64_t line = 0;
+    while (pos < end) {
+        const unsigned char *nl = memchr(data + pos, '\n', (size_t)(end - pos));
+        if (!nl) {
+            status = 0; /* the caller passes complete lines only */
+            break;
+        }
+        Py_ssize_t stop = nl - data;
+        Cursor c = {data + pos, nl, 0, max_depth};
+        int64_t estimate;
+        int r = scan_line(&c, out, &estimate);
+        if (r <= 0) {
+            status = r;
+            break;
+        }
+        int64_t off = base + pos, len = stop - pos;
+        if (!out_put(&out_offsets, &off, 8) || !out_put(&out_lengths, &len, 8)) {
+            status = -1;
+            break;
+        }
+        if (estimate >= 0) {
+            if (!out_put(&out_est_lines, &line, 8) || !out_put(&out_est_values, &estimate, 8)) {
+                status = -1;
+                break;
+            }
+        }
+        line++;
+        pos = stop + 1;
+    }
+    PyBuffer_Release(&view);
+    if (status < 0) {
+        PyErr_NoMemory();
+    } else if (status == 0) {
+        result = Py_NewRef(Py_None);
+    } else {
+        result = Py_BuildValue("(NNNNN)", bytes_of(out_lines.data, out_lines.len),
+                               bytes_of(out_offsets.data, out_offsets.len), bytes_of(out_lengths.data, out_lengths.len),
+                               bytes_of(out_est_lines.data, out_est_lines.len),
+                               bytes_of(out_est_values.data, out_est_values.len));
+    }
+    release_large(&out_lines);
+    release_large(&out_offsets);
+    release_large(&out_lengths);
+    release_large(&out_est_lines);
+    release_large(&out_est_values);
+    return result;
+}
+
+static PyMethodDef methods[] = {
+    {"scan_chunk", scan_chunk, METH_VARARGS, scan_chunk_doc},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "ctxd._native", "ctxd's native scanner (see ctxd/store/native.py).", -1, methods,
+    NULL, NULL, NULL, NULL,
+};
+
+PyMODINIT_FUNC PyInit__native(void) {
+    PyObject *m = PyModule_Create(&module);
+    if (m && PyModule_AddIntConstant(m, "VERSION", 1) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}

@@ -1,0 +1,62 @@
+"""The native scanner, when it is built: one C pass per chunk of lines (``ctxd/_native.c``).
+
+For a chunk of complete lines it validates every line strictly, finds each line's offset and length,
+computes pi's token estimate of each ``message`` entry it can (the same figure as
+:func:`ctxd.context.line_estimate.estimate_line`), and writes a reduced copy of the lines holding only
+the members an index head reads, so that msgspec decodes the heads without skipping message bodies.
+Any line it is not sure of makes it decline the whole chunk (:func:`scan_chunk` returns None), and the
+Python path indexes that chunk as it always did: its diagnostics and answers are the reference.
+
+Wheels carry the compiled module; an install without it (an sdist on a machine without a compiler)
+reads the same files through the Python path. ``CTXD_NATIVE=0`` in the environment forces that path.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, NamedTuple
+
+from ctxd.formats.depth import MAX_DEPTH
+
+__all__ = ["NativeChunk", "available", "scan_chunk"]
+
+
+class NativeChunk(NamedTuple):
+    reduced: bytes
+    """One reduced line per line, newline-terminated: only the members ``LineHead`` reads."""
+    offsets: bytes
+    """Each line's offset in the file, int64s (``array("q")`` bytes)."""
+    lengths: bytes
+    """Each line's length without its newline, int64s."""
+    est_lines: bytes
+    """The lines (0-based in the chunk) whose estimate is known, int64s."""
+    est_values: bytes
+    """Their estimates, int64s."""
+
+
+def _load() -> Any:
+    if os.environ.get("CTXD_NATIVE", "1").strip() == "0":
+        return None
+    try:
+        from ctxd import _native  # type: ignore[attr-defined]
+    except ImportError:
+        return None
+    return _native
+
+
+_module = _load()
+_scan = _module.scan_chunk if _module is not None else None
+
+
+def available() -> bool:
+    """Whether the native scanner is in use (built, and not turned off by ``CTXD_NATIVE=0``)."""
+    return _scan is not None
+
+
+def scan_chunk(buf: Any, end: int, base: int) -> NativeChunk | None:
+    """Index the complete lines of ``buf[:end]`` (``base``: the file offset of ``buf[0]``), or None
+    when the native scanner is missing or declines the chunk (then take the Python path)."""
+    if _scan is None:
+        return None
+    found = _scan(buf, end, base, MAX_DEPTH)
+    return None if found is None else NativeChunk(*found)
