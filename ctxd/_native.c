@@ -18,6 +18,7 @@
  * shape.
  */
 #define PY_SSIZE_T_CLEAN
+#define _GNU_SOURCE /* memrchr */
 #include <Python.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -734,24 +735,77 @@ static PyObject *bytes_of(const void *data, Py_ssize_t n) {
     return PyBytes_FromStringAndSize((const char *)data, n);
 }
 
+
+/* What one chunk's scan produced. */
+typedef struct {
+    Out lines, offsets, lengths, est_lines, est_values;
+} Outs;
+
+static void outs_reset(Outs *o) {
+    o->lines.len = o->offsets.len = o->lengths.len = o->est_lines.len = o->est_values.len = 0;
+}
+
+static void out_free(Out *o) {
+    free(o->data);
+    o->data = NULL;
+    o->cap = o->len = 0;
+}
+
+static void outs_free(Outs *o) {
+    out_free(&o->lines);
+    out_free(&o->offsets);
+    out_free(&o->lengths);
+    out_free(&o->est_lines);
+    out_free(&o->est_values);
+}
+
+/* Scan the complete lines of data[:end] into o (no Python object is touched: callable without the GIL).
+ * 1: every line plain; 0: declined; -1: out of memory. */
+static int scan_lines(const unsigned char *data, Py_ssize_t end, int64_t base, int max_depth, Outs *o) {
+    Py_ssize_t pos = 0;
+    int64_t line = 0;
+    outs_reset(o);
+    while (pos < end) {
+        const unsigned char *nl = memchr(data + pos, '\n', (size_t)(end - pos));
+        if (!nl) return 0; /* complete lines only */
+        Py_ssize_t stop = nl - data;
+        Cursor c = {data + pos, nl, 0, max_depth};
+        int64_t estimate;
+        int r = scan_line(&c, &o->lines, &estimate);
+        if (r <= 0) return r;
+        int64_t off = base + pos, len = stop - pos;
+        if (!out_put(&o->offsets, &off, 8) || !out_put(&o->lengths, &len, 8)) return -1;
+        if (estimate >= 0) {
+            if (!out_put(&o->est_lines, &line, 8) || !out_put(&o->est_values, &estimate, 8)) return -1;
+        }
+        line++;
+        pos = stop + 1;
+    }
+    return 1;
+}
+
+static PyObject *outs_tuple(Outs *o) {
+    return Py_BuildValue("(NNNNN)", bytes_of(o->lines.data, o->lines.len), bytes_of(o->offsets.data, o->offsets.len),
+                         bytes_of(o->lengths.data, o->lengths.len), bytes_of(o->est_lines.data, o->est_lines.len),
+                         bytes_of(o->est_values.data, o->est_values.len));
+}
+
+/* Kept between calls, one set per thread: a call releases the GIL while it scans. */
+static _Thread_local Outs thread_outs;
+
+static void outs_trim(Outs *o) {
+    Out *all[] = {&o->lines, &o->offsets, &o->lengths, &o->est_lines, &o->est_values};
+    for (int k = 0; k < 5; k++)
+        if (all[k]->cap > (8 << 20)) out_free(all[k]);
+}
+
 PyDoc_STRVAR(scan_chunk_doc,
 "scan_chunk(buffer, end, base, max_depth) -> (reduced, offsets, lengths, est_lines, est_values) or None\n\n"
 "Index the complete lines of buffer[:end] (each ending in a newline): None when any line is not plain\n"
 "(the caller takes the Python path); else the reduced lines (one per line, newline-separated), each\n"
 "line's offset (base + its start) and length without the newline, as int64 arrays in bytes, and the\n"
-"lines (0-based in the chunk) whose estimate is known with their estimates, as int64 arrays in bytes.");
-
-/* Kept between calls (each call holds the GIL throughout, so one set serves every thread). */
-static Out out_lines, out_offsets, out_lengths, out_est_lines, out_est_values;
-
-static void release_large(Out *o) {
-    if (o->cap > (8 << 20)) {
-        free(o->data);
-        o->data = NULL;
-        o->cap = 0;
-    }
-    o->len = 0;
-}
+"lines (0-based in the chunk) whose estimate is known with their estimates, as int64 arrays in bytes.\n"
+"The GIL is released while it scans: the buffer must not change until it returns.");
 
 static PyObject *scan_chunk(PyObject *self, PyObject *args) {
     PyObject *obj;
@@ -767,59 +821,360 @@ static PyObject *scan_chunk(PyObject *self, PyObject *args) {
         PyErr_SetString(PyExc_ValueError, "end is outside the buffer");
         return NULL;
     }
-    const unsigned char *data = (const unsigned char *)view.buf;
-    Out *out = &out_lines;
-    out_lines.len = out_offsets.len = out_lengths.len = out_est_lines.len = out_est_values.len = 0;
-    PyObject *result = NULL;
-    int status = 1;
-    Py_ssize_t pos = 0;
-    int64_t line = 0;
-    while (pos < end) {
-        const unsigned char *nl = memchr(data + pos, '\n', (size_t)(end - pos));
-        if (!nl) {
-            status = 0; /* the caller passes complete lines only */
+    int status;
+    Py_BEGIN_ALLOW_THREADS
+    status = scan_lines((const unsigned char *)view.buf, end, base, max_depth, &thread_outs);
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&view);
+    PyObject *result;
+    if (status < 0) result = PyErr_NoMemory();
+    else if (status == 0) result = Py_NewRef(Py_None);
+    else result = outs_tuple(&thread_outs);
+    outs_trim(&thread_outs);
+    return result;
+}
+
+#ifndef _WIN32
+/* ---- Prefetch: reading and scanning ahead on a native thread ----
+ *
+ * A big file's lines are read and scanned on a thread of its own, a few chunks ahead of the Python code
+ * that indexes them, so that the two run at once on two cores. The thread never touches a Python object.
+ * The chunks come out exactly as ctxd.store.scan.scan cuts them: complete lines, at most `chunk` bytes
+ * unless a line is longer (then the buffer grows, up to max_line; a longer line is skipped and reported),
+ * and a last line without its newline left unconsumed. */
+#include <errno.h>
+#include <pthread.h>
+#include <unistd.h>
+
+#define NSLOTS 4
+enum { EV_CHUNK = 1, EV_TOO_LONG = 2, EV_END = 3, EV_ERROR = 4 };
+enum { SLOT_FREE = 0, SLOT_READY = 1, SLOT_TAKEN = 2 };
+
+typedef struct {
+    unsigned char *buf;
+    Py_ssize_t cap, end;
+    int64_t base;
+    int kind, status, err, state;
+    Outs outs;
+} Slot;
+
+typedef struct {
+    PyObject_HEAD
+    int fd, max_depth, started, stop, joined;
+    int64_t start;
+    Py_ssize_t chunk, max_line;
+    Slot slots[NSLOTS];
+    int next_read, taken;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    pthread_t thread;
+} Prefetch;
+
+static Slot *free_slot(Prefetch *pf, int k) {
+    Slot *s = &pf->slots[k];
+    pthread_mutex_lock(&pf->mu);
+    while (s->state != SLOT_FREE && !pf->stop) pthread_cond_wait(&pf->cv, &pf->mu);
+    int stop = pf->stop;
+    pthread_mutex_unlock(&pf->mu);
+    return stop ? NULL : s;
+}
+
+static void publish(Prefetch *pf, Slot *s) {
+    pthread_mutex_lock(&pf->mu);
+    s->state = SLOT_READY;
+    pthread_cond_broadcast(&pf->cv);
+    pthread_mutex_unlock(&pf->mu);
+}
+
+static int grow(Slot *s, Py_ssize_t cap) {
+    if (s->cap >= cap) return 1;
+    unsigned char *b = realloc(s->buf, (size_t)cap);
+    if (!b) return 0;
+    s->buf = b;
+    s->cap = cap;
+    return 1;
+}
+
+static ssize_t pread_all(int fd, unsigned char *buf, Py_ssize_t n, int64_t at) {
+    for (;;) {
+        ssize_t got = pread(fd, buf, (size_t)n, (off_t)at);
+        if (got >= 0 || errno != EINTR) return got;
+    }
+}
+
+/* The offset after the next newline from `at`, -1 at the end of the file, -2 on a read error. */
+static int64_t skip_line(int fd, int64_t at, unsigned char *buf, Py_ssize_t cap) {
+    for (;;) {
+        ssize_t n = pread_all(fd, buf, cap, at);
+        if (n < 0) return -2;
+        if (n == 0) return -1;
+        unsigned char *nl = memchr(buf, '\n', (size_t)n);
+        if (nl) return at + (nl - buf) + 1;
+        at += n;
+    }
+}
+
+static void *producer(void *arg) {
+    Prefetch *pf = arg;
+    unsigned char *carry = NULL;
+    Py_ssize_t carry_len = 0, carry_cap = 0;
+    int64_t base = pf->start;
+    int k = 0;
+    for (;;) {
+        Slot *s = free_slot(pf, k);
+        if (!s) break;
+        k = (k + 1) % NSLOTS;
+        s->err = 0;
+        /* Never more than max_line: a line that does not fit is a line too long (as in scan.py). */
+        Py_ssize_t want = pf->chunk > carry_len + 65536 ? pf->chunk : carry_len + 65536;
+        if (want > pf->max_line) want = pf->max_line;
+        if (!grow(s, want)) {
+            s->kind = EV_ERROR;
+            s->err = ENOMEM;
+            publish(pf, s);
             break;
         }
-        Py_ssize_t stop = nl - data;
-        Cursor c = {data + pos, nl, 0, max_depth};
-        int64_t estimate;
-        int r = scan_line(&c, out, &estimate);
-        if (r <= 0) {
-            status = r;
-            break;
-        }
-        int64_t off = base + pos, len = stop - pos;
-        if (!out_put(&out_offsets, &off, 8) || !out_put(&out_lengths, &len, 8)) {
-            status = -1;
-            break;
-        }
-        if (estimate >= 0) {
-            if (!out_put(&out_est_lines, &line, 8) || !out_put(&out_est_values, &estimate, 8)) {
-                status = -1;
+        if (carry_len) memcpy(s->buf, carry, (size_t)carry_len);
+        Py_ssize_t have = carry_len, end = 0;
+        carry_len = 0;
+        int kind = EV_CHUNK;
+        for (;;) {
+            if (have == s->cap) {
+                if (have >= pf->max_line) {
+                    int64_t next = skip_line(pf->fd, base + have, s->buf, s->cap);
+                    if (next == -2) {
+                        kind = EV_ERROR;
+                        s->err = errno;
+                    } else if (next == -1) {
+                        kind = EV_END; /* a long last line without its newline: left unconsumed */
+                    } else {
+                        kind = EV_TOO_LONG;
+                        base = next;
+                    }
+                    break;
+                }
+                Py_ssize_t cap = s->cap * 2 < pf->max_line ? s->cap * 2 : pf->max_line;
+                if (!grow(s, cap)) {
+                    kind = EV_ERROR;
+                    s->err = ENOMEM;
+                    break;
+                }
+            }
+            ssize_t n = pread_all(pf->fd, s->buf + have, s->cap - have, base + have);
+            if (n < 0) {
+                kind = EV_ERROR;
+                s->err = errno;
+                break;
+            }
+            if (n == 0) {
+                kind = EV_END;
+                break;
+            }
+            have += n;
+            unsigned char *nl = memrchr(s->buf, '\n', (size_t)have);
+            if (nl) {
+                end = nl - s->buf + 1;
                 break;
             }
         }
-        line++;
-        pos = stop + 1;
+        s->base = base;
+        if (kind != EV_CHUNK) {
+            s->kind = kind;
+            publish(pf, s);
+            if (kind == EV_TOO_LONG) continue;
+            break;
+        }
+        s->kind = EV_CHUNK;
+        s->end = end;
+        s->status = scan_lines(s->buf, end, base, pf->max_depth, &s->outs);
+        carry_len = have - end;
+        if (carry_len > carry_cap) {
+            unsigned char *c = realloc(carry, (size_t)carry_len);
+            if (!c) {
+                s->kind = EV_ERROR;
+                s->err = ENOMEM;
+                publish(pf, s);
+                break;
+            }
+            carry = c;
+            carry_cap = carry_len;
+        }
+        if (carry_len) memcpy(carry, s->buf + end, (size_t)carry_len);
+        base += end;
+        publish(pf, s);
     }
-    PyBuffer_Release(&view);
-    if (status < 0) {
-        PyErr_NoMemory();
-    } else if (status == 0) {
-        result = Py_NewRef(Py_None);
-    } else {
-        result = Py_BuildValue("(NNNNN)", bytes_of(out_lines.data, out_lines.len),
-                               bytes_of(out_offsets.data, out_offsets.len), bytes_of(out_lengths.data, out_lengths.len),
-                               bytes_of(out_est_lines.data, out_est_lines.len),
-                               bytes_of(out_est_values.data, out_est_values.len));
-    }
-    release_large(&out_lines);
-    release_large(&out_offsets);
-    release_large(&out_lengths);
-    release_large(&out_est_lines);
-    release_large(&out_est_values);
-    return result;
+    free(carry);
+    return NULL;
 }
+
+static void prefetch_stop(Prefetch *pf) {
+    if (!pf->started || pf->joined) return;
+    pthread_mutex_lock(&pf->mu);
+    pf->stop = 1;
+    pthread_cond_broadcast(&pf->cv);
+    pthread_mutex_unlock(&pf->mu);
+    Py_BEGIN_ALLOW_THREADS
+    pthread_join(pf->thread, NULL);
+    Py_END_ALLOW_THREADS
+    pf->joined = 1;
+}
+
+static int prefetch_init(PyObject *self, PyObject *args, PyObject *kwargs) {
+    Prefetch *pf = (Prefetch *)self;
+    static char *names[] = {"fd", "start", "max_depth", "chunk", "max_line", NULL};
+    int fd, max_depth;
+    long long start;
+    Py_ssize_t chunk, max_line;
+    if (pf->started) {
+        PyErr_SetString(PyExc_RuntimeError, "Prefetch is already started");
+        return -1;
+    }
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "iLinn", names, &fd, &start, &max_depth, &chunk, &max_line))
+        return -1;
+    if (chunk < 4096 || max_line < chunk) {
+        PyErr_SetString(PyExc_ValueError, "chunk must be at least 4096 and max_line at least chunk");
+        return -1;
+    }
+    pf->fd = fd;
+    pf->start = start;
+    pf->max_depth = max_depth;
+    pf->chunk = chunk;
+    pf->max_line = max_line;
+    pf->taken = -1;
+    pthread_mutex_init(&pf->mu, NULL);
+    pthread_cond_init(&pf->cv, NULL);
+    if (pthread_create(&pf->thread, NULL, producer, pf) != 0) {
+        pthread_cond_destroy(&pf->cv);
+        pthread_mutex_destroy(&pf->mu);
+        PyErr_SetString(PyExc_OSError, "cannot start the prefetch thread");
+        return -1;
+    }
+    pf->started = 1;
+    return 0;
+}
+
+static void release_taken(Prefetch *pf) {
+    if (pf->taken < 0) return;
+    pthread_mutex_lock(&pf->mu);
+    pf->slots[pf->taken].state = SLOT_FREE;
+    pthread_cond_broadcast(&pf->cv);
+    pthread_mutex_unlock(&pf->mu);
+    pf->taken = -1;
+}
+
+PyDoc_STRVAR(prefetch_next_doc,
+"next() -> (kind, base, end, scanned) or None at the end of the file\n\n"
+"kind 1: a chunk of complete lines from offset base, end bytes long; scanned is scan_chunk's tuple, or\n"
+"None when it declined the chunk (read its bytes with data()). kind 2: a line longer than max_line was\n"
+"skipped (base: the offset after it). At the end, `offset` holds where the complete lines end.");
+
+static PyObject *prefetch_next(PyObject *self, PyObject *unused) {
+    Prefetch *pf = (Prefetch *)self;
+    (void)unused;
+    if (!pf->started || pf->joined) {
+        PyErr_SetString(PyExc_ValueError, "Prefetch is closed");
+        return NULL;
+    }
+    release_taken(pf);
+    Slot *s = &pf->slots[pf->next_read];
+    Py_BEGIN_ALLOW_THREADS
+    pthread_mutex_lock(&pf->mu);
+    while (s->state != SLOT_READY) pthread_cond_wait(&pf->cv, &pf->mu);
+    s->state = SLOT_TAKEN;
+    pthread_mutex_unlock(&pf->mu);
+    Py_END_ALLOW_THREADS
+    pf->taken = pf->next_read;
+    pf->next_read = (pf->next_read + 1) % NSLOTS;
+    pf->start = s->base;
+    switch (s->kind) {
+    case EV_CHUNK: {
+        PyObject *scanned;
+        if (s->status < 0) return PyErr_NoMemory();
+        if (s->status == 0) scanned = Py_NewRef(Py_None);
+        else scanned = outs_tuple(&s->outs);
+        if (!scanned) return NULL;
+        pf->start = s->base + s->end;
+        return Py_BuildValue("(iLnN)", EV_CHUNK, (long long)s->base, s->end, scanned);
+    }
+    case EV_TOO_LONG:
+        return Py_BuildValue("(iLnO)", EV_TOO_LONG, (long long)s->base, (Py_ssize_t)0, Py_None);
+    case EV_END:
+        Py_RETURN_NONE;
+    default:
+        errno = s->err;
+        return PyErr_SetFromErrno(PyExc_OSError);
+    }
+}
+
+static PyObject *prefetch_data(PyObject *self, PyObject *unused) {
+    Prefetch *pf = (Prefetch *)self;
+    (void)unused;
+    if (pf->taken < 0 || pf->slots[pf->taken].kind != EV_CHUNK) {
+        PyErr_SetString(PyExc_ValueError, "no chunk is held");
+        return NULL;
+    }
+    Slot *s = &pf->slots[pf->taken];
+    return bytes_of(s->buf, s->end);
+}
+
+static PyObject *prefetch_close(PyObject *self, PyObject *unused) {
+    (void)unused;
+    prefetch_stop((Prefetch *)self);
+    Py_RETURN_NONE;
+}
+
+static PyObject *prefetch_offset(PyObject *self, void *closure) {
+    (void)closure;
+    return PyLong_FromLongLong(((Prefetch *)self)->start);
+}
+
+static void prefetch_dealloc(PyObject *self) {
+    Prefetch *pf = (Prefetch *)self;
+    if (pf->started) {
+        if (!pf->joined) {
+            pthread_mutex_lock(&pf->mu);
+            pf->stop = 1;
+            pthread_cond_broadcast(&pf->cv);
+            pthread_mutex_unlock(&pf->mu);
+            pthread_join(pf->thread, NULL);
+        }
+        pthread_cond_destroy(&pf->cv);
+        pthread_mutex_destroy(&pf->mu);
+    }
+    for (int k = 0; k < NSLOTS; k++) {
+        free(pf->slots[k].buf);
+        outs_free(&pf->slots[k].outs);
+    }
+    PyTypeObject *tp = Py_TYPE(self);
+    freefunc tp_free = (freefunc)PyType_GetSlot(tp, Py_tp_free);
+    tp_free(self);
+    Py_DECREF(tp);
+}
+
+static PyMethodDef prefetch_methods[] = {
+    {"next", prefetch_next, METH_NOARGS, prefetch_next_doc},
+    {"data", prefetch_data, METH_NOARGS, "The bytes of the chunk next() returned last."},
+    {"close", prefetch_close, METH_NOARGS, "Stop the thread and wait for it (the fd may be closed after)."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyGetSetDef prefetch_getset[] = {
+    {"offset", prefetch_offset, NULL, "Where the chunks handed out so far end.", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyType_Slot prefetch_slots[] = {
+    {Py_tp_doc, "Prefetch(fd, start, max_depth, chunk, max_line): read and scan a file ahead on a native thread."},
+    {Py_tp_init, prefetch_init},
+    {Py_tp_new, PyType_GenericNew},
+    {Py_tp_dealloc, prefetch_dealloc},
+    {Py_tp_methods, prefetch_methods},
+    {Py_tp_getset, prefetch_getset},
+    {0, NULL},
+};
+
+static PyType_Spec prefetch_spec = {"ctxd._native.Prefetch", sizeof(Prefetch), 0, Py_TPFLAGS_DEFAULT, prefetch_slots};
+#endif
 
 static PyMethodDef methods[] = {
     {"scan_chunk", scan_chunk, METH_VARARGS, scan_chunk_doc},
@@ -833,9 +1188,17 @@ static struct PyModuleDef module = {
 
 PyMODINIT_FUNC PyInit__native(void) {
     PyObject *m = PyModule_Create(&module);
-    if (m && PyModule_AddIntConstant(m, "VERSION", 1) < 0) {
-        Py_DECREF(m);
-        return NULL;
+    if (!m) return NULL;
+    if (PyModule_AddIntConstant(m, "VERSION", 1) < 0) goto fail;
+#ifndef _WIN32
+    PyObject *tp = PyType_FromSpec(&prefetch_spec);
+    if (!tp || PyModule_AddObject(m, "Prefetch", tp) < 0) {
+        Py_XDECREF(tp);
+        goto fail;
     }
+#endif
     return m;
+fail:
+    Py_DECREF(m);
+    return NULL;
 }

@@ -18,7 +18,7 @@ from typing import Any, NamedTuple
 
 from ctxd.formats.depth import MAX_DEPTH
 
-__all__ = ["NativeChunk", "available", "scan_chunk"]
+__all__ = ["CHUNK", "TOO_LONG", "NativeChunk", "available", "prefetch", "scan_chunk"]
 
 
 class NativeChunk(NamedTuple):
@@ -46,6 +46,7 @@ def _load() -> Any:
 
 _module = _load()
 _scan = _module.scan_chunk if _module is not None else None
+_prefetch = getattr(_module, "Prefetch", None)
 
 
 def available() -> bool:
@@ -60,3 +61,20 @@ def scan_chunk(buf: Any, end: int, base: int) -> NativeChunk | None:
         return None
     found = _scan(buf, end, base, MAX_DEPTH)
     return None if found is None else NativeChunk(*found)
+
+
+CHUNK = 1
+"""A ``Prefetch.next()`` item: a chunk of complete lines."""
+TOO_LONG = 2
+"""A ``Prefetch.next()`` item: a line longer than the longest read was skipped."""
+
+
+def prefetch(fd: int, start: int, chunk: int, max_line: int) -> Any:
+    """A ``ctxd._native.Prefetch`` reading and scanning ``fd`` from ``start`` on a native thread, a few
+    chunks ahead of its reader (cut as ``ctxd.store.scan.scan`` cuts them); None without the native
+    scanner. Its ``next()`` gives ``(kind, base, end, scanned)`` items (``scanned``: what
+    :func:`scan_chunk` gives, None when declined: then ``data()`` holds the chunk's bytes) and None at
+    the end, when ``offset`` is where the complete lines end. Close it before closing ``fd``."""
+    if _prefetch is None or _scan is None:
+        return None
+    return _prefetch(fd, start, MAX_DEPTH, chunk, max_line)

@@ -198,6 +198,11 @@ them indexed one by one."""
 _decode_lines = msgspec.json.Decoder(LineHead).decode_lines
 
 
+PREFETCH_MIN = 8 * READ_CHUNK
+"""A file with this much left to read is read and scanned ahead on a native thread, while the
+chunks already scanned are indexed here (``ctxd.store.native.prefetch``)."""
+
+
 def scan(
     fd: int,
     start: int,
@@ -219,6 +224,10 @@ def scan(
         remaining = os.fstat(fd).st_size - start
     except OSError:
         remaining = READ_CHUNK
+    if bulk is not None and remaining >= PREFETCH_MIN:
+        ahead = native.prefetch(fd, start, READ_CHUNK, MAX_LINE)
+        if ahead is not None:
+            return _scan_ahead(ahead, first_line, path, sink, diagnostics, bulk, after_chunk)
     buf = bytearray(min(READ_CHUNK, max(1 << 16, remaining + 1)))
     view = memoryview(buf)
     have = 0
@@ -231,9 +240,7 @@ def scan(
                 skipped = _skip_line(fd, base + have, buf)
                 if skipped < 0:
                     break  # no newline yet: leave it unconsumed, like any partial line
-                diagnostics.append(
-                    Diagnostic(path, line, f"line longer than {MAX_LINE >> 20} MB; skipped", "error", kind="too-long")
-                )
+                diagnostics.append(_too_long(path, line))
                 base = skipped
                 have = 0
                 line += 1
@@ -247,31 +254,11 @@ def scan(
             break
         have += n
         end = buf.rfind(b"\n", 0, have) + 1
-        taken = _native_chunk(view, end, base, line, bulk) if end and bulk is not None else 0
-        if taken:
+        if end:
+            taken = _native_chunk(view, end, base, line, bulk) if bulk is not None else 0
+            if not taken:
+                taken = _python_chunk(view, end, base, line, path, sink, diagnostics, bulk)
             line += taken
-            if after_chunk is not None:
-                after_chunk()
-        elif end:
-            offsets: list[int] = []
-            lengths: list[int] = []
-            find = buf.find
-            pos = 0
-            while pos < end:
-                nl = find(b"\n", pos, end)
-                offsets.append(pos)
-                lengths.append(nl - pos)
-                pos = nl + 1
-            if not _bulk_chunk(view, end, offsets, lengths, base, line, bulk):
-                for off, length, number in zip(offsets, lengths, range(line, line + len(offsets)), strict=True):
-                    data = view[off : off + length]
-                    try:
-                        head = decode_head(data)
-                    except (msgspec.MsgspecError, RecursionError, UnicodeDecodeError):
-                        parse_line(data, base + off, number, path, sink, diagnostics)
-                    else:
-                        sink(ScannedLine(head, base + off, length, number))
-            line += len(offsets)
             if after_chunk is not None:
                 after_chunk()
         rest = have - end
@@ -280,6 +267,72 @@ def scan(
         base += end
         have = rest
     return base, line
+
+
+def _scan_ahead(
+    ahead: Any,
+    line: int,
+    path: str,
+    sink: Sink,
+    diagnostics: list[Diagnostic],
+    bulk: Bulk,
+    after_chunk: Callable[[], None] | None,
+) -> tuple[int, int]:
+    """:func:`scan` with the chunks read and scanned ahead on a native thread: the same chunks, lines
+    and diagnostics."""
+    try:
+        while (item := ahead.next()) is not None:
+            kind, base, end, scanned = item
+            if kind == native.TOO_LONG:
+                diagnostics.append(_too_long(path, line))
+                line += 1
+                continue
+            taken = _take(native.NativeChunk(*scanned), line, bulk) if scanned is not None else 0
+            if not taken:
+                taken = _python_chunk(memoryview(ahead.data()), end, base, line, path, sink, diagnostics, bulk)
+            line += taken
+            if after_chunk is not None:
+                after_chunk()
+        return ahead.offset, line
+    finally:
+        ahead.close()
+
+
+def _too_long(path: str, line: int) -> Diagnostic:
+    return Diagnostic(path, line, f"line longer than {MAX_LINE >> 20} MB; skipped", "error", kind="too-long")
+
+
+def _python_chunk(
+    view: memoryview,
+    end: int,
+    base: int,
+    line: int,
+    path: str,
+    sink: Sink,
+    diagnostics: list[Diagnostic],
+    bulk: Bulk | None,
+) -> int:
+    """Index the complete lines of ``view[:end]`` in Python: in one decode when they are clean, else
+    line by line, reporting what is wrong. Returns the number of lines."""
+    offsets: list[int] = []
+    lengths: list[int] = []
+    find = view.obj.find if isinstance(view.obj, bytes | bytearray) else bytes(view[:end]).find
+    pos = 0
+    while pos < end:
+        nl = find(b"\n", pos, end)
+        offsets.append(pos)
+        lengths.append(nl - pos)
+        pos = nl + 1
+    if not _bulk_chunk(view, end, offsets, lengths, base, line, bulk):
+        for off, length, number in zip(offsets, lengths, range(line, line + len(offsets)), strict=True):
+            data = view[off : off + length]
+            try:
+                head = decode_head(data)
+            except (msgspec.MsgspecError, RecursionError, UnicodeDecodeError):
+                parse_line(data, base + off, number, path, sink, diagnostics)
+            else:
+                sink(ScannedLine(head, base + off, length, number))
+    return len(offsets)
 
 
 def _skip_line(fd: int, pos: int, buf: bytearray) -> int:
@@ -302,8 +355,11 @@ def _native_chunk(view: memoryview, end: int, base: int, line: int, bulk: Bulk) 
     """Index the chunk through the native scanner (``ctxd.store.native``), if it takes it: the
     number of lines indexed, or 0."""
     found = native.scan_chunk(view, end, base)
-    if found is None:
-        return 0
+    return 0 if found is None else _take(found, line, bulk)
+
+
+def _take(found: native.NativeChunk, line: int, bulk: Bulk) -> int:
+    """Index a chunk the native scanner took: the number of lines, or 0 to index it in Python."""
     try:
         heads = _decode_lines(found.reduced)
     except (msgspec.MsgspecError, RecursionError, UnicodeDecodeError):
