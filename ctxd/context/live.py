@@ -249,10 +249,21 @@ class LiveContext:
         raws: dict[int, list[dict[str, Any]] | LazyRow] = {}
         bodies: dict[int, dict[str, Any]] = {}
         missing: list[int] = []
-        lazy: list[tuple[int, Any]] = []
+        lazy: list[int] = []
+        lazy_heads: list[Any] = []
         may_defer = file.version == CURRENT_VERSION
         for k, (i, head) in enumerate(zip(indices, hs, strict=True)):
             kind = head.type
+            if kind == "message" and reuse is None:  # the common case, first: may_yield inlined
+                msg = head.message
+                if msg is None:
+                    continue
+                if may_defer and msg.role:
+                    lazy.append(i)
+                    lazy_heads.append(head)
+                else:
+                    missing.append(i)
+                continue
             if kind == "compaction" and k > 0:
                 continue  # an older compaction inside the kept range shows nothing
             if kind != "context_edit" and not may_yield(head):
@@ -265,11 +276,12 @@ class LiveContext:
                         bodies[i] = reuse.bodies[i]
                     continue
             if may_defer and kind == "message" and head.message.role:  # may_yield: it has a message
-                lazy.append((i, head))
+                lazy.append(i)
+                lazy_heads.append(head)
             else:
                 missing.append(i)
         if lazy:
-            missing.extend(defer(self.session, lazy, raws))
+            missing.extend(defer(self.session, lazy, lazy_heads, raws))
         for i, body in zip(missing, file.entries(missing), strict=True):
             raws[i] = entry_messages(body)
             if heads[i].type in _BODY_TYPES:
@@ -281,7 +293,13 @@ class LiveContext:
         edits = st.edits
         run: list[LazyRow] = []
         get = raws.get
-        for k, (i, head) in enumerate(zip(indices, hs, strict=True)):
+        start = 0
+        if not edits and comp == NONE and len(raws) == len(indices):
+            rows = [raws[i] for i in indices]
+            if all(type(r) is LazyRow for r in rows):  # every entry one lazy row: added in one go
+                add_rows(st, rows)  # type: ignore[arg-type]
+                start = len(indices)
+        for k, (i, head) in enumerate(zip(indices[start:], hs[start:], strict=True), start):
             raw = get(i)
             if type(raw) is LazyRow and not (edits and head.id in edits):
                 run.append(raw)  # the common case: added in bulk

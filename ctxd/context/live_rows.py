@@ -21,36 +21,67 @@ from ctxd.tree.session import Session
 __all__ = ["add_rows", "defer", "heads_of"]
 
 
-def defer(session: Session, found: list[tuple[int, Any]], raws: dict[int, list[dict[str, Any]] | LazyRow]) -> list[int]:
-    """Lazy rows for the message entries ``found`` (index, head) whose estimate is known (or read
-    from their lines: ``ctxd.context.line_estimate``) and whose line was read clean; returns the
-    rest, to decode."""
+def defer(
+    session: Session, indices: list[int], heads: list[Any], raws: dict[int, list[dict[str, Any]] | LazyRow]
+) -> list[int]:
+    """Lazy rows for the message entries ``indices`` (with their ``heads``) whose estimate is known
+    (or read from their lines: ``ctxd.context.line_estimate``) and whose line was read clean; returns
+    the rest, to decode."""
     file = session.file
     estimates = session.estimates
-    if file.keep_heads():
-        recovered = [i for i, _ in found if file.recovered(i)]
-        found = [(i, h) for i, h in found if not file.recovered(i)]
-    else:
-        recovered = []
-    indices = [i for i, _ in found]
-    unknown = [i for i in indices if i not in estimates]
-    if len(unknown) < len(indices):
-        unchecked = file.unchecked(indices)
-        unknown = sorted({*unknown, *unchecked}) if unknown else unchecked
-    calls: dict[int, list[Call]] = {}
-    left = fill_estimates(file, unknown, estimates, calls) if unknown else []
-    if len(left) == len(indices):
-        return [*recovered, *left]
-    skip = set(left)
     view = BodyView.of(file)
     lines = file.lines
-    get = calls.get
-    for i, head in found:
-        if i not in skip:
-            role = head.message.role
+    clean = file.clean_flags()
+    n_clean = len(clean)
+    served = file.keep_heads()
+    est = estimates.get
+    left: list[int] = []
+    later: list[tuple[int, Any]] = []
+    for i, head in zip(indices, heads, strict=True):
+        tokens = est(i)
+        if tokens is None or i >= n_clean or not clean[i] or i in served:
+            if i in served:
+                left.append(i)  # recovered when read: decoded from memory
+            else:
+                later.append((i, head))
+            continue
+        msg = head.message
+        role = msg.role
+        used = None
+        if role == "assistant" and msg.usage is not None and msg.stopReason not in _UNTRUSTED:
+            used = _used(msg.usage)
+        raws[i] = LazyRow(role, head.id or "", lines[i], tokens, None, view, i, used, None)
+    if later:
+        later.sort()
+        calls: dict[int, list[Call]] = {}
+        unknown = [i for i, _ in later]
+        rest = set(fill_estimates(file, unknown, estimates, calls))
+        get = calls.get
+        for i, head in later:
+            if i in rest:
+                left.append(i)
+                continue
+            msg = head.message
+            role = msg.role
             used = _trusted_usage(head) if role == "assistant" else None
             raws[i] = LazyRow(role, head.id or "", lines[i], estimates[i], None, view, i, used, get(i))
-    return [*recovered, *left]
+    return left
+
+
+_UNTRUSTED = ("aborted", "error")
+
+
+def _used(u: Any) -> int | None:
+    """``_trusted_usage`` of an assistant message not aborted or failed, from its usage head."""
+    total = u.totalTokens
+    if total:
+        tokens = float(total)
+    else:
+        parts = (u.input, u.output, u.cacheRead, u.cacheWrite)
+        if None in parts:
+            return None
+        tokens = float(sum(parts))
+    return int(tokens) if tokens > 0 else None
 
 
 def add_rows(st: State, rows: list[LazyRow]) -> None:

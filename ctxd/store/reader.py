@@ -291,6 +291,11 @@ class SessionReader:
             out.extend(i for i in indices if i in bodies and i < n and checked[i])
         return out
 
+    def clean_flags(self) -> bytearray:
+        """Per entry, 1 when its line was read once and is served as it is (entries past its end: not
+        read yet); see :meth:`body_checked` (which also excludes the entries served from memory)."""
+        return self._checked
+
     def recovered(self, i: int) -> bool:
         """Whether entry ``i``'s body is served from memory (a line recovered or repaired when read)."""
         return i in self._bodies
