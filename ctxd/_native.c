@@ -738,11 +738,11 @@ static PyObject *bytes_of(const void *data, Py_ssize_t n) {
 
 /* What one chunk's scan produced. */
 typedef struct {
-    Out lines, offsets, lengths, est_lines, est_values;
+    Out lines, offsets, lengths, est_lines, est_values, numbers;
 } Outs;
 
 static void outs_reset(Outs *o) {
-    o->lines.len = o->offsets.len = o->lengths.len = o->est_lines.len = o->est_values.len = 0;
+    o->lines.len = o->offsets.len = o->lengths.len = o->est_lines.len = o->est_values.len = o->numbers.len = 0;
 }
 
 static void out_free(Out *o) {
@@ -757,11 +757,13 @@ static void outs_free(Outs *o) {
     out_free(&o->lengths);
     out_free(&o->est_lines);
     out_free(&o->est_values);
+    out_free(&o->numbers);
 }
 
 /* Scan the complete lines of data[:end] into o (no Python object is touched: callable without the GIL).
  * 1: every line plain; 0: declined; -1: out of memory. */
-static int scan_lines(const unsigned char *data, Py_ssize_t end, int64_t base, int max_depth, Outs *o) {
+static int scan_lines(const unsigned char *data, Py_ssize_t end, int64_t base, int max_depth, int64_t first_line,
+                      Outs *o) {
     Py_ssize_t pos = 0;
     int64_t line = 0;
     outs_reset(o);
@@ -773,8 +775,9 @@ static int scan_lines(const unsigned char *data, Py_ssize_t end, int64_t base, i
         int64_t estimate;
         int r = scan_line(&c, &o->lines, &estimate);
         if (r <= 0) return r;
-        int64_t off = base + pos, len = stop - pos;
-        if (!out_put(&o->offsets, &off, 8) || !out_put(&o->lengths, &len, 8)) return -1;
+        int64_t off = base + pos, len = stop - pos, number = first_line + line;
+        if (!out_put(&o->offsets, &off, 8) || !out_put(&o->lengths, &len, 8) || !out_put(&o->numbers, &number, 8))
+            return -1;
         if (estimate >= 0) {
             if (!out_put(&o->est_lines, &line, 8) || !out_put(&o->est_values, &estimate, 8)) return -1;
         }
@@ -785,35 +788,36 @@ static int scan_lines(const unsigned char *data, Py_ssize_t end, int64_t base, i
 }
 
 static PyObject *outs_tuple(Outs *o) {
-    return Py_BuildValue("(NNNNN)", bytes_of(o->lines.data, o->lines.len), bytes_of(o->offsets.data, o->offsets.len),
+    return Py_BuildValue("(NNNNNN)", bytes_of(o->lines.data, o->lines.len), bytes_of(o->offsets.data, o->offsets.len),
                          bytes_of(o->lengths.data, o->lengths.len), bytes_of(o->est_lines.data, o->est_lines.len),
-                         bytes_of(o->est_values.data, o->est_values.len));
+                         bytes_of(o->est_values.data, o->est_values.len), bytes_of(o->numbers.data, o->numbers.len));
 }
 
 /* Kept between calls, one set per thread: a call releases the GIL while it scans. */
 static _Thread_local Outs thread_outs;
 
 static void outs_trim(Outs *o) {
-    Out *all[] = {&o->lines, &o->offsets, &o->lengths, &o->est_lines, &o->est_values};
-    for (int k = 0; k < 5; k++)
+    Out *all[] = {&o->lines, &o->offsets, &o->lengths, &o->est_lines, &o->est_values, &o->numbers};
+    for (int k = 0; k < 6; k++)
         if (all[k]->cap > (8 << 20)) out_free(all[k]);
 }
 
 PyDoc_STRVAR(scan_chunk_doc,
-"scan_chunk(buffer, end, base, max_depth) -> (reduced, offsets, lengths, est_lines, est_values) or None\n\n"
+"scan_chunk(buffer, end, base, max_depth, first_line) -> (reduced, offsets, lengths, est_lines, est_values,\n"
+"numbers) or None\n\n"
 "Index the complete lines of buffer[:end] (each ending in a newline): None when any line is not plain\n"
 "(the caller takes the Python path); else the reduced lines (one per line, newline-separated), each\n"
 "line's offset (base + its start) and length without the newline, as int64 arrays in bytes, and the\n"
-"lines (0-based in the chunk) whose estimate is known with their estimates, as int64 arrays in bytes.\n"
-"The GIL is released while it scans: the buffer must not change until it returns.");
+"lines (0-based in the chunk) whose estimate is known with their estimates, and each line's number\n"
+"(first_line + its position), as int64 arrays in bytes. The GIL is released while it scans: the buffer must not change until it returns.");
 
 static PyObject *scan_chunk(PyObject *self, PyObject *args) {
     PyObject *obj;
     Py_ssize_t end;
-    long long base;
+    long long base, first_line;
     int max_depth;
     (void)self;
-    if (!PyArg_ParseTuple(args, "OnLi", &obj, &end, &base, &max_depth)) return NULL;
+    if (!PyArg_ParseTuple(args, "OnLiL", &obj, &end, &base, &max_depth, &first_line)) return NULL;
     Py_buffer view;
     if (PyObject_GetBuffer(obj, &view, PyBUF_SIMPLE) < 0) return NULL;
     if (end < 0 || end > view.len) {
@@ -823,7 +827,7 @@ static PyObject *scan_chunk(PyObject *self, PyObject *args) {
     }
     int status;
     Py_BEGIN_ALLOW_THREADS
-    status = scan_lines((const unsigned char *)view.buf, end, base, max_depth, &thread_outs);
+    status = scan_lines((const unsigned char *)view.buf, end, base, max_depth, first_line, &thread_outs);
     Py_END_ALLOW_THREADS
     PyBuffer_Release(&view);
     PyObject *result;
@@ -861,7 +865,7 @@ typedef struct {
 typedef struct {
     PyObject_HEAD
     int fd, max_depth, started, stop, joined;
-    int64_t start;
+    int64_t start, first_line;
     Py_ssize_t chunk, max_line;
     Slot slots[NSLOTS];
     int next_read, taken;
@@ -918,7 +922,7 @@ static void *producer(void *arg) {
     Prefetch *pf = arg;
     unsigned char *carry = NULL;
     Py_ssize_t carry_len = 0, carry_cap = 0;
-    int64_t base = pf->start;
+    int64_t base = pf->start, line = pf->first_line;
     int k = 0;
     for (;;) {
         Slot *s = free_slot(pf, k);
@@ -981,12 +985,20 @@ static void *producer(void *arg) {
         if (kind != EV_CHUNK) {
             s->kind = kind;
             publish(pf, s);
-            if (kind == EV_TOO_LONG) continue;
+            if (kind == EV_TOO_LONG) {
+                line++;
+                continue;
+            }
             break;
         }
         s->kind = EV_CHUNK;
         s->end = end;
-        s->status = scan_lines(s->buf, end, base, pf->max_depth, &s->outs);
+        s->status = scan_lines(s->buf, end, base, pf->max_depth, line, &s->outs);
+        if (s->status == 1) {
+            line += s->outs.offsets.len / 8;
+        } else {
+            for (const unsigned char *p = s->buf, *e = s->buf + end; (p = memchr(p, '\n', (size_t)(e - p))); p++) line++;
+        }
         carry_len = have - end;
         if (carry_len > carry_cap) {
             unsigned char *c = realloc(carry, (size_t)carry_len);
@@ -1021,15 +1033,16 @@ static void prefetch_stop(Prefetch *pf) {
 
 static int prefetch_init(PyObject *self, PyObject *args, PyObject *kwargs) {
     Prefetch *pf = (Prefetch *)self;
-    static char *names[] = {"fd", "start", "max_depth", "chunk", "max_line", NULL};
+    static char *names[] = {"fd", "start", "max_depth", "chunk", "max_line", "first_line", NULL};
     int fd, max_depth;
-    long long start;
+    long long start, first_line;
     Py_ssize_t chunk, max_line;
     if (pf->started) {
         PyErr_SetString(PyExc_RuntimeError, "Prefetch is already started");
         return -1;
     }
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "iLinn", names, &fd, &start, &max_depth, &chunk, &max_line))
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "iLinnL", names, &fd, &start, &max_depth, &chunk, &max_line,
+                                     &first_line))
         return -1;
     if (chunk < 4096 || max_line < chunk) {
         PyErr_SetString(PyExc_ValueError, "chunk must be at least 4096 and max_line at least chunk");
@@ -1037,6 +1050,7 @@ static int prefetch_init(PyObject *self, PyObject *args, PyObject *kwargs) {
     }
     pf->fd = fd;
     pf->start = start;
+    pf->first_line = first_line;
     pf->max_depth = max_depth;
     pf->chunk = chunk;
     pf->max_line = max_line;
@@ -1164,7 +1178,7 @@ static PyGetSetDef prefetch_getset[] = {
 };
 
 static PyType_Slot prefetch_slots[] = {
-    {Py_tp_doc, "Prefetch(fd, start, max_depth, chunk, max_line): read and scan a file ahead on a native thread."},
+    {Py_tp_doc, "Prefetch(fd, start, max_depth, chunk, max_line, first_line): read and scan a file ahead on a native thread."},
     {Py_tp_init, prefetch_init},
     {Py_tp_new, PyType_GenericNew},
     {Py_tp_dealloc, prefetch_dealloc},

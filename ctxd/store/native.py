@@ -32,6 +32,8 @@ class NativeChunk(NamedTuple):
     """The lines (0-based in the chunk) whose estimate is known, int64s."""
     est_values: bytes
     """Their estimates, int64s."""
+    numbers: bytes
+    """Each line's number (the first one's, counting on), int64s."""
 
 
 def _load() -> Any:
@@ -54,12 +56,13 @@ def available() -> bool:
     return _scan is not None
 
 
-def scan_chunk(buf: Any, end: int, base: int) -> NativeChunk | None:
-    """Index the complete lines of ``buf[:end]`` (``base``: the file offset of ``buf[0]``), or None
-    when the native scanner is missing or declines the chunk (then take the Python path)."""
+def scan_chunk(buf: Any, end: int, base: int, first_line: int = 0) -> NativeChunk | None:
+    """Index the complete lines of ``buf[:end]`` (``base``: the file offset of ``buf[0]``; its first
+    line is numbered ``first_line``), or None when the native scanner is missing or declines the chunk
+    (then take the Python path)."""
     if _scan is None:
         return None
-    found = _scan(buf, end, base, MAX_DEPTH)
+    found = _scan(buf, end, base, MAX_DEPTH, first_line)
     return None if found is None else NativeChunk(*found)
 
 
@@ -69,7 +72,7 @@ TOO_LONG = 2
 """A ``Prefetch.next()`` item: a line longer than the longest read was skipped."""
 
 
-def prefetch(fd: int, start: int, chunk: int, max_line: int) -> Any:
+def prefetch(fd: int, start: int, chunk: int, max_line: int, first_line: int) -> Any:
     """A ``ctxd._native.Prefetch`` reading and scanning ``fd`` from ``start`` on a native thread, a few
     chunks ahead of its reader (cut as ``ctxd.store.scan.scan`` cuts them); None without the native
     scanner. Its ``next()`` gives ``(kind, base, end, scanned)`` items (``scanned``: what
@@ -77,4 +80,4 @@ def prefetch(fd: int, start: int, chunk: int, max_line: int) -> Any:
     the end, when ``offset`` is where the complete lines end. Close it before closing ``fd``."""
     if _prefetch is None or _scan is None:
         return None
-    return _prefetch(fd, start, MAX_DEPTH, chunk, max_line)
+    return _prefetch(fd, start, MAX_DEPTH, chunk, max_line, first_line)

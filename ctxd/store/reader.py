@@ -419,7 +419,10 @@ class SessionReader:
             heads.extend(new)
             self.offsets.extend(chunk.offsets)
             self.lengths.extend(chunk.lengths)
-            self.lines.fromlist(list(range(chunk.line, chunk.line + len(new))))
+            if chunk.numbers is not None:
+                self.lines.extend(chunk.numbers)
+            else:
+                self.lines.fromlist(list(range(chunk.line, chunk.line + len(new))))
             if chunk.estimates is not None:
                 self._validated(first, len(new), *chunk.estimates)
             return True

@@ -189,6 +189,8 @@ class Lines(NamedTuple):
     estimates: tuple[array[int], array[int]] | None = None
     """From the native scanner: the lines (0-based here) whose token estimate it knows, and those
     estimates. Every line of such a chunk was validated whole (``ctxd.store.native``)."""
+    numbers: array[int] | None = None
+    """Each line's number, when the native scanner gave them (else ``line`` counting on)."""
 
 
 Bulk = Callable[[Lines], bool]
@@ -225,7 +227,7 @@ def scan(
     except OSError:
         remaining = READ_CHUNK
     if bulk is not None and remaining >= PREFETCH_MIN:
-        ahead = native.prefetch(fd, start, READ_CHUNK, MAX_LINE)
+        ahead = native.prefetch(fd, start, READ_CHUNK, MAX_LINE, first_line)
         if ahead is not None:
             return _scan_ahead(ahead, first_line, path, sink, diagnostics, bulk, after_chunk)
     buf = bytearray(min(READ_CHUNK, max(1 << 16, remaining + 1)))
@@ -354,7 +356,7 @@ def _skip_line(fd: int, pos: int, buf: bytearray) -> int:
 def _native_chunk(view: memoryview, end: int, base: int, line: int, bulk: Bulk) -> int:
     """Index the chunk through the native scanner (``ctxd.store.native``), if it takes it: the
     number of lines indexed, or 0."""
-    found = native.scan_chunk(view, end, base)
+    found = native.scan_chunk(view, end, base, line)
     return 0 if found is None else _take(found, line, bulk)
 
 
@@ -364,12 +366,15 @@ def _take(found: native.NativeChunk, line: int, bulk: Bulk) -> int:
         heads = _decode_lines(found.reduced)
     except (msgspec.MsgspecError, RecursionError, UnicodeDecodeError):
         return 0  # a head field of an unexpected type: the line-by-line path reads it
-    offsets, lengths, est_lines, est_values = array("q"), array("q"), array("q"), array("q")
+    offsets, lengths, numbers, est_lines, est_values = array("q"), array("q"), array("q"), array("q"), array("q")
     offsets.frombytes(found.offsets)
     lengths.frombytes(found.lengths)
+    numbers.frombytes(found.numbers)
     est_lines.frombytes(found.est_lines)
     est_values.frombytes(found.est_values)
-    if len(heads) != len(offsets) or not bulk(Lines(heads, offsets, lengths, line, (est_lines, est_values))):
+    if len(heads) != len(offsets) or numbers[0] != line:
+        return 0
+    if not bulk(Lines(heads, offsets, lengths, line, (est_lines, est_values), numbers)):
         return 0
     return len(heads)
 
