@@ -57,13 +57,17 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     from ctxd.cli.render import dump
     from ctxd.setup import doctor
     from ctxd.setup.base import Context, ctxd_executable
+    from ctxd.store import native
 
     ctx = Context(os.environ, ctxd_executable())
     checks = doctor.run(ctx)
     ok = all(c.ok for c in checks)
+    scanner = native.describe()
     if args.json:
-        dump({"ok": ok, "ctxd": ctx.ctxd, "version": ctx.version, "checks": [c.to_json() for c in checks]})
+        report = {"ok": ok, "ctxd": ctx.ctxd, "version": ctx.version, "checks": [c.to_json() for c in checks]}
+        dump({**report, "nativeScanner": native.available(), "scanner": scanner})
         return 0 if ok else 1
+    print(f"scanner: {scanner}")
     if not checks:
         print(f"no integration is installed: `ctxd setup {NAMES}`")
     for c in checks:

@@ -18,7 +18,7 @@ from typing import Any, NamedTuple
 
 from ctxd.formats.depth import MAX_DEPTH
 
-__all__ = ["CHUNK", "TOO_LONG", "NativeChunk", "available", "prefetch", "scan_chunk"]
+__all__ = ["CHUNK", "TOO_LONG", "NativeChunk", "available", "describe", "prefetch", "scan_chunk"]
 
 
 class NativeChunk(NamedTuple):
@@ -54,6 +54,15 @@ _prefetch = getattr(_module, "Prefetch", None)
 def available() -> bool:
     """Whether the native scanner is in use (built, and not turned off by ``CTXD_NATIVE=0``)."""
     return _scan is not None
+
+
+def describe() -> str:
+    """Which scanner reads session files, in words (``ctxd doctor`` prints it)."""
+    if _scan is not None:
+        return "native (ctxd._native)" + (", reading ahead on a thread" if _prefetch is not None else "")
+    if _module is not None:
+        return "Python (CTXD_NATIVE=0 turns the native scanner off)"
+    return "Python (ctxd._native is not built: a wheel carries it, or reinstall with a C compiler)"
 
 
 def scan_chunk(buf: Any, end: int, base: int, first_line: int = 0) -> NativeChunk | None:
