@@ -8,7 +8,8 @@ rows to the state in bulk: what ``LiveContext._push`` does for one entry, for th
 
 from __future__ import annotations
 
-from itertools import accumulate
+from itertools import accumulate, compress, repeat
+from operator import attrgetter, is_not
 from typing import Any
 
 from ctxd.context.build import _trusted_usage
@@ -35,6 +36,31 @@ def defer(
     n_clean = len(clean)
     served = file.keep_heads()
     est = estimates.get
+    if indices:
+        ests = list(map(est, indices))
+        if (
+            None not in ests
+            and max(indices) < n_clean
+            and all(map(clean.__getitem__, indices))
+            and (not served or served.isdisjoint(indices))
+        ):
+            # The common case: every estimate known, every line read clean. Maps, not a loop.
+            messages = list(map(_MESSAGE, heads))
+            useds = [_message_used(m) if m.role == "assistant" else None for m in messages]
+            rows = map(
+                LazyRow,
+                map(_ROLE, messages),
+                map(_ID, heads),
+                map(lines.__getitem__, indices),
+                ests,
+                repeat(None),
+                repeat(view),
+                indices,
+                useds,
+                repeat(None),
+            )
+            raws.update(zip(indices, rows, strict=True))
+            return []
     left: list[int] = []
     later: list[tuple[int, Any]] = []
     for i, head in zip(indices, heads, strict=True):
@@ -71,6 +97,13 @@ def defer(
 _UNTRUSTED = ("aborted", "error")
 
 
+def _message_used(msg: Any) -> int | None:
+    """``_trusted_usage`` of an assistant message head."""
+    if msg.usage is None or msg.stopReason in _UNTRUSTED:
+        return None
+    return _used(msg.usage)
+
+
 def _used(u: Any) -> int | None:
     """``_trusted_usage`` of an assistant message not aborted or failed, from its usage head."""
     total = u.totalTokens
@@ -84,33 +117,45 @@ def _used(u: Any) -> int | None:
     return int(tokens) if tokens > 0 else None
 
 
+_MESSAGE = attrgetter("message")
+_ID = attrgetter("id")
+_INDEX = attrgetter("index")
+_ENTRY_ID = attrgetter("entryId")
+_TOKENS = attrgetter("tokens")
+_ROLE = attrgetter("role")
+_USED = attrgetter("used")
+
+
 def add_rows(st: State, rows: list[LazyRow]) -> None:
-    """Add lazy rows at the end, each its own entry (what ``_push`` does for each, in bulk)."""
+    """Add lazy rows at the end, each its own entry (what ``_push`` does for each, in bulk; every
+    per-row step a map over the rows, so that none runs a line of Python per row)."""
     k0 = len(st.entries)
     p0 = len(st.messages)
     n = len(rows)
     st.entries.extend(rows)
     st.raw.extend(rows)
-    st.path.indices.extend([r.index for r in rows])
+    st.path.indices.extend(map(_INDEX, rows))
     st.start.extend(range(p0, p0 + n))
     st.messages.extend(rows)
-    st.ids.extend([r.entryId for r in rows])
+    st.ids.extend(map(_ENTRY_ID, rows))
     st.owners.extend(range(k0, k0 + n))
-    tokens = [r.tokens for r in rows]
+    tokens = list(map(_TOKENS, rows))
     st.cum.extend(accumulate(tokens, initial=st.cum[-1]))
     del st.cum[p0 + 1]  # accumulate repeats its initial value
-    systems = [j for j, r in enumerate(rows) if r.role == "system"]
-    if systems:
+    roles = list(map(_ROLE, rows))
+    if "system" in roles:
+        systems = [j for j, role in enumerate(roles) if role == "system"]
         for j in systems:
             tokens[j] = 0
         st.systems.extend(p0 + j for j in systems)
         st.system_version += len(systems)
     st.cum_other.extend(accumulate(tokens, initial=st.cum_other[-1]))
     del st.cum_other[p0 + 1]
-    used = [(p0 + j, r.used) for j, r in enumerate(rows) if r.used is not None]
-    if used:
-        st.usage.extend(p for p, _ in used)
-        st.used.extend(u for _, u in used)  # type: ignore[misc]
+    useds = list(map(_USED, rows))
+    if useds.count(None) != n:
+        flags = list(map(is_not, useds, repeat(None)))
+        st.usage.extend(compress(range(p0, p0 + n), flags))
+        st.used.extend(compress(useds, flags))  # type: ignore[arg-type]
 
 
 def heads_of(file: SessionFile, indices: list[int]) -> list[Any]:

@@ -15,7 +15,7 @@ import gc
 import os
 import time
 from array import array
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, KeysView, Sequence
 from typing import Any, Self
 
 import attrs
@@ -223,7 +223,7 @@ class SessionReader:
         """Keep this index in the user's cache (see :mod:`ctxd.store.index_cache`)."""
         return index_cache.save(self, extra or {})
 
-    def keep_heads(self) -> Iterable[int]:
+    def keep_heads(self) -> KeysView[int]:
         """Entries whose head cannot be decoded again from their line alone (see :class:`Heads`)."""
         return self._bodies.keys()
 
