@@ -413,11 +413,13 @@ def main() -> int:
     args = parser.parse_args()
     started = time.time()
     load = os.getloadavg()
+    from ctxd.store import native
+
     print(
         f"ctxd bench: {os.cpu_count()} cores, load {load[0]:.1f} {load[1]:.1f} {load[2]:.1f} at start; "
-        f"pi 1.5.2: {oracle_missing() or ORACLE}"
+        f"pi 1.5.2: {oracle_missing() or ORACLE}; scanner: {native.describe()}"
     )
-    report: dict[str, Any] = {"load_start": load}
+    report: dict[str, Any] = {"load_start": load, "scanner": native.describe()}
     names = [n for n in args.contexts.split(",") if n]
     sizes = [s for s in args.sizes.split(",") if s]
     steps: list[tuple[str, Callable[[], Any]]] = []
