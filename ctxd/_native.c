@@ -864,7 +864,7 @@ typedef struct {
 
 typedef struct {
     PyObject_HEAD
-    int fd, max_depth, started, stop, joined;
+    int fd, max_depth, started, stop, joined, ended;
     int64_t start, first_line;
     Py_ssize_t chunk, max_line;
     Slot slots[NSLOTS];
@@ -1089,6 +1089,7 @@ static PyObject *prefetch_next(PyObject *self, PyObject *unused) {
         PyErr_SetString(PyExc_ValueError, "Prefetch is closed");
         return NULL;
     }
+    if (pf->ended) Py_RETURN_NONE; /* the thread has stopped: nothing more will come */
     release_taken(pf);
     Slot *s = &pf->slots[pf->next_read];
     Py_BEGIN_ALLOW_THREADS
@@ -1113,8 +1114,10 @@ static PyObject *prefetch_next(PyObject *self, PyObject *unused) {
     case EV_TOO_LONG:
         return Py_BuildValue("(iLnO)", EV_TOO_LONG, (long long)s->base, (Py_ssize_t)0, Py_None);
     case EV_END:
+        pf->ended = 1;
         Py_RETURN_NONE;
     default:
+        pf->ended = 1;
         errno = s->err;
         return PyErr_SetFromErrno(PyExc_OSError);
     }

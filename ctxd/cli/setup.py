@@ -67,13 +67,13 @@ def cmd_doctor(args: argparse.Namespace) -> int:
         report = {"ok": ok, "ctxd": ctx.ctxd, "version": ctx.version, "checks": [c.to_json() for c in checks]}
         dump({**report, "nativeScanner": native.available(), "scanner": scanner})
         return 0 if ok else 1
-    print(f"scanner: {scanner}")
     if not checks:
         print(f"no integration is installed: `ctxd setup {NAMES}`")
     for c in checks:
         print(f"{'ok  ' if c.ok else 'FAIL'} {c.integration}: {c.check}: {c.detail}")
         if not c.ok and c.fix:
             print(f"     fix: {c.fix}")
+    print(f"scanner: {scanner}")
     if not ok:
         print(f"ctxd doctor: {sum(not c.ok for c in checks)} problem(s)", file=sys.stderr)
     return 0 if ok else 1
