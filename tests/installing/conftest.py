@@ -20,6 +20,10 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 SYSTEM_PATH = "/usr/local/bin:/usr/bin:/bin"
 PIP_CACHE = REPO / ".cache" / "pip"
+README_WHEEL = "ctxd-0.1.0-cp311-abi3-*.whl"
+"""How the README names the wheel (the shell picks the one for this platform): ``cp311-abi3``, one per platform."""
+NO_COMPILER = {"CC": "/bin/false", "CXX": "/bin/false"}
+"""A machine without a C compiler, as setuptools sees it (it takes ``CC`` over the compiler Python was built with)."""
 
 
 def readme_install_lines() -> list[str]:
@@ -123,13 +127,16 @@ def installed(tmp_path_factory: pytest.TempPathFactory, wheel: Path) -> Iterator
     home.mkdir()
     pipx = _pipx()
     (line,) = [line for line in readme_install_lines() if line.startswith("pipx install")]
-    command = line.replace("ctxd-0.1.0-py3-none-any.whl", str(wheel))
+    command = line.replace(README_WHEEL, str(wheel))
+    assert command != line, f"the README's install line names no {README_WHEEL}: {line}"
     env = {
         "HOME": str(home),
         "PATH": f"{Path(pipx).parent}:{SYSTEM_PATH}",
         "LANG": "C.UTF-8",
         "PIP_CACHE_DIR": str(PIP_CACHE),
         "PIP_DISABLE_PIP_VERSION_CHECK": "1",
+        **NO_COMPILER,
+        "PIP_ONLY_BINARY": ":all:",  # pip may not build anything: ctxd and its dependencies come as wheels
     }
     done = subprocess.run(["sh", "-c", command], env=env, cwd=base, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, f"{command}\n{done.stdout}\n{done.stderr}"
