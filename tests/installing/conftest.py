@@ -75,15 +75,19 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     explicit = os.environ.get("CTXD_WHEEL")
     if explicit:
         return Path(explicit).resolve()
-    out = tmp_path_factory.mktemp("dist")
+    return build("wheel", tmp_path_factory.mktemp("dist"))
+
+
+def build(kind: str, out: Path) -> Path:
+    """The checkout built with ``python -m build --wheel`` or ``--sdist`` into ``out``: the one file it made."""
     subprocess.run(
-        [sys.executable, "-m", "build", "--wheel", "--outdir", str(out), str(REPO)],
+        [sys.executable, "-m", "build", f"--{kind}", "--outdir", str(out), str(REPO)],
         check=True,
         capture_output=True,
         timeout=600,
         env={**os.environ, "PIP_CACHE_DIR": str(PIP_CACHE)},
     )
-    (found,) = out.glob("ctxd-*.whl")
+    (found,) = out.glob("ctxd-*.whl" if kind == "wheel" else "ctxd-*.tar.gz")
     return found
 
 

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import NO_COMPILER, PIP_CACHE, REPO, SYSTEM_PATH, Installed
+from .conftest import NO_COMPILER, PIP_CACHE, REPO, SYSTEM_PATH, Installed, build
 
 SESSION = REPO / "tests" / "data" / "pi" / "all-entry-types-v3.jsonl"
 SMOKE = REPO / "scripts" / "wheel_smoke.py"
@@ -64,15 +64,7 @@ def test_the_wheel_installs_without_a_compiler_and_runs_its_scanner(installed: I
 def test_the_sdist_installs_without_a_compiler_and_answers_the_same_in_pure_python(
     installed: Installed, tmp_path: Path
 ) -> None:
-    out = tmp_path / "dist"
-    subprocess.run(
-        [sys.executable, "-m", "build", "--sdist", "--outdir", str(out), str(REPO)],
-        check=True,
-        capture_output=True,
-        timeout=600,
-        env={**os.environ, "PIP_CACHE_DIR": str(PIP_CACHE)},
-    )
-    (sdist,) = out.glob("ctxd-*.tar.gz")
+    sdist = build("sdist", tmp_path)
     venv = tmp_path / "venv"
     subprocess.run([getattr(sys, "_base_executable", sys.executable), "-m", "venv", str(venv)], check=True, timeout=120)
     env = {
