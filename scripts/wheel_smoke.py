@@ -1,8 +1,9 @@
 """The check every built wheel passes, run by the Python the wheel is installed in: cibuildwheel's test-command on
 GitHub's runners (pyproject.toml), and tests/installing/test_native_wheel.py on this machine's wheel.
 
-It imports the compiled scanner from the installed wheel (not from a checkout), then asks ctxd for one session's
-context twice, with the scanner and with ``CTXD_NATIVE=0`` (the pure-Python path), and wants the same bytes.
+It imports the compiled scanner from the installed wheel (not from a checkout), wants ctxd to say it scans with it
+(``ctxd.store.native.available()``), then asks ctxd for one session's context twice, with the scanner and with
+``CTXD_NATIVE=0`` (the pure-Python path), and wants the same bytes.
 Usage: python wheel_smoke.py SESSION.jsonl
 """
 
@@ -21,6 +22,16 @@ def main(argv: list[str]) -> int:
     if "site-packages" not in where:
         print(f"ctxd._native comes from {where}, not from an installed wheel", file=sys.stderr)
         return 1
+    try:
+        wrapper = importlib.import_module("ctxd.store.native")
+    except ModuleNotFoundError as e:  # a ctxd from before the wrapper (packaging work without the scanner)
+        if e.name != "ctxd.store.native":
+            raise
+        print("ctxd.store.native is missing: whether ctxd uses the scanner is not checked")
+    else:
+        if not wrapper.available():
+            print("ctxd.store.native.available() is False with ctxd._native installed", file=sys.stderr)
+            return 1
     answers = []
     for flag in (None, "0"):
         env = {k: v for k, v in os.environ.items() if k != "CTXD_NATIVE"}

