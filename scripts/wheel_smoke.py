@@ -3,7 +3,7 @@ GitHub's runners (pyproject.toml), and tests/installing/test_native_wheel.py on 
 
 It imports the compiled scanner from the installed wheel (not from a checkout), wants ctxd to say it scans with it
 (``ctxd.store.native.available()``), then asks ctxd for one session's context twice, with the scanner and with
-``CTXD_NATIVE=0`` (the pure-Python path), and wants the same bytes.
+``CTXD_NATIVE=0`` (the pure-Python path), each from an empty index cache, and wants the same bytes.
 Usage: python wheel_smoke.py SESSION.jsonl
 """
 
@@ -13,6 +13,7 @@ import importlib
 import os
 import subprocess
 import sys
+import tempfile
 
 
 def main(argv: list[str]) -> int:
@@ -37,12 +38,15 @@ def main(argv: list[str]) -> int:
         env = {k: v for k, v in os.environ.items() if k != "CTXD_NATIVE"}
         if flag is not None:
             env["CTXD_NATIVE"] = flag
-        done = subprocess.run(
-            [sys.executable, "-m", "ctxd", "context", session, "--json"],
-            env=env,
-            capture_output=True,
-            timeout=120,
-        )
+        # An empty index cache each time: both answers come from a scan, not one from the other's index.
+        with tempfile.TemporaryDirectory(prefix="ctxd-wheel-smoke-") as cache:
+            env["XDG_CACHE_HOME"] = cache
+            done = subprocess.run(
+                [sys.executable, "-m", "ctxd", "context", session, "--json"],
+                env=env,
+                capture_output=True,
+                timeout=120,
+            )
         if done.returncode != 0:
             print(
                 f"ctxd context (CTXD_NATIVE={flag}) exited {done.returncode}:\n{done.stderr.decode()}", file=sys.stderr

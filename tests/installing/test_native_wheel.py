@@ -14,6 +14,7 @@ import shutil
 import subprocess
 import sys
 import sysconfig
+import tempfile
 import zipfile
 from pathlib import Path
 
@@ -21,15 +22,18 @@ import pytest
 
 from .conftest import NO_COMPILER, PIP_CACHE, REPO, SYSTEM_PATH, Installed, build
 
-SESSION = REPO / "tests" / "data" / "pi" / "all-entry-types-v3.jsonl"
+SESSION = REPO / "tests" / "data" / "pi" / "before-compaction.jsonl"
+"""2.4 MB: the scanner reads it in several chunks."""
 SMOKE = REPO / "scripts" / "wheel_smoke.py"
 """The check cibuildwheel runs on every wheel it builds (pyproject.toml's test-command), run here on this one."""
 
 
 def _context(python: Path, env: dict[str, str], cwd: Path) -> bytes:
+    """``ctxd context SESSION --json`` from an empty index cache (a scan, not a read of another install's index)."""
+    cache = tempfile.mkdtemp(prefix="cache-", dir=cwd)
     done = subprocess.run(
         [str(python), "-m", "ctxd", "context", str(SESSION), "--json"],
-        env=env,
+        env={**env, "XDG_CACHE_HOME": cache},
         cwd=cwd,
         capture_output=True,
         timeout=120,
@@ -93,7 +97,7 @@ def test_the_sdist_installs_without_a_compiler_and_answers_the_same_in_pure_pyth
     missing = subprocess.run([str(python), "-c", probe], env=env, cwd=tmp_path, capture_output=True, text=True)
     assert missing.returncode == 1 and "No module named 'ctxd._native'" in missing.stderr, missing.stderr
     pure = _context(python, env, tmp_path)
-    native = _context(installed.ctxd.resolve().parent / "python", installed.env(), installed.home)
+    native = _context(installed.ctxd.resolve().parent / "python", installed.env(), tmp_path)
     assert pure == native and b'"messages"' in pure
 
 
