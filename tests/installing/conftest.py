@@ -20,6 +20,10 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 SYSTEM_PATH = "/usr/local/bin:/usr/bin:/bin"
 PIP_CACHE = REPO / ".cache" / "pip"
+README_WHEEL = "ctxd-0.1.0-cp311-abi3-*.whl"
+"""How the README names the wheel (the shell picks the one for this platform): ``cp311-abi3``, one per platform."""
+NO_COMPILER = {"CC": "/bin/false", "CXX": "/bin/false"}
+"""A machine without a C compiler, as setuptools sees it (it takes ``CC`` over the compiler Python was built with)."""
 
 
 def readme_install_lines() -> list[str]:
@@ -71,15 +75,19 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     explicit = os.environ.get("CTXD_WHEEL")
     if explicit:
         return Path(explicit).resolve()
-    out = tmp_path_factory.mktemp("dist")
+    return build("wheel", tmp_path_factory.mktemp("dist"))
+
+
+def build(kind: str, out: Path) -> Path:
+    """The checkout built with ``python -m build --wheel`` or ``--sdist`` into ``out``: the one file it made."""
     subprocess.run(
-        [sys.executable, "-m", "build", "--wheel", "--outdir", str(out), str(REPO)],
+        [sys.executable, "-m", "build", f"--{kind}", "--outdir", str(out), str(REPO)],
         check=True,
         capture_output=True,
         timeout=600,
         env={**os.environ, "PIP_CACHE_DIR": str(PIP_CACHE)},
     )
-    (found,) = out.glob("ctxd-*.whl")
+    (found,) = out.glob("ctxd-*.whl" if kind == "wheel" else "ctxd-*.tar.gz")
     return found
 
 
@@ -123,16 +131,19 @@ def installed(tmp_path_factory: pytest.TempPathFactory, wheel: Path) -> Iterator
     home.mkdir()
     pipx = _pipx()
     (line,) = [line for line in readme_install_lines() if line.startswith("pipx install")]
-    command = line.replace("ctxd-0.1.0-py3-none-any.whl", str(wheel))
+    assert README_WHEEL in line, f"the README's install line names no {README_WHEEL}: {line}"
+    shutil.copy2(wheel, base / wheel.name)  # run as written, where the wheel is: the shell matches it
     env = {
         "HOME": str(home),
         "PATH": f"{Path(pipx).parent}:{SYSTEM_PATH}",
         "LANG": "C.UTF-8",
         "PIP_CACHE_DIR": str(PIP_CACHE),
         "PIP_DISABLE_PIP_VERSION_CHECK": "1",
+        **NO_COMPILER,
+        "PIP_ONLY_BINARY": ":all:",  # pip may not build anything: ctxd and its dependencies come as wheels
     }
-    done = subprocess.run(["sh", "-c", command], env=env, cwd=base, capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, f"{command}\n{done.stdout}\n{done.stderr}"
+    done = subprocess.run(["sh", "-c", line], env=env, cwd=base, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, f"{line}\n{done.stdout}\n{done.stderr}"
     ctxd = home / ".local" / "bin" / "ctxd"
     assert ctxd.exists(), f"pipx put no ctxd in {ctxd.parent}: {done.stdout}{done.stderr}"
     yield Installed(home, wheel, ctxd, done.stdout + done.stderr)
