@@ -42,7 +42,8 @@ class BuildWithBundle(build_py):
 
 
 class BuildNative(build_ext):
-    """``-O3`` where the compiler takes it (gcc and clang; MSVC's flags differ and its default is kept).
+    """``-O3`` and ``-pthread`` where the compiler takes them (gcc and clang; MSVC's flags differ and its
+    defaults are kept).
 
     On Linux the module names libc among its needs even when it calls nothing from it (gcc links with
     ``--as-needed`` on Debian and Ubuntu): auditwheel tells glibc from musl by that entry and refuses a module
@@ -52,7 +53,9 @@ class BuildNative(build_ext):
     def build_extensions(self) -> None:
         if self.compiler.compiler_type in ("unix", "mingw32", "cygwin"):
             for ext in self.extensions:
-                ext.extra_compile_args = [*ext.extra_compile_args, "-O3"]
+                # -pthread: the read-ahead thread (on a glibc before 2.34, pthread_create lives in libpthread).
+                ext.extra_compile_args = [*ext.extra_compile_args, "-O3", "-pthread"]
+                ext.extra_link_args = [*ext.extra_link_args, "-pthread"]
                 if sys.platform.startswith("linux"):
                     ext.extra_link_args = [*ext.extra_link_args, "-Wl,--no-as-needed", "-lc"]
         super().build_extensions()
