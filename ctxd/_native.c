@@ -9,7 +9,7 @@
  *
  * What "plain" requires of every line: a JSON object with nothing after it; valid UTF-8; no raw control
  * character in a string; escapes from the JSON set, surrogate escapes only as valid pairs; numbers of the
- * JSON grammar, at most 40 characters, exponents of at most 3 digits; nesting no deeper than max_depth;
+ * JSON grammar, at most 40 characters, exponents of at most 2 digits; nesting no deeper than max_depth;
  * keys of the line's object and of its "message" object written without escapes.
  *
  * The estimate equals ctxd.context.line_estimate.estimate_line on the same line, or is -1 when this pass
@@ -214,7 +214,9 @@ static int scan_number(Cursor *c, int *integer) {
         if (p < end && (*p == '+' || *p == '-')) p++;
         const unsigned char *digits = p;
         while (p < end && *p >= '0' && *p <= '9') p++;
-        if (p == digits || p - digits > 3) return 0;
+        /* msgspec refuses a number out of a double's range ("Number out of range"): with at most two
+         * exponent digits and 40 characters, none is (at most about 1e139; the smallest become 0.0). */
+        if (p == digits || p - digits > 2) return 0;
     }
     if (p - start > 40) return 0;
     c->p = p;

@@ -175,3 +175,28 @@ def test_a_failure_while_indexing_stops_the_thread(tmp_path: Path, monkeypatch: 
     assert len(made) == 1
     with pytest.raises(ValueError, match="closed"):
         made[0].next()
+
+
+@pytest.mark.parametrize("number", ["1e309", "-1E+400", "1e999", "2.5e308"])
+def test_a_number_msgspec_refuses_is_left_to_the_python_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, number: str
+) -> None:
+    """msgspec refuses a number out of a double's range when it decodes a body: the native scanner never
+    takes such a line (it would mark it read clean), so it is read as it always was."""
+    monkeypatch.setenv("CTXD_INDEX_CACHE", "0")
+    header = json.dumps({"type": "session", "version": 3, "id": "S", "timestamp": "t", "cwd": "/"})
+    good = json.dumps({"type": "message", "id": "a", "parentId": None, "message": {"role": "user", "content": "hi"}})
+    odd = '{"type":"message","id":"b","parentId":"a","message":{"role":"user","content":"x","n":' + number + "}}"
+    path = tmp_path / "n.jsonl"
+    path.write_text(f"{header}\n{good}\n{odd}\n")
+    line = odd.encode()
+    assert native.scan_chunk(line + b"\n", len(line) + 1, 0) is None
+    native_read = _read(path, monkeypatch, ahead=False, chunk=1 << 20, max_line=64 << 20)
+    monkeypatch.setattr(native, "_scan", None)
+    python_read = _read(path, monkeypatch, ahead=False, chunk=1 << 20, max_line=64 << 20)
+    # Its body cannot be read: both say so the same way (and neither crashes).
+    got = [native_read.entry(i) for i in range(len(native_read.heads))]
+    want = [python_read.entry(i) for i in range(len(python_read.heads))]
+    assert got == want
+    assert _answers(native_read) == _answers(python_read)
+    assert any(d["kind"] == "unreadable" for d in _answers(python_read)["diagnostics"])
