@@ -62,6 +62,12 @@ class RefreshResult:
     """The file was truncated or replaced, so everything was read again."""
 
 
+SCAN_ESTIMATES_BYTES = 256 << 20
+"""A read of more than this many bytes (a big file's first read) keeps none of the estimates the native
+scanner makes: a million entries would hold 120 MB of them, and a context needs those of its path only
+(estimated when it is built). Appended lines always keep theirs."""
+
+
 class SessionReader:
     """An indexed pi session file, read-only (see :class:`SessionFile` for appends)."""
 
@@ -402,6 +408,10 @@ class SessionReader:
     def _scan_from(self, fd: int, start: int, on_chunk: Callable[[SessionReader], None] | None = None) -> None:
         heads = self.heads
         index = self.index
+        try:
+            keep_estimates = os.fstat(fd).st_size - start <= SCAN_ESTIMATES_BYTES
+        except OSError:
+            keep_estimates = False
 
         def bulk(chunk: Lines) -> bool:
             new = chunk.heads
@@ -424,7 +434,7 @@ class SessionReader:
             else:
                 self.lines.fromlist(list(range(chunk.line, chunk.line + len(new))))
             if chunk.estimates is not None:
-                self._validated(first, len(new), *chunk.estimates)
+                self._validated(first, len(new), *(chunk.estimates if keep_estimates else (None, None)))
             return True
 
         after = (lambda: on_chunk(self)) if on_chunk is not None else None
@@ -433,15 +443,15 @@ class SessionReader:
         )
         self.last_scan = (start, self._end)
 
-    def _validated(self, first: int, count: int, est_lines: array[int], est_values: array[int]) -> None:
+    def _validated(self, first: int, count: int, est_lines: array[int] | None, est_values: array[int] | None) -> None:
         """Entries ``first`` .. ``first + count`` were validated whole by the native scanner: note
         them read clean, and keep the token estimates it made (for a file in the current format,
-        whose bodies are served as written)."""
+        whose bodies are served as written; None: not kept)."""
         checked = self._checked
         if len(checked) < first:
             checked.extend(bytes(first - len(checked)))
         checked[first : first + count] = b"\x01" * count
-        if self.version == CURRENT_VERSION and est_lines:
+        if self.version == CURRENT_VERSION and est_lines and est_values is not None:
             self.scan_estimates.update(zip(map(first.__add__, est_lines), est_values, strict=True))
 
     def _add(self, scanned: ScannedLine) -> None:
