@@ -18,7 +18,6 @@
  * shape.
  */
 #define PY_SSIZE_T_CLEAN
-#define _GNU_SOURCE /* memrchr */
 #include <Python.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -901,6 +900,14 @@ static int grow(Slot *s, Py_ssize_t cap) {
     return 1;
 }
 
+/* The last newline in buf[:n], or NULL (memrchr is a GNU extension: macOS has none). */
+static unsigned char *last_newline(unsigned char *buf, Py_ssize_t n) {
+    while (n > 0) {
+        if (buf[--n] == '\n') return buf + n;
+    }
+    return NULL;
+}
+
 static ssize_t pread_all(int fd, unsigned char *buf, Py_ssize_t n, int64_t at) {
     for (;;) {
         ssize_t got = pread(fd, buf, (size_t)n, (off_t)at);
@@ -977,7 +984,7 @@ static void *producer(void *arg) {
                 break;
             }
             have += n;
-            unsigned char *nl = memrchr(s->buf, '\n', (size_t)have);
+            unsigned char *nl = last_newline(s->buf, have);
             if (nl) {
                 end = nl - s->buf + 1;
                 break;
