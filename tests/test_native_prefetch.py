@@ -200,3 +200,29 @@ def test_a_number_msgspec_refuses_is_left_to_the_python_path(
     assert got == want
     assert _answers(native_read) == _answers(python_read)
     assert any(d["kind"] == "unreadable" for d in _answers(python_read)["diagnostics"])
+
+
+@pytest.mark.parametrize("scanner", ["native", "python"])
+def test_a_line_damaged_on_disk_after_it_was_read_is_served_repaired(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, scanner: str
+) -> None:
+    """A line noted clean (validated when indexed, or read once) and then damaged in place, unnoticed,
+    is read again with care: served repaired with its diagnostic, never an exception."""
+    monkeypatch.setenv("CTXD_INDEX_CACHE", "0")
+    if scanner == "python":
+        monkeypatch.setattr(native, "_scan", None)
+    header = json.dumps({"type": "session", "version": 3, "id": "S", "timestamp": "t", "cwd": "/"})
+    entry = json.dumps(
+        {"type": "message", "id": "a", "parentId": None, "message": {"role": "user", "content": "hello"}}
+    )
+    path = tmp_path / "d.jsonl"
+    path.write_text(f"{header}\n{entry}\n")
+    reader = SessionReader.open(str(path))
+    if scanner == "python":
+        assert reader.entry(0)["message"]["content"] == "hello"  # read once: noted clean
+    assert reader.body_checked(0)
+    data = path.read_bytes()
+    path.write_bytes(data.replace(b'"hello"', b'"he\xff\xfeo"'))  # same size, in place
+    body = reader.entry(0)
+    assert body["message"]["content"] == "he\ufffd\ufffdo"
+    assert [d.kind for d in reader.diagnostics] == ["bad-utf8"]

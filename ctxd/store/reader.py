@@ -510,7 +510,11 @@ class SessionReader:
     def _decode_body(self, i: int, data: bytes) -> dict[str, Any]:
         checked = self._checked
         if i < len(checked) and checked[i]:
-            body = decode_any(data)  # read before: known to be servable as it is
+            try:
+                body = decode_any(data)  # read before (or validated when indexed): servable as it is
+            except (ValueError, RecursionError):  # changed on disk since, unnoticed: read it with care
+                checked[i] = 0
+                return self._decode_body(i, data)
         else:
             try:
                 body, note = decode_bounded(data)
