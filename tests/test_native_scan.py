@@ -25,7 +25,7 @@ from native_paths import native_scan
 
 from ctxd.context.line_estimate import clean, estimate_line
 from ctxd.formats.codec import LineHead, decode_head
-from ctxd.formats.depth import MAX_DEPTH
+from ctxd.formats.depth import MAX_DEPTH, depth
 from ctxd.store import native
 
 SETTINGS = settings(
@@ -590,6 +590,70 @@ def test_ordinary_entries_of_every_type_are_taken(scan: Callable[..., Any]) -> N
     assert ints(found.est_lines) == []
 
 
+def _value_for(struct: Any, field: str) -> Any:
+    """A value the head decoder takes for ``field`` of ``struct`` (a string, else a number)."""
+    for value in ("v-" + field, 7, 2.5):
+        try:
+            msgspec.json.decode(json.dumps({field: value}).encode(), type=struct)
+        except msgspec.ValidationError:
+            continue
+        return value
+    raise AssertionError(f"no simple value for {struct.__name__}.{field}")
+
+
+def test_every_head_field_survives_the_reduced_line(scan: Callable[..., Any]) -> None:
+    """Built from the head types themselves: a field added to LineHead, MessageHead or UsageHead
+    and not to the scanner's lists makes the reduced line lose it, and this fails."""
+    from ctxd.formats.codec import MessageHead, UsageHead
+
+    usage = {f: _value_for(UsageHead, f) for f in UsageHead.__struct_fields__}
+    message: dict[str, Any] = {f: _value_for(MessageHead, f) for f in MessageHead.__struct_fields__ if f != "usage"}
+    message |= {"usage": usage, "role": "assistant", "content": [{"type": "text", "text": "abc"}], "other": [1]}
+    entry: dict[str, Any] = {f: _value_for(LineHead, f) for f in LineHead.__struct_fields__ if f != "message"}
+    entry |= {"type": "message", "message": message, "extra": {"k": "v"}}
+    for order in (entry, dict(reversed(entry.items()))):
+        line = json.dumps(order).encode()
+        found = run_scan(scan, line + b"\n")
+        assert found is not None
+        check_taken([line], found)
+        head = decode_head(found.reduced[:-1])
+        for f in LineHead.__struct_fields__:
+            assert getattr(head, f) is not None, f"{f} was dropped from the reduced line"
+        assert head.message is not None and head.message.usage is not None
+        for f in MessageHead.__struct_fields__:
+            assert getattr(head.message, f) is not None, f"message.{f} was dropped"
+        for f in UsageHead.__struct_fields__:
+            assert getattr(head.message.usage, f) is not None, f"message.usage.{f} was dropped"
+        assert ints(found.est_values) == [1]
+
+
+def _at_depth(level: int, where: str) -> bytes:
+    """A user or assistant message line nesting to exactly ``level`` (the entry is level 1)."""
+    if where == "entry":  # the entry's members are level 2
+        inner = b"[" * (level - 1) + b"]" * (level - 1)
+        return b'{"type":"message","id":"a","details":' + inner + b',"message":{"role":"user","content":"x"}}'
+    if where == "message":  # the message's members are level 3
+        inner = b"[" * (level - 2) + b"]" * (level - 2)
+        return b'{"type":"message","id":"a","message":{"role":"user","content":"x","details":' + inner + b"}}"
+    # a tool call's arguments: the call (a block) is level 4, so its arguments' members level 6
+    inner = b'{"a":' * (level - 4) + b"1" + b"}" * (level - 4)
+    return (
+        b'{"type":"message","id":"a","message":{"role":"assistant","content":'
+        b'[{"type":"toolCall","name":"f","arguments":' + inner + b"}]}}"
+    )
+
+
+@pytest.mark.parametrize("where", ["entry", "message", "arguments"])
+def test_nesting_to_the_limit_is_taken_and_past_it_declined(scan: Callable[..., Any], where: str) -> None:
+    at_limit, over = _at_depth(MAX_DEPTH, where), _at_depth(MAX_DEPTH + 1, where)
+    assert depth(at_limit) == MAX_DEPTH and depth(over) == MAX_DEPTH + 1
+    found = run_scan(scan, at_limit + b"\n")
+    assert found is not None
+    check_taken([at_limit], found)
+    assert ints(found.est_lines) == [0]
+    assert run_scan(scan, over + b"\n") is None
+
+
 # ---- known cases, written out (each a minimal example of what the property tests look for) ----
 
 _MSG = b'{"type":"message","id":"a1","parentId":null,"timestamp":"t","message":{"role":"user","content":"hi"%s}}'
@@ -634,6 +698,11 @@ def test_lines_the_scanner_must_decline(scan: Callable[..., Any], line: bytes) -
             10,
         ),
         (b'{"type":"message","id":"a","message":{"role":"assistant","content":[{"type":"toolCall","name":"ab"}]}}', 1),
+        (
+            b'{"type":"message","id":"a","message":{"role":"assistant","content":[{"type":"toolCall","name":"f",'
+            b'"arguments":{"s":"\\ud83d\\ude00\\u00e9\\/\\b\\u0000\\u007f\xe2\x80\xa8","n":-12345678901234}}]}}',
+            11,
+        ),
         (b'{"type":"message","id":"a","message":{"role":"toolResult","content":"\\/\\"\\\\\xf0\x9f\x98\x80"}}', 2),
         (b' {"type" : "message" ,\t"id":"a","message":{ "role":"user" , "content" : [ ] } }\r', 0),
         (b'{"type":"message","id":"a","message":{"role":"assistant","content":"text is not counted"}}', 0),

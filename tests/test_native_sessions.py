@@ -28,6 +28,7 @@ from factories import header
 from native_paths import Paths, check_estimates, native_scan, observe, outcome, same
 
 from ctxd.formats.codec import decode_head
+from ctxd.formats.depth import MAX_DEPTH, depth
 from ctxd.tree import session as session_module
 from ctxd.tree.session import Session
 
@@ -166,7 +167,7 @@ def _user(eid: str, text: str = "caf") -> dict[str, Any]:
 DAMAGE: dict[str, bytes] = {
     "invalid UTF-8": broken.non_utf8(_user("bad00001")),
     "too deep": broken.nested(_user("bad00002"), 150),
-    "deep at the limit": broken.nested(_user("bad00003"), 97),  # level 100: served as it is
+    "deep at the limit": broken.nested(_user("bad00003"), 98),  # level 100: served as it is
     "unclosed brackets": b'{"type":"message","id":"bad00004","details":' + b"[" * 150 + b"\n",
     "two objects": (json.dumps(_user("bad00005")) + json.dumps(_user("bad00006"))).encode() + b"\n",
     "cut short": json.dumps(_user("bad00007")).encode()[:40] + b"\n",
@@ -188,8 +189,15 @@ DAMAGE: dict[str, bytes] = {
     "escaped role": b'{"type":"message","id":"bad00016","message":{"role":"\\u0075ser","content":"hi"}}\n',
     "float arguments": b'{"type":"message","id":"bad00017","message":{"role":"assistant","content":'
     b'[{"type":"toolCall","id":"c","name":"read","arguments":{"path":"a","n":1.5e3,"big":12345678901234567}}]}}\n',
+    "a line over 1 MB": json.dumps(_user("big00001", "long é😀 " * 200_000), ensure_ascii=False).encode() + b"\n",
     "CR and spaces": b' {"type":"message" ,"id":"bad00018","message":{"role":"user","content":"hi"}} \r\n',
 }
+
+
+def test_the_odd_lines_are_what_they_say() -> None:
+    assert depth(DAMAGE["deep at the limit"][:-1]) == MAX_DEPTH
+    assert depth(DAMAGE["too deep"][:-1]) > MAX_DEPTH
+    assert len(DAMAGE["a line over 1 MB"]) > 2 << 20
 
 
 def _generated(gen: ModuleType, tmp_path: Path, entries: int = 1200) -> tuple[bytes, list[bytes]]:
