@@ -528,7 +528,7 @@ def plain_messages(draw: st.DrawFn) -> bytes:
         arguments = st.dictionaries(
             st.sampled_from(["path", "command", "n", "flag", "items", "opts"]),
             st.recursive(
-                st.one_of(st.none(), st.booleans(), st.integers(-(10**14), 10**14), plain_texts),
+                st.one_of(st.none(), st.booleans(), st.integers(1 - 10**14, 10**14 - 1), plain_texts),
                 lambda inner: (
                     st.lists(inner, max_size=3) | st.dictionaries(st.sampled_from(["a", "b"]), inner, max_size=2)
                 ),
@@ -755,6 +755,7 @@ def test_the_wrapper_hands_back_what_the_extension_gives(
 
 @pytest.mark.xfail(
     strict=True,
+    raises=AssertionError,
     reason="the scanner takes a number msgspec refuses (1e400: 'Number out of range'); the line is then "
     "noted read clean, and reading its body raises instead of reporting it (see test_native_sessions)",
 )
@@ -765,7 +766,11 @@ def test_a_number_out_of_range_is_not_taken(scan: Callable[..., Any]) -> None:
     assert run_scan(scan, line + b"\n") is None
 
 
-@pytest.mark.xfail(strict=True, reason="as test_a_number_out_of_range_is_not_taken, found by hypothesis")
+@pytest.mark.xfail(
+    strict=True,
+    raises=msgspec.ValidationError,
+    reason="as test_a_number_out_of_range_is_not_taken, found by hypothesis",
+)
 @settings(SETTINGS, phases=[Phase.generate])
 @given(lines(out_of_range=True))
 def test_lines_with_numbers_out_of_range(scan: Callable[..., Any], line: bytes) -> None:
