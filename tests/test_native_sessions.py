@@ -437,13 +437,6 @@ def _small(tmp_path: Path, lines: list[bytes]) -> Path:
     return path
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="the native path notes every line it validated as read clean; a line damaged on disk before "
-    "its body is first read then raises UnicodeDecodeError from entry() instead of being served "
-    "repaired with an 'invalid UTF-8 replaced' diagnostic as on the Python path",
-)
 def test_a_line_damaged_in_place_before_its_body_is_read(paths: Paths, tmp_path: Path) -> None:
     path = _small(tmp_path, SMALL)
     n_s = paths.run(True, lambda: Session.open(str(path)))
@@ -457,13 +450,6 @@ def test_a_line_damaged_in_place_before_its_body_is_read(paths: Paths, tmp_path:
     assert [d.to_json() for d in n_s.file.diagnostics] == [d.to_json() for d in p_s.file.diagnostics]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="the native scanner takes 1e400, which msgspec refuses ('Number out of range'); the line is "
-    "noted read clean and entry() raises msgspec.ValidationError, where the Python path serves a stub "
-    "and reports 'unreadable now' (see test_native_scan.test_a_number_out_of_range_is_not_taken)",
-)
 def test_a_number_out_of_range_in_a_session(paths: Paths, tmp_path: Path) -> None:
     bad = SMALL[0].replace(b'"content":"hello"', b'"content":"hello","x":1e400')
     path = _small(tmp_path, [bad, SMALL[1]])

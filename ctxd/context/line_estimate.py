@@ -112,6 +112,8 @@ def estimate_and_calls(raw: bytes | memoryview) -> tuple[int, list[Call]] | None
     if entry.type != "message" or message is None:
         return None
     role = message.role
+    if not isinstance(role, str):
+        return None  # a list or an object: no role pi estimates (and unhashable)
     content = message.content
     chars = 0
     calls: list[Call] = []
