@@ -18,7 +18,8 @@ from factories import header
 
 from ctxd.compaction.plan import NothingToCompact, plan_compaction
 from ctxd.context.build import build_context
-from ctxd.store import index_cache, private
+from ctxd.context.live import live_context
+from ctxd.store import index_cache, native, private
 from ctxd.tree import session as session_module
 from ctxd.tree.session import Session
 
@@ -317,3 +318,27 @@ def test_a_rewrite_in_place_that_grows_is_not_taken_for_an_append(
     s = Session.open(str(path))
     assert s.file.restored is None
     assert snapshot(s) == snapshot(full_read(str(path), monkeypatch))
+
+
+def test_the_kept_index_holds_the_estimates_a_context_at_the_leaf_reads(
+    gen: Any, tmp_path: Path, cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The scan estimates every message of a file; the index kept holds those from the leaf's last
+    compaction's first kept entry on (what a context there reads), and a reopen builds the same context."""
+    path = tmp_path / "s.jsonl"
+    gen.generate(path, 1500, seed=5)
+    first = Session.open(str(path))
+    start = first._context_start()
+    assert start > 0  # the generated shape compacts
+    live_context(first).context()  # estimates the context's messages (the native scan did all of them)
+    made = dict(first.estimates)
+    if native.available():
+        assert any(k < start for k in made)
+    first.close()
+    again = Session.open(str(path))
+    assert again.file.restored is not None
+    assert again.estimates and min(again.estimates) >= start
+    assert all(made.get(k, v) == v for k, v in again.estimates.items())
+    ctx = build_context(again.file, again.tree, estimates=again.estimates)
+    want = full_read(str(path), monkeypatch)
+    assert ctx == build_context(want.file, want.tree, estimates=want.estimates)

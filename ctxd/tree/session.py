@@ -6,6 +6,7 @@ import gc
 import os
 from array import array
 from collections.abc import Sequence
+from itertools import compress
 from typing import Any
 
 from ctxd.formats.codec import CURRENT_VERSION
@@ -107,20 +108,34 @@ class Session:
         n = len(self.file)
         if len(self.tree) != n:
             return False
-        estimates = self.estimates
-        if estimates and max(estimates) >= n:
-            estimates = {k: v for k, v in estimates.items() if k < n}
-        extra: dict[str, Any] = {
-            "estimates": [array("q", estimates.keys()).tobytes(), array("q", estimates.values()).tobytes()],
-        }
+        keys, values = array("q", self.estimates.keys()), array("q", self.estimates.values())
+        lo = self._context_start()
+        if keys and (lo > 0 or max(keys) >= n):
+            # Only those a context at the leaf can use: a big file's scan estimated every entry.
+            keep = list(map(range(lo, n).__contains__, keys))
+            keys, values = array("q", compress(keys, keep)), array("q", compress(values, keep))
+        extra: dict[str, Any] = {"estimates": [keys.tobytes(), values.tobytes()]}
         if len(self.file.index) == n:
             # With duplicate ids the tree depends on the order entries were read in (an id names
             # another entry once its duplicate arrives): a full read builds it again.
             extra["tree"] = self.tree.snapshot()
         if not self.file.save_index(extra):
             return False
-        self._saved = (n, len(estimates))
+        self._saved = (n, len(self.estimates))
         return True
+
+    def _context_start(self) -> int:
+        """The first entry a context at the leaf reads: its last compaction's first kept entry (or the
+        compaction), 0 when there is none."""
+        leaf = self.file.leaf_index()
+        if leaf is None or leaf >= len(self.tree.last_compaction):
+            return 0
+        comp = self.tree.last_compaction[leaf]
+        if comp == NONE:
+            return 0
+        kept_id = self.file.heads[comp].firstKeptEntryId
+        kept = self.file.index.get(kept_id) if kept_id else None
+        return min(comp, kept) if kept is not None else comp
 
     def close(self) -> None:
         """Keep the index if it grew since it was kept (a big file), and release the file."""
@@ -273,6 +288,8 @@ def _estimates(saved: Any, count: int) -> dict[int, int]:
         return {}
     if len(keys) != len(values):
         return {}
+    if not keys or (min(keys) >= 0 and max(keys) < count and min(values) >= 0):
+        return dict(zip(keys, values, strict=True))  # the usual case, checked in C: no Python per item
     return {k: v for k, v in zip(keys, values, strict=True) if 0 <= k < count and v >= 0}
 
 
