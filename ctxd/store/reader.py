@@ -15,7 +15,7 @@ import gc
 import os
 import time
 from array import array
-from collections.abc import Callable, Iterable, KeysView, Sequence
+from collections.abc import Callable, KeysView
 from typing import Any, Self
 
 import attrs
@@ -25,14 +25,15 @@ from ctxd.errors import (
     EntryNotFoundError,
     SessionError,
 )
-from ctxd.formats.codec import CURRENT_VERSION, decode_any, dumps_line
-from ctxd.formats.migrate import migrate_body, migrate_head_roles, migrate_heads
+from ctxd.formats.codec import CURRENT_VERSION, decode_any
+from ctxd.formats.migrate import migrate_head_roles, migrate_heads
 from ctxd.store import index_cache
 from ctxd.store.bodies import BodyView
 from ctxd.store.files import Clock, open_regular
 from ctxd.store.heads import Heads, HeadSink, read_heads
 from ctxd.store.private import FileMark, grown_stat
-from ctxd.store.scan import Diagnostic, Lines, ScannedLine, decode_bounded, note_kind, scan
+from ctxd.store.reader_bodies import BodyReader
+from ctxd.store.scan import Diagnostic, Lines, ScannedLine, scan
 
 MAX_HEADER = 1 << 20
 """The longest header line read (1 MB; pi's are a few hundred bytes)."""
@@ -68,7 +69,7 @@ scanner makes: a million entries would hold 120 MB of them, and a context needs 
 (estimated when it is built). Appended lines always keep theirs."""
 
 
-class SessionReader:
+class SessionReader(BodyReader):
     """An indexed pi session file, read-only (see :class:`SessionFile` for appends)."""
 
     read_only = False
@@ -254,66 +255,6 @@ class SessionReader:
             return max(0, os.stat(self.path).st_size - self._end)
         except FileNotFoundError:
             return 0
-
-    def entry(self, i: int) -> dict[str, Any]:
-        """The decoded body of entry ``i`` (a fresh dict each call), migrated to v3."""
-        body = self._bodies.get(i)
-        if body is not None:
-            return _copy(body)
-        fd = self._open_read()
-        try:
-            data = os.pread(fd, self.lengths[i], self.offsets[i])
-        finally:
-            os.close(fd)
-        return self._decode_body(i, data)
-
-    def entries(self, indices: Sequence[int]) -> list[dict[str, Any]]:
-        """Bodies of several entries with one open file (in the order given)."""
-        out: list[dict[str, Any]] = []
-        fd = self._open_read()
-        try:
-            for i in indices:
-                body = self._bodies.get(i)
-                if body is not None:
-                    out.append(_copy(body))
-                else:
-                    out.append(self._decode_body(i, os.pread(fd, self.lengths[i], self.offsets[i])))
-        finally:
-            os.close(fd)
-        return out
-
-    def body_checked(self, i: int) -> bool:
-        """Whether entry ``i``'s line was read once and is served as it is (no problem to report)."""
-        checked = self._checked
-        return i < len(checked) and checked[i] == 1 and i not in self._bodies
-
-    def unchecked(self, indices: Iterable[int]) -> list[int]:
-        """Those of ``indices`` whose line was not read clean yet (see :meth:`body_checked`)."""
-        checked = self._checked
-        n = len(checked)
-        out = [i for i in indices if i >= n or not checked[i]]
-        bodies = self._bodies
-        if bodies:
-            out.extend(i for i in indices if i in bodies and i < n and checked[i])
-        return out
-
-    def clean_flags(self) -> bytearray:
-        """Per entry, 1 when its line was read once and is served as it is (entries past its end: not
-        read yet); see :meth:`body_checked` (which also excludes the entries served from memory)."""
-        return self._checked
-
-    def recovered(self, i: int) -> bool:
-        """Whether entry ``i``'s body is served from memory (a line recovered or repaired when read)."""
-        return i in self._bodies
-
-    def note_clean_all(self, indices: Iterable[int]) -> None:
-        """The lines of entries ``indices`` were read and need nothing (what :meth:`entry` notes
-        after a full read)."""
-        checked = self._checked
-        if len(checked) < len(self.heads):
-            checked.extend(bytes(len(self.heads) - len(checked)))
-        for i in indices:
-            checked[i] = 1
 
     def entry_by_id(self, entry_id: str) -> dict[str, Any]:
         return self.entry(self.require(entry_id))
@@ -507,44 +448,5 @@ class SessionReader:
             if head_id:
                 self.index[head_id] = i
 
-    def _decode_body(self, i: int, data: bytes) -> dict[str, Any]:
-        checked = self._checked
-        if i < len(checked) and checked[i]:
-            try:
-                body = decode_any(data)  # read before (or validated when indexed): servable as it is
-            except (ValueError, RecursionError):  # changed on disk since, unnoticed: read it with care
-                checked[i] = 0
-                return self._decode_body(i, data)
-        else:
-            try:
-                body, note = decode_bounded(data)
-            except ValueError as exc:  # changed on disk under us: never crash on it
-                body, note = {"type": self.heads[i].type, "id": self.heads[i].id}, f"unreadable now: {exc}"
-            if note is not None:
-                self._report(i, note)
-                if isinstance(body, dict):
-                    self._bodies[i] = body  # served from here from now on
-                    body = _copy(body)
-            else:
-                if i >= len(checked):
-                    checked.extend(bytes(len(self.heads) - len(checked)))
-                checked[i] = 1
-        if not isinstance(body, dict):  # cannot happen for an indexed line, but never crash on it
-            return {"type": self.heads[i].type}
-        if self.version < CURRENT_VERSION:
-            return migrate_body(self.version, body, self.heads[i])
-        return body
-
-    def _report(self, i: int, note: str) -> None:
-        """A problem found while reading entry ``i``'s body, reported once."""
-        line = self.lines[i]
-        if not any(d.line == line and d.message == note for d in self.diagnostics):
-            kind = note_kind(note) if not note.startswith("unreadable") else "unreadable"
-            self.diagnostics.append(Diagnostic(self.path, line, note, "warning", self.heads[i].id, kind))
-
     def close(self) -> None:
         """Release what the file holds open (nothing, for a reader)."""
-
-
-def _copy(body: dict[str, Any]) -> dict[str, Any]:
-    return decode_any(dumps_line(body))  # type: ignore[no-any-return]
