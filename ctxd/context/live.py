@@ -291,32 +291,67 @@ class LiveContext:
             st.edits[str(body.get("targetId", ""))] = body.get("replacement")
         st.pins = pins_version(file)
         edits = st.edits
+        if edits:
+            self._add_edited(st, indices, hs, raws, bodies)
+        else:
+            # Runs of lazy rows go in one add_rows each; only the entries between them one by one.
+            found = list(map(raws.get, indices))
+            others = [k for k, t in enumerate(map(type, found)) if t is not LazyRow]
+            if comp != NONE and (not others or others[0] != 0):
+                others.insert(0, 0)
+            done = 0
+            for k in others:
+                if k > done:
+                    add_rows(st, found[done:k])  # type: ignore[arg-type]
+                self._add_entry(st, k, indices, hs[k], found[k], bodies, comp)
+                done = k + 1
+            if done < len(indices):
+                add_rows(st, found[done:])  # type: ignore[arg-type]
+        self.state = st
+        return st
+
+    def _add_edited(
+        self,
+        st: State,
+        indices: list[int],
+        hs: list[Any],
+        raws: dict[int, list[dict[str, Any]] | LazyRow],
+        bodies: dict[int, dict[str, Any]],
+    ) -> None:
+        """Add the path's entries when context edits apply: an edited message's entry one by one."""
+        edits = st.edits
         run: list[LazyRow] = []
         get = raws.get
-        start = 0
-        if not edits and comp == NONE and len(raws) == len(indices):
-            rows = [raws[i] for i in indices]
-            if all(type(r) is LazyRow for r in rows):  # every entry one lazy row: added in one go
-                add_rows(st, rows)  # type: ignore[arg-type]
-                start = len(indices)
-        for k, (i, head) in enumerate(zip(indices[start:], hs[start:], strict=True), start):
+        for k, (i, head) in enumerate(zip(indices, hs, strict=True)):
             raw = get(i)
-            if type(raw) is LazyRow and not (edits and head.id in edits):
-                run.append(raw)  # the common case: added in bulk
+            if type(raw) is LazyRow and head.id not in edits:
+                run.append(raw)
                 continue
             if run:
                 add_rows(st, run)
                 run = []
-            if head.type == "compaction" and k > 0:
-                self._push(st, i, [], None, hidden_compaction=True)
-            else:
-                self._push(st, i, raw if raw is not None else [], bodies.get(i))
-            if k == 0 and comp != NONE:
-                self._carry(st, carried(file, tree, comp, indices))
+            self._add_entry(st, k, indices, head, raw, bodies, st.path.compaction)
         if run:
             add_rows(st, run)
-        self.state = st
-        return st
+
+    def _add_entry(
+        self,
+        st: State,
+        k: int,
+        indices: list[int],
+        head: Any,
+        raw: list[dict[str, Any]] | LazyRow | None,
+        bodies: dict[int, dict[str, Any]],
+        comp: int,
+    ) -> None:
+        """Add the path's entry ``k`` on its own (then, after the compaction, what it carries)."""
+        i = indices[k]
+        if head.type == "compaction" and k > 0:
+            self._push(st, i, [], None, hidden_compaction=True)
+        else:
+            self._push(st, i, raw if raw is not None else [], bodies.get(i))
+        if k == 0 and comp != NONE:
+            self._carry(st, carried(self.session.file, self.session.tree, comp, indices))
 
     def _carry(self, st: State, pinned: list[tuple[int, dict[str, Any]]]) -> None:
         """The pinned messages the compaction carries, after its own (as build_context inserts them)."""
