@@ -230,6 +230,24 @@ static int scan_literal(Cursor *c) {
     return 0;
 }
 
+/* After a member or an element: 1 when a comma follows (consumed: more to come), 2 when `close` follows
+ * (consumed: the container ends, one level up), 0 when neither (not plain). */
+static inline int after_item(Cursor *c, unsigned char close) {
+    skip_ws(c);
+    if (c->p >= c->end) return 0;
+    if (*c->p == ',') {
+        c->p++;
+        skip_ws(c);
+        return 1;
+    }
+    if (*c->p == close) {
+        c->p++;
+        c->depth--;
+        return 2;
+    }
+    return 0;
+}
+
 /* Any value, validated and skipped. 0: not plain. */
 static int skip_value(Cursor *c);
 
@@ -252,18 +270,9 @@ static int skip_container(Cursor *c, unsigned char close) {
             skip_ws(c);
         }
         if (!skip_value(c)) return 0;
-        skip_ws(c);
-        if (c->p >= c->end) return 0;
-        if (*c->p == ',') {
-            c->p++;
-            skip_ws(c);
-            continue;
-        }
-        if (*c->p == close) {
-            c->p++;
-            c->depth--;
-            return 1;
-        }
+        int next = after_item(c, close);
+        if (next == 1) continue;
+        if (next == 2) return 1;
         return 0;
     }
 }
@@ -348,18 +357,9 @@ static int measure_value(Cursor *c, int64_t *len) {
             if (one < 0) known = 0;
             else total += one;
             count++;
-            skip_ws(c);
-            if (c->p >= c->end) return 0;
-            if (*c->p == ',') {
-                c->p++;
-                skip_ws(c);
-                continue;
-            }
-            if (*c->p == close) {
-                c->p++;
-                c->depth--;
-                break;
-            }
+            int next = after_item(c, close);
+            if (next == 1) continue;
+            if (next == 2) break;
             return 0;
         }
         *len = known ? total + count - 1 : -1;
@@ -423,6 +423,13 @@ static int out_put(Out *o, const void *src, Py_ssize_t n) {
     memcpy(o->data + o->len, src, (size_t)n);
     o->len += n;
     return 1;
+}
+
+/* Append one member's bytes [start, end) to out, after a comma unless it is the first. 0: no memory. */
+static int copy_member(Out *out, int *first, const unsigned char *start, const unsigned char *end) {
+    if (!*first && !out_put(out, ",", 1)) return 0;
+    *first = 0;
+    return out_put(out, start, end - start);
 }
 
 enum { ROLE_NONE, ROLE_TEXT, ROLE_ASSISTANT, ROLE_OTHER };
@@ -498,18 +505,9 @@ static int scan_block(Cursor *c, Content *ct) {
         } else {
             if (!skip_value(c)) return 0;
         }
-        skip_ws(c);
-        if (c->p >= c->end) return 0;
-        if (*c->p == ',') {
-            c->p++;
-            skip_ws(c);
-            continue;
-        }
-        if (*c->p == '}') {
-            c->p++;
-            c->depth--;
-            break;
-        }
+        int next = after_item(c, '}');
+        if (next == 1) continue;
+        if (next == 2) break;
         return 0;
     }
     if (kind == 1) {
@@ -560,18 +558,9 @@ static int scan_content(Cursor *c, Content *ct) {
             ct->known = 0; /* a block that is not an object */
             if (!skip_value(c)) return 0;
         }
-        skip_ws(c);
-        if (c->p >= c->end) return 0;
-        if (*c->p == ',') {
-            c->p++;
-            skip_ws(c);
-            continue;
-        }
-        if (*c->p == ']') {
-            c->p++;
-            c->depth--;
-            return 1;
-        }
+        int next = after_item(c, ']');
+        if (next == 1) continue;
+        if (next == 2) return 1;
         return 0;
     }
 }
@@ -622,23 +611,10 @@ static int scan_message(Cursor *c, Out *out, int *role, Content *ct) {
         } else {
             if (!skip_value(c)) return 0;
         }
-        if (message_key(k, kl)) {
-            if (!first && !out_put(out, ",", 1)) return -1;
-            if (!out_put(out, mstart, c->p - mstart)) return -1;
-            first = 0;
-        }
-        skip_ws(c);
-        if (c->p >= c->end) return 0;
-        if (*c->p == ',') {
-            c->p++;
-            skip_ws(c);
-            continue;
-        }
-        if (*c->p == '}') {
-            c->p++;
-            c->depth--;
-            return out_put(out, "}", 1) ? 1 : -1;
-        }
+        if (message_key(k, kl) && !copy_member(out, &first, mstart, c->p)) return -1;
+        int next = after_item(c, '}');
+        if (next == 1) continue;
+        if (next == 2) return out_put(out, "}", 1) ? 1 : -1;
         return 0;
     }
 }
@@ -703,22 +679,10 @@ static int scan_line(Cursor *c, Out *out, int64_t *estimate) {
             } else {
                 if (!skip_value(c)) return 0;
             }
-            if (wanted) {
-                if (!first && !out_put(out, ",", 1)) return -1;
-                if (!out_put(out, mstart, c->p - mstart)) return -1;
-                first = 0;
-            }
-            skip_ws(c);
-            if (c->p >= c->end) return 0;
-            if (*c->p == ',') {
-                c->p++;
-                skip_ws(c);
-                continue;
-            }
-            if (*c->p == '}') {
-                c->p++;
-                break;
-            }
+            if (wanted && !copy_member(out, &first, mstart, c->p)) return -1;
+            int next = after_item(c, '}');
+            if (next == 1) continue;
+            if (next == 2) break;
             return 0;
         }
     }
