@@ -230,6 +230,29 @@ static int scan_literal(Cursor *c) {
     return 0;
 }
 
+/* At an opening bracket: 0 not plain (nested too deep), 1 an empty container (consumed through
+ * `close`), 2 items follow (the cursor at the first). */
+static inline int enter(Cursor *c, unsigned char close) {
+    if (++c->depth > c->max_depth) return 0;
+    c->p++;
+    skip_ws(c);
+    if (c->p < c->end && *c->p == close) {
+        c->p++;
+        c->depth--;
+        return 1;
+    }
+    return 2;
+}
+
+/* After a key: the colon and the spaces around it. 0: not plain. */
+static inline int colon(Cursor *c) {
+    skip_ws(c);
+    if (c->p >= c->end || *c->p != ':') return 0;
+    c->p++;
+    skip_ws(c);
+    return 1;
+}
+
 /* After a member or an element: 1 when a comma follows (consumed: more to come), 2 when `close` follows
  * (consumed: the container ends, one level up), 0 when neither (not plain). */
 static inline int after_item(Cursor *c, unsigned char close) {
@@ -252,22 +275,13 @@ static inline int after_item(Cursor *c, unsigned char close) {
 static int skip_value(Cursor *c);
 
 static int skip_container(Cursor *c, unsigned char close) {
-    if (++c->depth > c->max_depth) return 0;
-    c->p++;
-    skip_ws(c);
-    if (c->p < c->end && *c->p == close) {
-        c->p++;
-        c->depth--;
-        return 1;
-    }
+    int opened = enter(c, close);
+    if (opened < 2) return opened;
     for (;;) {
         if (close == '}') {
             StrInfo s;
             if (c->p >= c->end || *c->p != '"' || !scan_string(c, &s)) return 0;
-            skip_ws(c);
-            if (c->p >= c->end || *c->p != ':') return 0;
-            c->p++;
-            skip_ws(c);
+            if (!colon(c)) return 0;
         }
         if (!skip_value(c)) return 0;
         int next = after_item(c, close);
@@ -322,12 +336,9 @@ static int measure_value(Cursor *c, int64_t *len) {
         int nkeys = 0;
         int64_t total = 2, count = 0;
         int known = 1;
-        if (++c->depth > c->max_depth) return 0;
-        c->p++;
-        skip_ws(c);
-        if (c->p < c->end && *c->p == close) {
-            c->p++;
-            c->depth--;
+        int opened = enter(c, close);
+        if (opened == 0) return 0;
+        if (opened == 1) {
             *len = 2;
             return 1;
         }
@@ -347,10 +358,7 @@ static int measure_value(Cursor *c, int64_t *len) {
                     key_lens[nkeys++] = kl;
                 }
                 total += s.js + 1;
-                skip_ws(c);
-                if (c->p >= c->end || *c->p != ':') return 0;
-                c->p++;
-                skip_ws(c);
+                if (!colon(c)) return 0;
             }
             int64_t one;
             if (!measure_value(c, &one)) return 0;
@@ -448,14 +456,8 @@ static int scan_block(Cursor *c, Content *ct) {
     int seen = 0;
     int kind = 0; /* 1 text, 2 image, 3 thinking, 4 toolCall */
     int64_t text = -1, thinking = -1, name = -1, args = -2; /* -1: not a string; args -2: absent */
-    if (++c->depth > c->max_depth) return 0;
-    c->p++;
-    skip_ws(c);
-    if (c->p < c->end && *c->p == '}') {
-        c->p++;
-        c->depth--;
-        return 1;
-    }
+    int opened = enter(c, '}');
+    if (opened < 2) return opened;
     for (;;) {
         StrInfo s;
         const unsigned char *kstart = c->p + 1;
@@ -477,10 +479,7 @@ static int scan_block(Cursor *c, Content *ct) {
         }
         if (which & seen) ct->known = 0;
         seen |= which;
-        skip_ws(c);
-        if (c->p >= c->end || *c->p != ':') return 0;
-        c->p++;
-        skip_ws(c);
+        if (!colon(c)) return 0;
         if (which == K_ARGS) {
             int64_t len;
             if (!measure_value(c, &len)) return 0;
@@ -543,14 +542,8 @@ static int scan_content(Cursor *c, Content *ct) {
         ct->known = 0; /* another type: the typed decode refuses it */
         return skip_value(c);
     }
-    if (++c->depth > c->max_depth) return 0;
-    c->p++;
-    skip_ws(c);
-    if (c->p < c->end && *c->p == ']') {
-        c->p++;
-        c->depth--;
-        return 1;
-    }
+    int opened = enter(c, ']');
+    if (opened < 2) return opened;
     for (;;) {
         if (c->p < c->end && *c->p == '{') {
             if (!scan_block(c, ct)) return 0;
@@ -568,15 +561,10 @@ static int scan_content(Cursor *c, Content *ct) {
 /* The "message" object: copies MessageHead's members to out, and counts the content. */
 static int scan_message(Cursor *c, Out *out, int *role, Content *ct) {
     int seen_role = 0, seen_content = 0, first = 1;
-    if (++c->depth > c->max_depth) return 0;
-    c->p++;
-    if (!out_put(out, "{", 1)) return -1;
-    skip_ws(c);
-    if (c->p < c->end && *c->p == '}') {
-        c->p++;
-        c->depth--;
-        return out_put(out, "}", 1) ? 1 : -1;
-    }
+    int opened = enter(c, '}');
+    if (opened == 0) return 0;
+    if (!out_put(out, opened == 1 ? "{}" : "{", opened == 1 ? 2 : 1)) return -1;
+    if (opened == 1) return 1;
     for (;;) {
         StrInfo s;
         const unsigned char *mstart = c->p;
@@ -584,10 +572,7 @@ static int scan_message(Cursor *c, Out *out, int *role, Content *ct) {
         if (s.escaped) return 0;
         const unsigned char *k = mstart + 1;
         Py_ssize_t kl = (c->p - 1) - k;
-        skip_ws(c);
-        if (c->p >= c->end || *c->p != ':') return 0;
-        c->p++;
-        skip_ws(c);
+        if (!colon(c)) return 0;
         if (KEY_IS(k, kl, "content")) {
             if (seen_content) ct->known = 0;
             seen_content = 1;
@@ -642,10 +627,7 @@ static int scan_line(Cursor *c, Out *out, int64_t *estimate) {
             const unsigned char *k = mstart + 1;
             Py_ssize_t kl = (c->p - 1) - k;
             int wanted = head_key(k, kl);
-            skip_ws(c);
-            if (c->p >= c->end || *c->p != ':') return 0;
-            c->p++;
-            skip_ws(c);
+            if (!colon(c)) return 0;
             if (KEY_IS(k, kl, "message")) {
                 if (message_seen) ct.known = 0;
                 message_seen = 1;
