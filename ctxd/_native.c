@@ -271,6 +271,16 @@ static inline int after_item(Cursor *c, unsigned char close) {
     return 0;
 }
 
+/* A key written without escapes, and the colon after it (*k, *kl: its text). 0: not plain. */
+static int plain_key(Cursor *c, const unsigned char **k, Py_ssize_t *kl) {
+    StrInfo s;
+    const unsigned char *start = c->p;
+    if (c->p >= c->end || *c->p != '"' || !scan_string(c, &s) || s.escaped) return 0;
+    *k = start + 1;
+    *kl = (c->p - 1) - *k;
+    return colon(c);
+}
+
 /* Any value, validated and skipped. 0: not plain. */
 static int skip_value(Cursor *c);
 
@@ -567,12 +577,9 @@ static int scan_message(Cursor *c, Out *out, int *role, Content *ct) {
     if (opened == 1) return 1;
     for (;;) {
         StrInfo s;
-        const unsigned char *mstart = c->p;
-        if (c->p >= c->end || *c->p != '"' || !scan_string(c, &s)) return 0;
-        if (s.escaped) return 0;
-        const unsigned char *k = mstart + 1;
-        Py_ssize_t kl = (c->p - 1) - k;
-        if (!colon(c)) return 0;
+        const unsigned char *mstart = c->p, *k;
+        Py_ssize_t kl;
+        if (!plain_key(c, &k, &kl)) return 0;
         if (KEY_IS(k, kl, "content")) {
             if (seen_content) ct->known = 0;
             seen_content = 1;
@@ -621,13 +628,10 @@ static int scan_line(Cursor *c, Out *out, int64_t *estimate) {
     } else {
         for (;;) {
             StrInfo s;
-            const unsigned char *mstart = c->p;
-            if (c->p >= c->end || *c->p != '"' || !scan_string(c, &s)) return 0;
-            if (s.escaped) return 0;
-            const unsigned char *k = mstart + 1;
-            Py_ssize_t kl = (c->p - 1) - k;
+            const unsigned char *mstart = c->p, *k;
+            Py_ssize_t kl;
+            if (!plain_key(c, &k, &kl)) return 0;
             int wanted = head_key(k, kl);
-            if (!colon(c)) return 0;
             if (KEY_IS(k, kl, "message")) {
                 if (message_seen) ct.known = 0;
                 message_seen = 1;
