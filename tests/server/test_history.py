@@ -122,7 +122,9 @@ async def test_search_answers_at_once_while_indexing(tmp_path: Path) -> None:
     _session(root)
     big = root / "big"
     big.mkdir()
-    for n in range(150):
+    # Enough that indexing outlasts the first search by far: 1,000 files (150 were indexed within the
+    # first search's 0.57 s once the native scanner read them).
+    for n in range(1000):
         write(big / f"s{n}.jsonl", chain(*(lambda p_, n=n, k=k: user(p_, f"filler {n} {k} " * 50) for k in range(40))))
     options = {"roots": [str(root)], "watch": True}
     async with start_ctxd(options, XDG_DATA_HOME=str(tmp_path / "data")) as client:
@@ -135,8 +137,8 @@ async def test_search_answers_at_once_while_indexing(tmp_path: Path) -> None:
             assert time.monotonic() < deadline
             await asyncio.sleep(0.2)
         done = await call(client, p.HISTORY_SEARCH, {"query": "filler", "limit": 200})
-        assert len(done["hits"]) == 200 and done["indexedFiles"] == 151
-        assert seen_indexing, f"the first search ({took:.2f} s) came after indexing 151 files had ended"
+        assert len(done["hits"]) == 200 and done["indexedFiles"] == 1001
+        assert seen_indexing, f"the first search ({took:.2f} s) came after indexing 1,001 files had ended"
 
 
 def test_cli_search_json(tmp_path: Path) -> None:
