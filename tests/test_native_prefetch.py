@@ -226,3 +226,35 @@ def test_a_line_damaged_on_disk_after_it_was_read_is_served_repaired(
     body = reader.entry(0)
     assert body["message"]["content"] == "he\ufffd\ufffdo"
     assert [d.kind for d in reader.diagnostics] == ["bad-utf8"]
+
+
+def test_a_big_read_keeps_no_scan_estimates_and_builds_the_same(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A read of more than SCAN_ESTIMATES_BYTES (a big file's first read) keeps none of the scanner's
+    estimates (a million would cost 120 MB); its context estimates its own path, to the same figures.
+    Appended lines keep theirs."""
+    from ctxd.context.live import live_context
+    from ctxd.store import reader as reader_module
+    from ctxd.tree.session import Session
+
+    monkeypatch.setenv("CTXD_INDEX_CACHE", "0")
+    header = json.dumps({"type": "session", "version": 3, "id": "S", "timestamp": "t", "cwd": "/"})
+    rows = [header]
+    for i in range(50):
+        message = {"role": "user", "content": f"message {i} " * 20}
+        rows.append(
+            json.dumps({"type": "message", "id": f"e{i}", "parentId": f"e{i - 1}" if i else None, "message": message})
+        )
+    path = tmp_path / "s.jsonl"
+    path.write_text("\n".join(rows) + "\n")
+    want = live_context(Session.open(str(path))).context()
+    monkeypatch.setattr(reader_module, "SCAN_ESTIMATES_BYTES", 1000)  # the file is 15 KB, the append 0.1
+    big = Session.open(str(path))
+    assert big.estimates == {} and big.file.clean_flags().count(1) == 50  # read clean, not estimated
+    assert live_context(big).context() == want
+    with open(path, "a") as f:
+        message = {"role": "user", "content": "one more"}
+        f.write(json.dumps({"type": "message", "id": "e50", "parentId": "e49", "message": message}) + "\n")
+    big.refresh()
+    assert 50 in big.estimates  # a small read (the appended line) keeps its estimate
