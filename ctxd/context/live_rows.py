@@ -46,7 +46,7 @@ def defer(
         ):
             # The common case: every estimate known, every line read clean. Maps, not a loop.
             messages = list(map(_MESSAGE, heads))
-            useds = [_message_used(m) if m.role == "assistant" else None for m in messages]
+            useds = [_trusted_usage(h) if m.role == "assistant" else None for h, m in zip(heads, messages, strict=True)]
             rows = map(
                 LazyRow,
                 map(_ROLE, messages),
@@ -71,11 +71,8 @@ def defer(
             else:
                 later.append((i, head))
             continue
-        msg = head.message
-        role = msg.role
-        used = None
-        if role == "assistant" and msg.usage is not None and msg.stopReason not in _UNTRUSTED:
-            used = _used(msg.usage)
+        role = head.message.role
+        used = _trusted_usage(head) if role == "assistant" else None
         raws[i] = LazyRow(role, head.id or "", lines[i], tokens, None, view, i, used, None)
     if later:
         later.sort()
@@ -92,29 +89,6 @@ def defer(
             used = _trusted_usage(head) if role == "assistant" else None
             raws[i] = LazyRow(role, head.id or "", lines[i], estimates[i], None, view, i, used, get(i))
     return left
-
-
-_UNTRUSTED = ("aborted", "error")
-
-
-def _message_used(msg: Any) -> int | None:
-    """``_trusted_usage`` of an assistant message head."""
-    if msg.usage is None or msg.stopReason in _UNTRUSTED:
-        return None
-    return _used(msg.usage)
-
-
-def _used(u: Any) -> int | None:
-    """``_trusted_usage`` of an assistant message not aborted or failed, from its usage head."""
-    total = u.totalTokens
-    if total:
-        tokens = float(total)
-    else:
-        parts = (u.input, u.output, u.cacheRead, u.cacheWrite)
-        if None in parts:
-            return None
-        tokens = float(sum(parts))
-    return int(tokens) if tokens > 0 else None
 
 
 _MESSAGE = attrgetter("message")
