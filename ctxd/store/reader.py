@@ -375,7 +375,7 @@ class SessionReader(BodyReader):
             else:
                 self.lines.fromlist(list(range(chunk.line, chunk.line + len(new))))
             if chunk.estimates is not None:
-                self._validated(first, len(new), *(chunk.estimates if keep_estimates else (None, None)))
+                self._validated(first, len(new), chunk.estimates if keep_estimates else None)
             return True
 
         after = (lambda: on_chunk(self)) if on_chunk is not None else None
@@ -384,16 +384,18 @@ class SessionReader(BodyReader):
         )
         self.last_scan = (start, self._end)
 
-    def _validated(self, first: int, count: int, est_lines: array[int] | None, est_values: array[int] | None) -> None:
+    def _validated(self, first: int, count: int, estimates: tuple[array[int], array[int]] | None) -> None:
         """Entries ``first`` .. ``first + count`` were validated whole by the native scanner: note
-        them read clean, and keep the token estimates it made (for a file in the current format,
-        whose bodies are served as written; None: not kept)."""
+        them read clean, and keep the token estimates it made (``estimates``: the lines, 0-based, and
+        their estimates; None: not kept), for a file in the current format, whose bodies are served as
+        written."""
         checked = self._checked
         if len(checked) < first:
             checked.extend(bytes(first - len(checked)))
         checked[first : first + count] = b"\x01" * count
-        if self.version == CURRENT_VERSION and est_lines and est_values is not None:
-            self.scan_estimates.update(zip(map(first.__add__, est_lines), est_values, strict=True))
+        if estimates is not None and estimates[0] and self.version == CURRENT_VERSION:
+            lines, values = estimates
+            self.scan_estimates.update(zip(map(first.__add__, lines), values, strict=True))
 
     def _add(self, scanned: ScannedLine) -> None:
         head = scanned.head
