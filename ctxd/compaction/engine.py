@@ -73,10 +73,9 @@ async def facts_of_messages(plan: CompactionPlan) -> PlanFacts:
     return plan_ledger(plan, None, None)
 
 
-PATCH_TARGET_SHARE = 0.02
+PATCH_TARGET_SHARE = 0.10
 """Facts the ledger carried from earlier ranges may bring a summary up to this share of what it summarises: the
-share the offline summary is designed for (:class:`ctxd.compaction.summarizers.sections.Budget`), under the 3%
-target, whose rest small ranges need (their fixed parts alone are above it)."""
+share the offline summary takes (:data:`ctxd.compaction.summarizers.offline.SHARE`)."""
 MIN_CARRIED_CHARS = 300
 """Carried facts always get this much room: the most important (the user's constraints and stated facts, open
 errors) come first."""
@@ -146,7 +145,7 @@ class CompactionOutcome:
 def summarizer_for(settings: CompactionSettings, *, context_window: int | None = None) -> Summarizer:
     """The summariser ``settings`` name; ``context_window`` is the model's window when known."""
     if not settings.model:
-        return OfflineSummarizer()
+        return OfflineSummarizer(max_tokens=settings.summary_limit())
     return create_summarizer(
         settings.model,
         api_base=settings.apiBase,
@@ -348,6 +347,9 @@ async def summarize_plan(
             turn_prefix=plan.turnPrefixMessages,
             custom_instructions=instructions,
             file_context=file_context,
+            entry_ids=list(plan.summarizeEntryIds),
+            turn_prefix_entry_ids=list(plan.turnPrefixEntryIds),
+            cwd=plan.cwd,
             first_request=goal,
             must_keep=sheet.render(PROMPT_FACT_CHARS, heading="") or None,
             plan_texts=made.plan_base or None,
@@ -380,7 +382,7 @@ async def summarize_plan(
         _report(progress, stage, 0.85)
         if replan is not None:
             plan = await replan(plan)
-        offline = OfflineSummarizer()
+        offline = OfflineSummarizer(max_tokens=settings.summary_limit())
         result = await offline.summarize(
             SummaryRequest(
                 messages=plan.messagesToSummarize,
@@ -388,6 +390,9 @@ async def summarize_plan(
                 turn_prefix=plan.turnPrefixMessages,
                 custom_instructions=instructions,
                 first_request=goal,
+                entry_ids=list(plan.summarizeEntryIds),
+                turn_prefix_entry_ids=list(plan.turnPrefixEntryIds),
+                cwd=plan.cwd,
                 plan_texts=made.plan_base or None,
             )
         )

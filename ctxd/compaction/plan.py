@@ -47,6 +47,8 @@ class CompactionPlan:
     keptMessages: int
     systemMessage: dict[str, Any] | None = None
     """The prompt state at the leaf (pi's current system message), carried by the compaction entry."""
+    cwd: str | None = None
+    """The session's working directory (its header's): the project a summary's paths are relative to."""
 
     @property
     def messagesToSummarize(self) -> list[dict[str, Any]]:
@@ -172,6 +174,7 @@ def plan_compaction(
         turnPrefixEntryIds=prefix_ids,
         keptMessages=kept,
         systemMessage=system,
+        cwd=file.cwd or None,
     )
 
 

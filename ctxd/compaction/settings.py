@@ -34,6 +34,13 @@ class CompactionSettings:
     maxOutputTokens: int | None = None
     """Summary output limit; default 0.8 x reserveTokens, as pi."""
     customInstructions: str | None = None
+    summaryMaxTokens: int = 5_000
+    """The largest summary the offline summariser writes (what the agents' own summaries take); never more than
+    :attr:`reserveTokens` (see :meth:`summary_limit`)."""
+
+    def summary_limit(self) -> int:
+        """The offline summary's size limit in tokens: :attr:`summaryMaxTokens`, at most the reserve."""
+        return max(256, min(self.summaryMaxTokens, self.reserveTokens))
 
     def window(self, model_window: int | None = None) -> int:
         return self.contextWindow or model_window or DEFAULT_CONTEXT_WINDOW
@@ -87,11 +94,18 @@ class CompactionSettings:
                 ok = value is None or isinstance(value, str)
             elif isinstance(default, bool):
                 ok = isinstance(value, bool)
-            elif field.name in ("reserveTokens", "keepRecentTokens", "keepLastTurns", "maxAttempts", "timeoutSeconds"):
+            elif field.name in (
+                "reserveTokens",
+                "keepRecentTokens",
+                "keepLastTurns",
+                "maxAttempts",
+                "timeoutSeconds",
+                "summaryMaxTokens",
+            ):
                 ok = (
                     isinstance(value, int | float)
                     and not isinstance(value, bool)
-                    and value >= (1 if field.name in ("maxAttempts", "keepLastTurns") else 0)
+                    and value >= (1 if field.name in ("maxAttempts", "keepLastTurns", "summaryMaxTokens") else 0)
                 )
             if field.name in ("triggerPercent", "targetPercent") and ok and value is not None:
                 ok = value <= 1  # a share of the window
@@ -105,7 +119,15 @@ class CompactionSettings:
         return out
 
 
-_INTEGERS = ("reserveTokens", "keepRecentTokens", "contextWindow", "keepLastTurns", "maxAttempts", "maxOutputTokens")
+_INTEGERS = (
+    "reserveTokens",
+    "keepRecentTokens",
+    "contextWindow",
+    "keepLastTurns",
+    "maxAttempts",
+    "maxOutputTokens",
+    "summaryMaxTokens",
+)
 
 
 def _show(value: Any) -> str:

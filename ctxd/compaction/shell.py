@@ -70,9 +70,25 @@ def _first_line(command: str) -> str:
     return "; ".join(part.strip() for part in command.splitlines() if part.strip() and not part.strip().startswith("#"))
 
 
+_HEREDOC_ARG_RE = lazy_compile(r"""(["']?)\$\(\s*cat\s+<<-?\s*['"]?(\w+)['"]?\s*$""")
+
+
+def _heredoc_argument(command: str, line: str) -> str:
+    """A first line passing a heredoc as an argument (``git commit -m "$(cat <<'EOF'``) with the heredoc's first
+    line in its place (``git commit -m "feat: ..."``): what the command says, not how it was quoted."""
+    found = _HEREDOC_ARG_RE.search(line)
+    if found is None:
+        return line
+    body = command.split("\n", 1)[1] if "\n" in command else ""
+    first = next((b.strip() for b in body.splitlines() if b.strip() and b.strip() != found.group(2)), "")
+    quote = found.group(1) or '"'
+    return line[: found.start()] + (f"{quote}{first}{quote}" if first else "")
+
+
 def command_core(command: str) -> tuple[str, str | None]:
     """``(core, cwd)`` of ``command`` (see :class:`ShellCommand`)."""
-    text = _first_line(command.strip()[:MAX_COMMAND_CHARS]).strip()
+    stripped = command.strip()[:MAX_COMMAND_CHARS]
+    text = _heredoc_argument(stripped, _first_line(stripped).strip())
     cwd: str | None = None
     while True:
         match = _LEADING_CD.match(text)

@@ -75,6 +75,8 @@ CTXD_MARK = "## Must keep (ctxd)"
 _CTXD_BLOCK_RE = lazy_compile(
     r"(?:^|\n)[ \t]*(?:ctxd \(context keeper\):[^\n]*\n\s*)?## Must keep \(ctxd\)[^\n]*(?:\n[ \t]*[-*] [^\n]*)*"
 )
+_FOLLOW_UP_RE = lazy_compile(r"^\s*Read the output file to retrieve the result\b[^\n]*\s*$", re.I)
+"""The sentence Claude Code appends after a task notification (the agent's instruction, not the user's)."""
 _CONTINUATION_RE = lazy_compile(
     r"^\s*This session is being continued from a previous conversation that ran out of context", re.I
 )
@@ -169,6 +171,9 @@ def split_user_text(text: str, marked: str | None = None) -> UserText:
             injected.append(("ansi", "\n".join(coloured)))
             rest = "\n".join(line for line in lines if not ANSI_RE.search(line))
     own = rest.strip()
+    if own and any(kind == "claude.task-notification" for kind, _ in injected) and _FOLLOW_UP_RE.match(own):
+        injected.append(("claude.task-notification", own))
+        own = ""
     if own and injected and _whole(own) is not None:
         injected.append((_whole(own) or "injected", own))
         own = ""

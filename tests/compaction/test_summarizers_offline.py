@@ -130,25 +130,37 @@ def subsection(summary: str, title: str) -> str:
 # --- the structured summary ---------------------------------------------------------------------------------
 
 
-async def test_offline_result_has_every_section_filled_from_the_conversation() -> None:
+def task(summary: str, number: int) -> str:
+    """The block of task ``T<number>``."""
+    match = re.search(rf"^### T{number} · (.*?)(?=^### |^## |\Z)", summary, re.S | re.M)
+    assert match, f"no task T{number} in:\n{summary}"
+    return match.group(1)
+
+
+async def test_offline_result_tells_the_state_the_goal_and_each_task() -> None:
     res = await OfflineSummarizer().summarize(SummaryRequest(messages=session()))
     assert (res.summarizer, res.model, res.path, res.calls, res.usage) == ("offline", None, "offline", 0, None)
     out = res.text
-    titles = re.findall(r"^##+ (.+)$", out, re.M)
-    assert titles[:10] == [
+    titles = re.findall(r"^## (.+)$", out, re.M)
+    assert titles == [
+        "State now",
         "Goal",
+        "What the user said (oldest first)",
         "Constraints & Preferences",
-        "Progress",
-        "Done",
-        "In Progress",
-        "Blocked",
-        "Key Decisions",
-        "Next Steps",
-        "Critical Context",
+        "Tasks (oldest first)",
+        "How to build, test and run",
+        "Files",
+        "Recall",
     ]
-    goal = section(out, "Goal")
-    assert "Add a --verbose flag" in goal
-    assert "Latest request: Now document it in docs/cli.md" in goal
+    state = section(out, "State now")
+    assert state.startswith('- Task: T2 "Now document it in docs/cli.md." [interrupted]')  # the state first
+    assert "Still failing: `make lint` (run by the user) failed" in state and "E501" in state
+    assert "pytest" not in state  # that failure was fixed by a later successful run
+    assert "No result recorded for `ls docs`" in state  # a call without a result: what the agent was doing
+    assert "Next I will fix the lint error" in state  # the agent's last stated plan
+    assert "Add a --verbose flag" in section(out, "Goal")
+    said = section(out, "What the user said (oldest first)")
+    assert said.index("Add a --verbose flag") < said.index("Now document it in docs/cli.md")
 
     constraints = section(out, "Constraints & Preferences")
     assert "You must keep Python 3.8 compatibility." in constraints
@@ -156,37 +168,22 @@ async def test_offline_result_has_every_section_filled_from_the_conversation() -
     assert "I prefer short examples and please use British spelling." in constraints
     assert "Windows" not in constraints  # questions are not constraints
 
-    done = subsection(out, "Done")
-    assert "Added --verbose using store_true" in done  # the answered request
-
-    in_progress = subsection(out, "In Progress")
-    assert "The latest request (see Goal) (interrupted" in in_progress  # Goal states it; not repeated
-    assert "`ls docs`" in in_progress  # a tool call without a result
+    first = task(out, 1)
+    assert first.startswith("Add a --verbose flag to the CLI in src/cli.py. [done]")
+    assert "Files: modified src/cli.py" in first
+    assert "`pytest -q` x2 ok (5 passed), after 1 failed" in first  # the check and its outcome line
+    assert '`pytest -q` failed: "1 failed: test_verbose" -> fixed' in first  # the problem and that it was fixed
+    assert "Decision: I decided to use store_true instead of a string." in first
+    assert "Let me look" not in first  # narration is not a decision
+    second = task(out, 2)
+    assert "Files: modified docs/cli.md" in second and "E501" in second and "still open" in second
     assert "Abridged History" not in out and "<exchange>" not in out  # the session keeps every exchange
 
-    blocked = subsection(out, "Blocked")
-    assert "make lint" in blocked and "E501" in blocked
-    assert "pytest" not in blocked  # that failure was fixed by a later successful run
-
-    decisions = section(out, "Key Decisions")
-    assert "I decided to use store_true instead of a string." in decisions
-    assert "Let me look" not in decisions
-
-    steps = section(out, "Next Steps")
-    assert steps.startswith("1. ")
-    assert "Next I will fix the lint error" in steps  # the agent's last stated plan
-    assert "Check the outcome of `ls docs`" in steps  # an open call
-    assert "make lint" not in steps  # a failure is Blocked, not a next step
-
-    critical = section(out, "Critical Context")
-    assert "Files modified: docs/cli.md, src/cli.py" in critical
-    assert "Files read:" not in critical  # src/cli.py was read, then modified: it is listed once
-    assert "Commands that matter (runs, last outcome): `pytest -q` x2 (1 failed, last ok)\n" in critical
-    assert "make lint" not in critical  # it failed last: named under Blocked with its error, not listed twice
-    assert "Exploration not listed: 1 read-only runs (ls)" in critical  # `ls docs`, run without a result
-    assert "`pytest -q` failed (resolved): 1 failed: test_verbose" in critical
-    assert "E501" not in critical  # it is Blocked, not repeated
-    assert "Newly summarised:" not in critical  # counts a resuming agent does not need
+    commands = section(out, "How to build, test and run")
+    assert "`pytest -q` x2 (1 failed, last ok): 5 passed" in commands
+    assert "`make lint` (failed)" in commands
+    assert "ls docs" not in commands  # read-only exploration is not a command that matters
+    assert "Changed: docs/cli.md, src/cli.py" in section(out, "Files")
 
 
 def test_offline_output_is_deterministic_and_does_not_mutate_input() -> None:
@@ -204,22 +201,23 @@ def test_offline_output_is_deterministic_and_does_not_mutate_input() -> None:
     assert messages == before
 
 
-def test_model_errors_and_failed_edits_are_blocked_until_resolved() -> None:
+def test_model_errors_and_failed_edits_still_fail_until_something_fixes_them() -> None:
     messages = [
         user("Refactor utils"),
         asst(call("e1", "Edit", file_path="/p/utils.py", old_string="a", new_string="b")),
         result("e1", "Edit", "old_string not found in file", error=True),
         asst(stop="error", error="overloaded_error: Overloaded"),
     ]
-    blocked = subsection(build(messages), "Blocked")
-    assert "Edit /p/utils.py failed: old_string not found in file" in blocked
-    assert "Model error: overloaded_error: Overloaded" in blocked
+    state = section(build(messages), "State now")
+    assert 'Still failing: Edit /p/utils.py failed: "old_string not found in file"' in state
+    assert 'Still failing: The model failed: "overloaded_error: Overloaded"' in state
     fixed = [*messages, asst(call("e2", "Edit", file_path="/p/utils.py", old_string="c", new_string="d"), stop="error")]
     fixed.append(result("e2", "Edit", "ok"))
-    blocked = subsection(build(fixed), "Blocked")
-    assert "utils.py" not in blocked and "Model error" in blocked
-    recovered = subsection(build([*fixed, asst(text("All done."))]), "Blocked")
-    assert recovered == "- (none)\n\n"  # a later completed answer resolves the model error
+    state = section(build(fixed), "State now")
+    assert "utils.py failed" not in state and "The model failed" in state
+    recovered = build([*fixed, asst(text("All done."))])
+    assert "Still failing" not in recovered  # a later completed answer: the model works again
+    assert "The model failed" in task(recovered, 1) and "-> fixed" in task(recovered, 1)  # told as it happened
 
 
 def test_acknowledgements_and_stale_open_calls_are_not_reported_as_current_work() -> None:
@@ -234,24 +232,23 @@ def test_acknowledgements_and_stale_open_calls_are_not_reported_as_current_work(
     ]
     out = build(messages)
     assert section(out, "Goal") == "- Migrate the settings loader to pydantic v2\n\n"
-    assert subsection(out, "Blocked") == "- (none)\n\n"  # grep finding nothing is not a failure
-    in_progress = subsection(out, "In Progress")
-    assert "The latest request (see Goal)" in in_progress and "stale.py" not in in_progress
-    assert "-> First step: update the models." in subsection(out, "Done")
+    assert "Still failing" not in out  # grep finding nothing is not a failure
+    state = section(out, "State now")
+    assert "stale.py" not in state  # the agent moved on: a stale call is not current work
+    assert "[answered]" in state
+    assert "/model" not in section(out, "What the user said (oldest first)")  # a slash command is not the user's words
 
 
-def test_custom_instructions_pull_matching_sentences_into_critical_context() -> None:
+def test_custom_instructions_pull_matching_sentences_into_a_section_of_their_own() -> None:
     out = build(session(), custom_instructions="Focus on the verbose flag")
-    critical = section(out, "Critical Context")
-    assert "Requested focus: Focus on the verbose flag" in critical
-    assert "On that focus: Added --verbose using store_true." in critical
+    focus = section(out, "Requested focus")
+    assert "Requested focus: Focus on the verbose flag" in focus
+    assert "Added --verbose using store_true." in focus
 
 
-def test_empty_request_still_renders_every_section() -> None:
+def test_an_empty_range_says_so_in_one_line() -> None:
     out = build([])
-    for title in ("Goal", "Constraints & Preferences", "Progress", "Key Decisions", "Next Steps", "Critical Context"):
-        assert f"## {title}\n" in out
-    assert "Abridged History" not in out
+    assert out.count("\n") == 1 and "nothing to summarise" in out
 
 
 async def test_create_summarizer_defaults_to_offline_for_branch_summaries() -> None:
@@ -261,7 +258,7 @@ async def test_create_summarizer_defaults_to_offline_for_branch_summaries() -> N
     assert isinstance(summarizer, OfflineSummarizer) and summarizer.limits.total_chars == 500
 
 
-# --- the story: a budget, not a history ------------------------------------------------------------------------
+# --- size: what the agents' own summaries take ------------------------------------------------------------------
 
 
 def exchanges(count: int, *, reply_chars: int = 50) -> list[dict[str, Any]]:
@@ -279,38 +276,36 @@ def exchanges(count: int, *, reply_chars: int = 50) -> list[dict[str, Any]]:
     return messages
 
 
-def test_the_story_is_the_newest_answers_and_every_request_head_not_a_history() -> None:
+def test_many_tasks_keep_the_newest_whole_and_name_the_oldest() -> None:
     out = OfflineSummarizer().build(SummaryRequest(messages=exchanges(200)))
-    assert "<exchange>" not in out and "Abridged History" not in out
-    done = subsection(out, "Done")
-    assert "Request 199:" in done and "Request 195:" not in done  # only the newest few answers
-    requests = next(x for x in section(out, "Critical Context").splitlines() if "Other requests" in x)
-    assert "Request 1: update module m1.py | (+" in requests and "Request 198:" in requests  # first, newest
-    critical = section(out, "Critical Context")
-    assert all(f"src/m{i}.py" in critical for i in range(200))  # every file stays named
-    assert all(f"`pytest tests/test_m{i}.py` (ok)" in critical for i in range(200))  # every command that matters
-    assert "Exploration not listed: 200 read-only runs (grep)" in critical
-    assert "Agent's last answer: Reply 199: rrr" in critical
+    assert len(out) <= 20_000
+    tasks = section(out, "Tasks (oldest first)")
+    assert "### T200 · Request 199: update module m199.py [answered]" in tasks  # the newest task, whole
+    assert "### Earlier tasks (" in tasks and "Request 0: update module m0.py" in tasks  # the oldest, by name
+    commands = section(out, "How to build, test and run")
+    assert "`pytest tests/test_m199.py` (ok): passed" not in commands or "more commands" not in commands
+    assert "grep" not in commands  # read-only exploration is not listed
+    assert "Reply 199" in out  # the agent's last answer
 
 
 @pytest.mark.parametrize("count", [60, 200, 600])
-def test_a_large_range_gets_a_summary_of_at_most_three_percent(count: int) -> None:
+def test_a_summary_takes_a_tenth_of_its_input_at_most_and_never_more_than_its_maximum(count: int) -> None:
     messages = exchanges(count, reply_chars=400)
     request = SummaryRequest(messages=messages)
     out = OfflineSummarizer().build(request)
-    assert len(out) <= 0.03 * OfflineSummarizer.input_chars(request)
+    assert len(out) <= 0.1 * OfflineSummarizer.input_chars(request) + 200
+    assert len(out) <= 20_000
+    assert len(OfflineSummarizer(max_tokens=2_000).build(request)) <= 8_000
 
 
-def test_story_parts_are_cut_to_their_limits() -> None:
+def test_long_requests_and_replies_are_cut() -> None:
     long_request = "BEGIN " + "q" * 5000 + " END"
     long_reply = "START " + "a" * 9000 + " FINISH"
     out = build([user(long_request), asst(text(long_reply)), user("and now the next thing"), asst(text("ok"))])
-    done = subsection(out, "Done")
-    item = next(line for line in done.splitlines() if "BEGIN" in line)
-    request, answer = item.removeprefix("- [x] ").split(" -> ")
-    assert len(request) <= 80 and request.startswith("BEGIN") and request.endswith("…")
-    assert len(answer) <= 120 and answer.startswith("START") and "chars omitted" in answer
-    assert len(section(out, "Goal")) < 600  # the goal and the latest request, cut
+    assert len(section(out, "Goal")) < 700  # the goal, cut
+    said = section(out, "What the user said (oldest first)")
+    assert said.count("q") < 500 and "and now the next thing" in said
+    assert "a" * 2000 not in out
 
 
 def test_an_old_abridged_history_is_dropped_and_its_quoted_headings_stay_out() -> None:
@@ -320,11 +315,11 @@ def test_an_old_abridged_history_is_dropped_and_its_quoted_headings_stay_out() -
         "## Must keep\n- Decision: keep the dark theme"
     )
     parsed = parse_summary(old)
-    assert parsed is not None and len(parsed.history) == 1
-    assert [t for t, _ in parsed.extra] == ["Must keep"]  # "## Summary" was the agent's words, not a section
+    assert parsed is not None and [t for t, _ in parsed.extra] == ["Must keep"]  # "## Summary" was the agent's
     out = build(session(), previous_summary=old)
     assert "<exchange>" not in out and "## Summary" not in out
     assert "- Decision: keep the dark theme" in section(out, "Must keep")
+    assert "Ship the theme" in section(out, "Goal")
 
 
 # --- merging an earlier summary --------------------------------------------------------------------------------
@@ -367,23 +362,21 @@ Cargo.toml
 </modified-files>"""
 
 
-def test_previous_summary_is_merged_not_replaced() -> None:
+def test_an_earlier_layouts_summary_is_merged_not_replaced() -> None:
     out = build(session(), previous_summary=PREVIOUS)
     assert "<read-files>" not in out and "<modified-files>" not in out
     goal = section(out, "Goal")
-    assert "Port the billing service to Rust" in goal
-    assert "set up the cargo workspace" not in goal  # the stale latest request is replaced
-    assert "Later request: Add a --verbose flag" in goal
-    assert "Latest request: Now document it" in goal
+    assert goal.startswith("- Port the billing service to Rust")
     assert "Never use unsafe code." in section(out, "Constraints & Preferences")
     assert "You must keep Python 3.8 compatibility." in section(out, "Constraints & Preferences")
-    done = subsection(out, "Done")
-    assert done.index("Created the cargo workspace") < done.index("src/cli.py")
-    assert "(earlier) Porting invoice.rs" in subsection(out, "In Progress")
-    assert "**Serde over hand-written parsing**" in section(out, "Key Decisions")
-    assert "The old service lives in legacy/billing.py" in section(out, "Critical Context")
+    earlier = task(out, 0)  # the earlier layout's progress, read as the work before
+    assert "Done: Created the cargo workspace" in earlier
+    assert "Was under way: Porting invoice.rs" in earlier
+    assert "Decision: **Serde over hand-written parsing**: less code to maintain." in earlier
+    assert "Add a --verbose flag" in task(out, 1)  # this range's tasks come after it
+    assert "The old service lives in legacy/billing.py" in section(out, "Earlier context")
     assert "Deploy with `make ship`." in section(out, "Deployment Notes")
-    assert out.count("## Goal") == 1
+    assert out.count("## Goal") == 1 and out.index("## State now") < out.index("## Goal")
 
 
 def test_unstructured_previous_summary_is_kept_verbatim() -> None:
@@ -391,40 +384,76 @@ def test_unstructured_previous_summary_is_kept_verbatim() -> None:
     assert "We migrated the database to Postgres 16" in section(out, "Earlier Summary")
 
 
-def test_rolling_offline_summaries_carry_lasting_facts_and_drop_carried_state() -> None:
-    first = build(exchanges(3))
-    second = build(exchanges(6)[27:], previous_summary=first)
-    critical = section(second, "Critical Context")
-    assert all(f"src/m{i}.py" in critical for i in range(3, 6))  # the files of its range
-    assert "src/m0.py" not in critical  # an earlier range's: in the <read-files> blocks every summary ends with
-    third = build([user("one more thing")], previous_summary=second)
-    in_progress = subsection(third, "In Progress")
-    assert "(earlier)" not in in_progress  # the earlier latest request had been answered
-    critical = section(third, "Critical Context")
-    assert (
-        critical.count("Commands that matter (runs, last outcome):") == 1 and critical.count("Newly summarised:") == 0
+def git_session(start: int, count: int, *, commit: bool) -> list[dict[str, Any]]:
+    """Tasks that change a file each; the last one commits when ``commit``."""
+    messages: list[dict[str, Any]] = []
+    for i in range(start, start + count):
+        messages.append(user(f"Request {i}: update module m{i}.py"))
+        messages.append(asst(call(f"w{i}", "write", path=f"/w/proj/src/m{i}.py", content=f"def f{i}():\n    pass\n")))
+        messages.append(result(f"w{i}", "write", "ok"))
+        messages.append(asst(text(f"Updated m{i}.py: " + "r" * 300)))
+    if commit:
+        messages.append(user("commit it"))
+        messages.append(asst(call("c", "bash", command="git add -A && git commit -m 'update modules'")))
+        messages.append(result("c", "bash", "[main 1a2b3c4] update modules\n 3 files changed"))
+    return messages
+
+
+def test_rolling_summaries_keep_every_task_and_carry_what_is_not_committed() -> None:
+    status = [asst(call("s", "bash", command="git status")), result("s", "bash", "modified: src/m0.py")]
+    first = build([*git_session(0, 3, commit=False), *status], cwd="/w/proj")
+    assert "Changed and not committed: src/m0.py, src/m1.py, src/m2.py" in section(first, "State now")
+    second = build(git_session(3, 2, commit=False), previous_summary=first)
+    assert all(f"Request {i}:" in second for i in range(5))  # every task, the earlier range's too
+    assert [int(n) for n in re.findall(r"^### T(\d+)", second, re.M)] == [1, 2, 3, 4, 5]
+    state = section(second, "State now")
+    assert "src/m0.py" in state and "src/m4.py" in state  # not committed in either range
+    third = build(git_session(5, 1, commit=True), previous_summary=second)
+    state = section(third, "State now")
+    assert "Changed and not committed: nothing" in state  # the commit took everything
+    assert "committed 1a2b3c4" in task(third, 7)
+    assert third.count("## State now") == 1 and third.count("### T1 ·") == 1
+
+
+def test_a_task_the_earlier_summary_left_under_way_goes_on_in_its_block() -> None:
+    first = build(
+        [
+            user("Port invoice.rs and make the tests pass"),
+            asst(call("w", "write", path="/w/proj/src/invoice.rs", content="fn total() {}\n")),
+            result("w", "write", "ok"),
+            asst(call("t", "bash", command="cargo test")),
+            result("t", "bash", "test result: FAILED. 1 passed; 1 failed\nexit code 101", error=True),
+        ]
     )
-    assert "src/m5.py" in critical  # derived facts from the earlier summary survive when nothing replaces them
-    fourth = build(session(), previous_summary=build([user("a"), asst(call("q", "bash", command="x"))]))
-    assert subsection(fourth, "In Progress").count("(earlier)") == 2
-    fifth = build([user("b")], previous_summary=fourth)
-    assert "(earlier) (earlier)" not in fifth
-    assert "(earlier) a" not in fifth  # carried once, then dropped
-    older = first.replace("Commands that matter (runs, last outcome):", "Commands (runs, outcome):")
-    sixth = section(build(exchanges(6)[27:], previous_summary=older), "Critical Context")
-    assert "Commands (runs, outcome):" not in sixth  # an earlier layout's list gives way to the new one
+    assert "Still failing: `cargo test` failed" in section(first, "State now")
+    second = build(
+        [
+            asst(text("The rounding is wrong because totals use f32; switching to rust_decimal instead.")),
+            asst(call("e", "edit", path="/w/proj/src/invoice.rs", oldText="f32", newText="Decimal")),
+            result("e", "edit", "ok"),
+            asst(call("t2", "bash", command="cargo test")),
+            result("t2", "bash", "test result: ok. 2 passed; 0 failed"),
+        ],
+        previous_summary=first,
+    )
+    assert "### T2" not in second  # the range went on with T1: no new task
+    block = task(second, 1)
+    assert "Port invoice.rs" in block and "edited" not in block
+    assert "test result: ok. 2 passed; 0 failed" in block
+    assert "Still failing" not in second  # the earlier failure was fixed by the later run
 
 
 def test_parse_and_merge_are_lenient_about_model_written_summaries() -> None:
     parsed = parse_summary("Intro\n## Goal\nShip it\n## Progress\n* [x] built\n  with care\n## Next Steps\n1) test")
     assert parsed is not None
-    assert (parsed.goal, parsed.done, parsed.next_steps) == (["Ship it"], ["built with care"], ["test"])
+    assert parsed.goal == ["Ship it"]
+    assert parsed.tasks[0].lines == ["Done: built with care", "Next step then: test"]
     assert parse_summary("just prose") is None
     merged = merge(parsed, parsed)
-    assert merged.done == ["built with care"] and merged.goal == ["Ship it"]
+    assert merged.goal == ["Ship it"] and len(merged.tasks) == 2
 
 
-def test_turn_prefix_gets_its_own_part() -> None:
+def test_a_split_turn_is_the_task_under_way() -> None:
     prefix = [
         user("Rename the config loader and update callers"),
         asst(text("I'll use grep to find callers."), call("p1", "Grep", pattern="load_config")),
@@ -433,12 +462,10 @@ def test_turn_prefix_gets_its_own_part() -> None:
         result("p2", "MultiEdit", "ok"),
     ]
     out = build(session(), turn_prefix=prefix)
-    turn = section(out, "Turn Context (split turn)")
-    assert "Request: the latest request (see Goal)" in turn  # stated once, in the Goal
-    assert "Changed so far: 1 file, the latest a.py" in turn
-    assert "Agent's latest note: I'll use grep to find callers." in turn
-    assert "Latest request: Rename the config loader" in section(out, "Goal")
-    assert "see Turn Context" in subsection(out, "In Progress")
+    state = section(out, "State now")
+    assert state.startswith('- Task: T3 "Rename the config loader and update callers" [under way]')
+    assert "The latest turn goes on in the messages kept after this summary." in state
+    assert "Files: modified a.py" in task(out, 3)
 
 
 # --- speed ----------------------------------------------------------------------------------------------------

@@ -42,6 +42,13 @@ class SummaryRequest:
     must_keep: str | None = None
     """The fact sheet of ``messages`` (see :mod:`ctxd.compaction.mustkeep`), rendered: a model is told up
     front what its summary must keep (the engine checks and patches afterwards either way)."""
+    entry_ids: list[str] | None = None
+    """The entry id of each of ``messages`` (parallel to it; "" where an entry has none): a summary names where
+    each task's details live, for ``expand``."""
+    turn_prefix_entry_ids: list[str] | None = None
+    """The entry id of each of ``turn_prefix``."""
+    cwd: str | None = None
+    """The session's working directory, when known: a summary names paths relative to it."""
 
 
 @attrs.frozen

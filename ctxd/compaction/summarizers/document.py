@@ -1,80 +1,78 @@
-"""The structured summary as data: parsing a summary's sections, merging an earlier summary into a new one,
-and rendering it back to markdown.
+"""The offline summary as a document: its sections, read back from text, merged with an earlier one, rendered.
 
-Owns the section layout shared with the model summariser (Goal; Constraints & Preferences; Progress with
-Done / In Progress / Blocked; Key Decisions; Next Steps; Critical Context) plus the offline summariser's
-Plan (open items) and Turn Context parts. A plan's state is the newest known: a summary whose range did not
-touch the plan carries the earlier one. Parsing is lenient: any ``## `` heading starts a section, bullets and
-checkboxes are stripped, unknown sections are carried along verbatim. An Abridged History (the offline
-summariser wrote one before version 18 of its layout) is read, and dropped when merged: the session keeps
-every exchange.
+Owns the layout a resuming agent reads, in this order: ``## State now`` (the task under way, what is not
+committed, what still fails, the last step, what comes next), ``## Goal``, ``## What the user said``,
+``## Constraints & Preferences``, ``## Plan (open items)``, ``## Tasks`` (one ``### T<n> · ...`` block per
+task, oldest first), ``## How to build, test and run``, ``## Files``, sections it does not know (kept verbatim),
+and ``## Recall`` (how to read what the summary leaves out).
+
+Parsing is lenient: any ``## `` heading starts a section; the headings of ctxd's earlier layout (Progress, Key
+Decisions, Next Steps, Critical Context, Turn Context) and a model's own headings are kept as sections of their
+own, so nothing an earlier summary said is dropped unread. :func:`merge` folds an earlier summary into a new
+one: lasting facts add up (the goal, what the user said, constraints, tasks, commands, files), the state is the
+new one's, with what the earlier one left open carried until the new range shows it done.
 """
 
 from __future__ import annotations
 
-import functools
 import re
 
 import attrs
 
-HISTORY_TITLE = "Abridged History (newest first)"
-TURN_TITLE = "Turn Context (split turn)"
-PLAN_TITLE = "Plan (open items)"
 NONE_ITEMS = frozenset({"none", "(none)", "(none recorded)", "(nothing recorded)", "n/a", "-", "nothing yet"})
-EARLIER = "(earlier) "
-LATEST = "Latest request: "
+STATE_TITLE = "State now"
+GOAL_TITLE = "Goal"
+SAID_TITLE = "What the user said (oldest first)"
+CONSTRAINTS_TITLE = "Constraints & Preferences"
+PLAN_TITLE = "Plan (open items)"
+TASKS_TITLE = "Tasks (oldest first)"
+COMMANDS_TITLE = "How to build, test and run"
+FILES_TITLE = "Files"
+RECALL_TITLE = "Recall"
+EARLIER_TITLE = "Earlier Summary"
 LATER = "Later request: "
-STATS = "Newly summarised: "
-ANSWERED = "(answered; awaiting the user's next message)"
-UNDER_WAY = "(under way; see Turn Context)"
-"""The state of a request the split turn works on (an earlier summary's Turn Context is gone: not carried)."""
-LATEST_POINTER = "The latest request (see Goal)"
-"""In Progress names the latest request by this pointer: Goal states it."""
-CONTINUE_LATEST = "Continue with the latest request (see Goal)"
-COMMANDS_LABEL = "Commands that matter (runs, last outcome):"
-OLD_COMMANDS_LABEL = "Commands (runs, outcome):"
-"""The label of every command's list in earlier summaries; a new list of the commands that matter replaces it."""
 EXPLORED_LABEL = "Exploration not listed:"
-ANSWER_LABEL = "Agent's last answer:"
-DERIVED_LABELS = (
-    "Files modified:",
-    "Files read:",
-    OLD_COMMANDS_LABEL,
-    COMMANDS_LABEL,
-    EXPLORED_LABEL,
-    ANSWER_LABEL,
-    "Other requests (oldest first):",
-    "User reported:",
-    "Recently changed files:",
-    "Recently read files:",
-    "Recent commands:",
-    "Error seen:",
-    "Requested focus:",
-    "On that focus:",
-)
-"""Critical-context items the offline summariser derives afresh; an earlier one gives way to a new one."""
-
+UNCOMMITTED_LABEL = "Changed and not committed: "
+FAILING_LABEL = "Still failing: "
 _ITEM_RE = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+(?:\[[ xX]\]\s+)?(.*)$")
-_EXCHANGE_RE = re.compile(r"<exchange>\n.*?\n</exchange>", re.S)
+_TASK_RE = re.compile(r"^T(\d+) · ")
+_COUNT_RE = re.compile(r"^`(?P<cmd>.+?)`(?P<cwd> in \S+)?(?: x(?P<runs>\d+))?(?P<rest>.*)$")
+
+
+@attrs.define
+class Task:
+    """One task's block: its heading (after ``### ``) and its bullet lines (without ``- ``)."""
+
+    heading: str
+    lines: list[str] = attrs.field(factory=list)
+
+    @property
+    def number(self) -> int | None:
+        found = _TASK_RE.match(self.heading)
+        return int(found.group(1)) if found else None
+
+    def render(self) -> list[str]:
+        return [f"### {self.heading}", *(f"- {line}" for line in self.lines)]
 
 
 @attrs.define
 class SummaryDoc:
+    state: list[str] = attrs.field(factory=list)
     goal: list[str] = attrs.field(factory=list)
+    said: list[str] = attrs.field(factory=list)
     constraints: list[str] = attrs.field(factory=list)
-    done: list[str] = attrs.field(factory=list)
-    in_progress: list[str] = attrs.field(factory=list)
-    blocked: list[str] = attrs.field(factory=list)
-    decisions: list[str] = attrs.field(factory=list)
-    next_steps: list[str] = attrs.field(factory=list)
     plan: list[str] = attrs.field(factory=list)
-    """The plan the session follows: where it is and what is done, then its open items in order."""
-    critical: list[str] = attrs.field(factory=list)
+    tasks: list[Task] = attrs.field(factory=list)
+    commands: list[str] = attrs.field(factory=list)
+    files: list[str] = attrs.field(factory=list)
     extra: list[tuple[str, str]] = attrs.field(factory=list)
-    """Other sections, ``(title, body)``, kept verbatim."""
-    turn_context: list[str] = attrs.field(factory=list)
-    history: list[str] = attrs.field(factory=list)
-    """Abridged exchanges, newest first, each a rendered ``<exchange>`` block."""
+    """Other sections, ``(title, body)``, kept verbatim (an earlier layout's, a model's, a must-keep patch)."""
+    recall: list[str] = attrs.field(factory=list)
+
+    @property
+    def task_count(self) -> int:
+        numbers = [t.number for t in self.tasks if t.number is not None]
+        return max(numbers) if numbers else len(self.tasks)
 
 
 def _items(body: str) -> list[str]:
@@ -92,25 +90,6 @@ def _items(body: str) -> list[str]:
     return [i for i in items if i and i.lower() not in NONE_ITEMS]
 
 
-def _section_key(title: str) -> str:
-    t = title.strip().lower()
-    for key, prefix in (
-        ("goal", "goal"),
-        ("constraints", "constraints"),
-        ("progress", "progress"),
-        ("decisions", "key decisions"),
-        ("decisions", "decisions"),
-        ("next", "next steps"),
-        ("plan", "plan (open items)"),
-        ("critical", "critical context"),
-        ("turn", "turn context"),
-        ("history", "abridged history"),
-    ):
-        if t.startswith(prefix):
-            return key
-    return ""
-
-
 def _split(text: str, marker: str) -> list[tuple[str, str]]:
     """``(title, body)`` for each ``marker`` heading; text before the first heading has title ""."""
     sections: list[tuple[str, list[str]]] = [("", [])]
@@ -122,69 +101,114 @@ def _split(text: str, marker: str) -> list[tuple[str, str]]:
     return [(title, "\n".join(lines).strip()) for title, lines in sections]
 
 
+_KEYS = (
+    ("state", "state now"),
+    ("goal", "goal"),
+    ("said", "what the user said"),
+    ("constraints", "constraints"),
+    ("plan", "plan (open items)"),
+    ("tasks", "tasks"),
+    ("commands", "how to build"),
+    ("files", "files"),
+    ("recall", "recall"),
+)
+
+
+def _key(title: str) -> str:
+    lowered = title.strip().lower()
+    for key, prefix in _KEYS:
+        if lowered.startswith(prefix):
+            return key
+    return ""
+
+
 _HISTORY_RE = re.compile(r"^## Abridged History.*$", re.M)
-_END = "</exchange>"
+_EXCHANGE_END = "</exchange>"
 _OLDER = "(older exchanges not shown)"
 
 
-def _cut_history(text: str) -> tuple[str, list[str]]:
-    """``text`` without its abridged history, and the history's exchanges. The history is cut out whole:
-    an agent's answer quoted in it may hold ``## `` headings, which are not the summary's sections."""
+def _cut_history(text: str) -> str:
+    """``text`` without the abridged history an older layout of ctxd's wrote (an agent's answer quoted in it may
+    hold ``## `` headings, which are not the summary's sections): the session keeps every exchange."""
     match = _HISTORY_RE.search(text)
-    end = text.rfind(_END)
+    end = text.rfind(_EXCHANGE_END)
     if match is None or end < match.start():
-        return text, []
-    end += len(_END)
-    blocks = _EXCHANGE_RE.findall(text, match.end(), end)
-    rest = text[end:].lstrip("\n")
-    rest = rest[len(_OLDER) :] if rest.startswith(_OLDER) else rest
-    return f"{text[: match.start()]}\n{rest}", blocks
+        return text
+    rest = text[end + len(_EXCHANGE_END) :].lstrip("\n")
+    return f"{text[: match.start()]}\n{rest.removeprefix(_OLDER)}"
+
+
+_OLD_LAYOUT = {
+    "progress": "Progress",
+    "key decisions": "Decision",
+    "decisions": "Decision",
+    "next steps": "Next step then",
+    "turn context": "Turn",
+}
+"""Sections of ctxd's earlier layout (and of a model's summary in that shape) read into an earlier task's block."""
+
+
+def _upgrade(title: str, body: str, doc: SummaryDoc) -> bool:
+    """Read a section of the earlier layout into the block of an "Earlier work" task; False when ``title`` is
+    not one of them. Done items and decisions stay; what was under way, blocked or next is marked as then."""
+    lowered = title.strip().lower()
+    label = next((v for k, v in _OLD_LAYOUT.items() if lowered.startswith(k)), None)
+    if label is None:
+        return False
+    lines: list[str] = []
+    if label == "Progress":
+        for sub, sub_body in _split(body, "### "):
+            kind = sub.lower()
+            prefix = (
+                "Was under way"
+                if kind.startswith("in progress")
+                else "Was blocked"
+                if kind.startswith("blocked")
+                else "Done"
+            )
+            lines.extend(f"{prefix}: {item}" for item in _items(sub_body))
+    else:
+        lines.extend(f"{label}: {item}" for item in _items(body))
+    if not lines:
+        return True
+    if not doc.tasks or doc.tasks[-1].heading != EARLIER_WORK:
+        doc.tasks.append(Task(EARLIER_WORK))
+    doc.tasks[-1].lines.extend(lines)
+    return True
+
+
+EARLIER_WORK = "T0 · Earlier work (from an earlier summary) [as it stood then]"
 
 
 def parse_summary(text: str) -> SummaryDoc | None:
-    """The sections of ``text``, or None when it has none of the known headings (an unstructured summary)."""
+    """The sections of ``text``; None when it has no ``## `` heading ctxd knows (an unstructured summary)."""
     doc = SummaryDoc()
     known = False
-    text, doc.history = _cut_history(text)
+    text = _cut_history(text)
     for title, body in _split(text, "## "):
-        key = _section_key(title)
         if not title:
             continue
-        if key == "progress":
+        key = _key(title)
+        if key == "tasks":
             known = True
-            for sub, sub_body in _split(body, "### "):
-                s = sub.lower()
-                target = (
-                    doc.in_progress
-                    if s.startswith("in progress")
-                    else doc.blocked
-                    if s.startswith("blocked")
-                    else doc.done
-                )
-                target.extend(_items(sub_body))
-        elif key == "history":
-            doc.history.extend(_EXCHANGE_RE.findall(body))
+            for heading, block in _split(body, "### "):
+                if heading:
+                    doc.tasks.append(Task(heading, _items(block)))
         elif key:
             known = True
-            target_list = {
-                "goal": doc.goal,
-                "constraints": doc.constraints,
-                "decisions": doc.decisions,
-                "next": doc.next_steps,
-                "plan": doc.plan,
-                "critical": doc.critical,
-                "turn": doc.turn_context,
-            }[key]
-            target_list.extend(_items(body))
+            getattr(doc, key).extend(_items(body))
+        elif _upgrade(title, body, doc):
+            known = True
+        elif title.strip().lower().startswith("critical context"):
+            known = True
+            if body:
+                doc.extra.append(("Earlier context", body))
         elif body:
             doc.extra.append((title, body))
     return doc if known else None
 
 
-@functools.lru_cache(maxsize=16_384)
 def _norm(item: str) -> str:
-    if item.startswith(EARLIER):
-        item = item[len(EARLIER) :]
     return " ".join(item.lower().split())
 
 
@@ -206,71 +230,98 @@ def cap(items: list[str], limit: int, *, head: int = 0) -> list[str]:
     return items[:head] + items[len(items) - (limit - head) :]
 
 
-def _carried(old: list[str], limit: int, latest: str | None = None) -> list[str]:
-    """Items of an earlier state, marked as such; items already carried once, or finished, are dropped. The
-    pointer to the earlier latest request becomes that request (``latest``): the new Goal states another."""
+def _command_key(item: str) -> str:
+    found = _COUNT_RE.match(item)
+    return (found.group("cmd") + (found.group("cwd") or "")) if found else item
+
+
+def _runs(item: str) -> int:
+    found = _COUNT_RE.match(item)
+    return int(found.group("runs") or 1) if found else 1
+
+
+def merge_commands(old: list[str], new: list[str]) -> list[str]:
+    """The commands of both, each once: a command in both gets the sum of its runs and the new outcome."""
+    earlier = {_command_key(i): i for i in old if i.startswith("`")}
     out: list[str] = []
-    for item in old:
-        if item.startswith(EARLIER) or item.endswith(ANSWERED):
+    for item in new:
+        key = _command_key(item)
+        before = earlier.pop(key, None)
+        if before is not None and item.startswith("`"):
+            found = _COUNT_RE.match(item)
+            if found is not None:
+                runs = _runs(before) + _runs(item)
+                item = f"`{found.group('cmd')}`{found.group('cwd') or ''} x{runs}{found.group('rest')}"
+        out.append(item)
+    kept = [i for i in old if i.startswith("`") and _command_key(i) in earlier]
+    others = [i for i in new if not i.startswith("`")]
+    return kept + [i for i in out if i.startswith("`")] + others
+
+
+def _files(old: list[str], new: list[str]) -> list[str]:
+    """File lists of both: each label's paths, the new ones first, each once."""
+    out: dict[str, list[str]] = {}
+    order: list[str] = []
+    for item in [*new, *old]:
+        label, sep, rest = item.partition(": ")
+        if not sep or label.startswith("Project root"):
+            if item not in order:
+                order.append(item)
             continue
-        if item.startswith(LATEST_POINTER):
-            if not latest:
-                continue
-            item = _head(latest, 80) + item[len(LATEST_POINTER) :]
-        out.append(EARLIER + item.removesuffix(" " + UNDER_WAY))
-    return out[:limit]
+        if label not in out:
+            out[label] = []
+            order.append(label)
+        for path in re.sub(r" \(\+\d+ more\)$", "", rest).split(", "):
+            if path and path not in out[label]:
+                out[label].append(path)
+    return [f"{key}: {', '.join(out[key])}" if key in out else key for key in order]
 
 
-def _head(text: str, limit: int) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+def merge(old: SummaryDoc, new: SummaryDoc, *, continued: bool = False) -> SummaryDoc:
+    """``new`` with ``old`` folded in. With ``continued``, ``new``'s first task goes on with ``old``'s last (the
+    range began in the middle of it): its lines are added to that block, under the new heading."""
+    goal = old.goal[:1] or new.goal[:1]
+    later = [g for g in [*old.goal[1:], *new.goal] if _norm(g.removeprefix(LATER)) != _norm(goal[0] if goal else "")]
+    tasks = list(old.tasks)
+    fresh = list(new.tasks)
+    if continued and tasks and fresh:
+        last, first = tasks[-1], fresh.pop(0)
+        superseded = ("Agent's last note", "Agent's report", "Details: ")
+        lines = [line for line in last.lines if not line.startswith(superseded)]
+        lines += [line for line in first.lines if not line.startswith("Details: ") and line not in lines]
+        lines.extend(_details(last.lines, first.lines))
+        tasks[-1] = Task(first.heading, lines)
+    tasks.extend(fresh)
+    return SummaryDoc(
+        state=new.state,  # what an earlier range left open was carried into the new one by its episodes
+        goal=goal + cap(dedupe(later), 3),
+        said=dedupe(old.said + new.said),
+        constraints=cap(dedupe(old.constraints + new.constraints), 150, head=30),
+        plan=new.plan or old.plan,
+        tasks=tasks,
+        commands=merge_commands(old.commands, new.commands),
+        files=_files(old.files, new.files),
+        extra=_merge_extra(old.extra, new.extra),
+        recall=new.recall or old.recall,
+    )
 
 
-_DERIVED = frozenset(DERIVED_LABELS)
+_DETAILS_RE = re.compile(r"^Details: entr(?:y|ies) (\S+?)(?:\.\.(\S+))?$")
 
 
-def _label(item: str) -> str | None:
-    # Every derived label ends at the item's first colon.
-    end = item.find(":")
-    head = item[: end + 1] if end >= 0 else ""
-    if head == OLD_COMMANDS_LABEL:
-        return COMMANDS_LABEL
-    return head if head in _DERIVED else None
-
-
-MAX_DONE = 2
-"""Answered requests a merged summary keeps (the newest, as many as a range's summary shows): the session has
-the rest; the room goes to the facts the ledger carries."""
-MAX_DECISIONS = 8
-UNION_LABELS: tuple[str, ...] = ()
-"""Derived lists that accumulate across summaries. None do: the files of earlier ranges are named in the
-``<read-files>``/``<modified-files>`` blocks every summary ends with, the body names those of its range."""
-MAX_UNION = 400
-_MORE_RE = re.compile(r" \(\+\d+ more\)$")
-
-
-def _items_of(item: str, label: str) -> list[str]:
-    return [p for p in _MORE_RE.sub("", item[len(label) :]).strip().split(", ") if p]
-
-
-def _merge_critical(old: list[str], new: list[str]) -> list[str]:
-    fresh = {_label(i) for i in new} - {None}
-    merged = list(new)
-    for label in UNION_LABELS:
-        before = next((i for i in old if i.startswith(label)), None)
-        if before is None or label not in fresh:
-            continue
-        at = next(n for n, i in enumerate(merged) if i.startswith(label))
-        paths = list(dict.fromkeys([*_items_of(merged[at], label), *_items_of(before, label)]))
-        more = len(paths) - MAX_UNION
-        merged[at] = f"{label} {', '.join(paths[:MAX_UNION])}" + (f" (+{more} more)" if more > 0 else "")
-    kept = [i for i in old if not i.startswith(STATS) and _label(i) not in fresh]
-    return cap(dedupe(merged + kept), 200, head=200)
+def _details(old: list[str], new: list[str]) -> list[str]:
+    """One "Details" line for a task told in two ranges: from the first entry of the earlier to the last of
+    the later."""
+    first = next((m for m in map(_DETAILS_RE.match, old) if m), None)
+    last = next((m for m in map(_DETAILS_RE.match, new) if m), None)
+    if first is None or last is None:
+        return [line for line in (*old, *new) if line.startswith("Details: ")][-1:]
+    return [f"Details: entries {first.group(1)}..{last.group(2) or last.group(1)}"]
 
 
 def _merge_extra(old: list[tuple[str, str]], new: list[tuple[str, str]]) -> list[tuple[str, str]]:
-    """Other sections: a new one replaces an old one of its title; old ones of one title (a must-keep patch
-    of each earlier compaction) become one, their lines deduplicated."""
+    """Other sections: a new one replaces an old one of its title; old ones of one title (a must-keep patch of
+    each earlier compaction) become one, their lines deduplicated."""
     titles = {t for t, _ in new}
     bodies: dict[str, list[str]] = {}
     for title, body in old:
@@ -280,86 +331,32 @@ def _merge_extra(old: list[tuple[str, str]], new: list[tuple[str, str]]) -> list
     return [(t, "\n".join(lines).strip()) for t, lines in bodies.items()] + new
 
 
-def merge(old: SummaryDoc, new: SummaryDoc) -> SummaryDoc:
-    """``new`` with ``old`` folded in: lasting facts kept and added to, current state taken from ``new``."""
-    goal = [g for g in old.goal if not g.startswith(LATEST)]
-    known = {_norm(g.removeprefix(LATER)) for g in goal}
-    for item in new.goal:
-        plain = _norm(item.removeprefix(LATEST).removeprefix(LATER))
-        if item.startswith(LATEST):
-            goal.append(item)
-        elif plain not in known:
-            goal.append(LATER + item.removeprefix(LATER) if goal else item)
-        known.add(plain)
-    goal = dedupe(goal)
-    # The request an earlier In Progress points to: its Goal's latest request, or its goal when that was the latest.
-    old_latest = next((g[len(LATEST) :] for g in old.goal if g.startswith(LATEST)), old.goal[0] if old.goal else None)
-    latest = [g for g in goal if g.startswith(LATEST)]
-    rest = [g for g in goal if not g.startswith(LATEST)]
-    return SummaryDoc(
-        goal=cap(rest, 3, head=1) + latest[-1:],
-        constraints=cap(dedupe(old.constraints + new.constraints), 150, head=30),
-        done=cap(dedupe(old.done + new.done), MAX_DONE),
-        in_progress=dedupe(new.in_progress + _carried(old.in_progress, 2, old_latest)),
-        blocked=dedupe(new.blocked + _carried(old.blocked, 2)),
-        decisions=cap(dedupe(old.decisions + new.decisions), MAX_DECISIONS),
-        next_steps=new.next_steps,  # an earlier plan is stale once new work happened
-        plan=new.plan or old.plan,  # a range that did not touch the plan leaves it as it was
-        critical=_merge_critical(old.critical, new.critical),
-        extra=_merge_extra(old.extra, new.extra),
-        turn_context=list(new.turn_context),
-        history=new.history + old.history,
-    )
-
-
-def _bullets(items: list[str], prefix: str = "- ", empty: str = "(none recorded)") -> list[str]:
-    if not items:
-        return [f"- {empty}"]
-    return [f"{prefix}{item}" for item in items]
-
-
-def render(
-    doc: SummaryDoc, history: list[str] | None = None, history_note: str | None = None, *, skip_empty: bool = False
-) -> str:
-    """Markdown for ``doc``; ``history`` overrides ``doc.history`` (already cut to a budget). With
-    ``skip_empty``, sections with nothing in them are left out (for summaries of small ranges)."""
-    lines: list[str] = []
+def render(doc: SummaryDoc) -> str:
+    """Markdown for ``doc``: its sections in the layout's order, empty ones left out."""
+    out: list[str] = []
 
     def add(title: str, items: list[str]) -> None:
-        if items or not skip_empty:
-            lines.extend([title, *items, ""])
+        if items:
+            out.extend([f"## {title}", *(f"- {item}" for item in items), ""])
 
-    def listed(items: list[str], empty: str = "(none recorded)") -> list[str]:
-        return _bullets(items) if items else [] if skip_empty else _bullets([], empty=empty)
-
-    add("## Goal", listed(doc.goal, "(not stated)"))
-    add("## Constraints & Preferences", listed(doc.constraints))
-    progress_empty = not (doc.done or doc.in_progress or doc.blocked)
-    if not (skip_empty and progress_empty):
-        lines += ["## Progress"]
-        if doc.done or not skip_empty:
-            lines += ["### Done", *_bullets(doc.done, "- [x] ", "(nothing recorded)"), ""]
-        if doc.in_progress or not skip_empty:
-            lines += ["### In Progress", *_bullets(doc.in_progress, "- [ ] ", "(nothing under way)"), ""]
-        if doc.blocked or not skip_empty:
-            lines += ["### Blocked", *_bullets(doc.blocked, empty="(none)"), ""]
-    add("## Key Decisions", listed(doc.decisions))
-    steps = [f"{n}. {s}" for n, s in enumerate(doc.next_steps, 1)] or ([] if skip_empty else ["- (none recorded)"])
-    add("## Next Steps", steps)
-    if doc.plan:
-        lines.extend([f"## {PLAN_TITLE}", *_bullets(doc.plan), ""])
-    critical = doc.critical
-    if skip_empty:
-        critical = [c for c in critical if not c.startswith(STATS)]
-    add("## Critical Context", listed(critical))
+    add(STATE_TITLE, doc.state)
+    add(GOAL_TITLE, doc.goal)
+    add(SAID_TITLE, doc.said)
+    add(CONSTRAINTS_TITLE, doc.constraints)
+    add(PLAN_TITLE, doc.plan)
+    if doc.tasks:
+        out.append(f"## {TASKS_TITLE}")
+        for task in doc.tasks:
+            out.extend(task.render())
+        out.append("")
+    add(COMMANDS_TITLE, doc.commands)
+    add(FILES_TITLE, doc.files)
     for title, body in doc.extra:
-        lines += [f"## {title}", body, ""]
-    if doc.turn_context:
-        lines += [f"## {TURN_TITLE}", *_bullets(doc.turn_context), ""]
-    blocks = doc.history if history is None else history
-    if blocks:
-        lines += [f"## {HISTORY_TITLE}", *blocks]
-        if history_note:
-            lines.append(history_note)
-        lines.append("")
-    return "\n".join(lines).rstrip() + "\n"
+        out.extend([f"## {title}", body, ""])
+    add(RECALL_TITLE, doc.recall)
+    return "\n".join(out).rstrip() + "\n"
+
+
+def is_empty(doc: SummaryDoc) -> bool:
+    """Whether ``doc`` says nothing but how to recall (a range with nothing in it)."""
+    return not (doc.state or doc.goal or doc.said or doc.constraints or doc.plan or doc.tasks or doc.commands)

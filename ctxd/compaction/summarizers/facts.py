@@ -15,7 +15,7 @@ import gc
 import re
 from collections import deque
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 import attrs
 
@@ -23,10 +23,8 @@ from ctxd.compaction.fileops import FileOp, classify_call
 from ctxd.compaction.shell import parse_shell
 from ctxd.compaction.summarizers.calls import Call, CommandStat, ErrorFact, command_key, failed
 from ctxd.compaction.summarizers.mining import (
-    AGREE_RE,
     CONSTRAINT_RE,
     CORRECTION_RE,
-    DECISION_RE,
     ERROR_WORD_RE,
     FIXED_ANY_RE,
     FIXED_RE,
@@ -35,12 +33,13 @@ from ctxd.compaction.summarizers.mining import (
     STATED_RE,
     TOKEN_RE,
     WITHDRAW_RE,
-    decision_sentences,
-    error_line,
+    choices,
     exit_codes,
+    failure_line,
     head,
     is_request,
     key_lines,
+    may_give_reasons,
     sentences,
     short,
     stated_next,
@@ -63,12 +62,14 @@ __all__ = [
 ]
 
 _RUNNING_RE = re.compile(r"Process running with session ID (\d+)")
-EARLY_TEXTS = 50
-LATE_TEXTS = 250
+EARLY_TEXTS = 100
+LATE_TEXTS = 400
 """Decisions are mined from the agent's first and latest this-many texts, constraints from the user's."""
 MAX_FIXED = 200
 """Texts saying something was fixed, kept per scan (the newest)."""
 STATED_PER_MESSAGE = 4
+LAST_TEXTS = 1
+"""The agent's last stated plan is read from its last text only (an older one was carried out since)."""
 LONG_MESSAGE = 2_000
 """User messages longer than this are treated as pastes: their error lines become facts of their own."""
 
@@ -107,6 +108,8 @@ class Facts:
     constraints: list[tuple[int, str]] = attrs.field(factory=list)
     """``(index, sentence)``: constraint sentences of the user's own prose."""
     decisions: list[str] = attrs.field(factory=list)
+    decided_at: list[int] = attrs.field(factory=list)
+    """The index of the message each of :attr:`decisions` was said in (parallel to it)."""
     plan: list[str] = attrs.field(factory=list)
     """The agent's last stated plan: the next-step sentences of its most recent text that has any."""
     last_assistant_text: str | None = None
@@ -119,6 +122,8 @@ class Facts:
     """``(index, text head)``: texts (the agent's or the user's) that say something was fixed, newest last."""
     withdrawn: list[tuple[int, str]] = attrs.field(factory=list)
     """``(index, sentence)``: user sentences that take back an earlier constraint."""
+    said: dict[int, str] = attrs.field(factory=dict)
+    """The user's own words of each user message that has any, by index."""
 
     @property
     def first_request(self) -> str | None:
@@ -156,9 +161,33 @@ def _touch(order: dict[str, Any], key: str, value: Any = None) -> None:
     order[key] = value
 
 
+class Observer(Protocol):
+    """What else wants to see the one pass of :func:`scan` (the episodes of :mod:`.episodes`): each event with
+    what the scan already worked out."""
+
+    def user(self, index: int, text: str) -> None:
+        """A user message with words of the user's own (``text``)."""
+
+    def call(self, index: int, call: Call) -> None:
+        """A tool call an assistant message makes."""
+
+    def text(self, index: int, text: str, called: bool) -> None:
+        """An assistant message: its text ("" when none) after its calls; ``called``: it made any."""
+
+    def result(self, index: int, call: Call, ok: bool, output: str | None, message: Message) -> None:
+        """A call's outcome (for a command: its output)."""
+
+    def bash(self, index: int, command: str, ok: bool, output: str, code: object) -> None:
+        """A command the user ran themselves."""
+
+    def model(self, index: int, error: str | None, stop: object) -> None:
+        """How an assistant message ended: ``stop`` (its stop reason), ``error`` with a model error."""
+
+
 class _Scanner:
-    def __init__(self, n: int) -> None:
+    def __init__(self, n: int, observer: Observer | None = None) -> None:
         self.facts = Facts(messages=n)
+        self.observer = observer
         self.exchange = 0
         self.pending: dict[str, list[ErrorFact]] = {}
         """Unresolved errors by key."""
@@ -170,8 +199,8 @@ class _Scanner:
         """Codex exec sessions still running, by session id."""
         self.early_user: list[tuple[int, str]] = []
         self.late_user: deque[tuple[int, str]] = deque(maxlen=LATE_TEXTS)
-        self.early: list[str] = []
-        self.late: deque[str] = deque(maxlen=LATE_TEXTS)
+        self.early: list[tuple[int, str]] = []
+        self.late: deque[tuple[int, str]] = deque(maxlen=LATE_TEXTS)
         self.fixed: deque[tuple[int, str]] = deque(maxlen=MAX_FIXED)
 
     def error(self, index: int, key: str | None, label: str, line: str) -> None:
@@ -240,9 +269,11 @@ class _Scanner:
         if failed(message, found, text):
             found.ok = False
             output = text if text is not None else content_text(message.get("content"), images=False)
-            self.error(index, found.key, found.label + " failed", error_line(output) or "(no output)")
+            self.error(index, found.key, found.label + " failed", failure_line(output))
             if found.command:
                 self.command(index, found.command, False)
+            if self.observer is not None:
+                self.observer.result(index, found, False, output, message)
             return
         found.ok = True
         if self.pending:
@@ -250,27 +281,35 @@ class _Scanner:
         if found.command:
             self.command(index, found.command, True)
         self.files(found.ops)
+        if self.observer is not None:
+            self.observer.result(index, found, True, text, message)
 
     def assistant(self, index: int, message: Message) -> None:
         facts = self.facts
         content = message.get("content")
         texts: list[str] = []
+        called = False
         for block in content if isinstance(content, list) else ():
             kind = block.get("type") if type(block) is dict or isinstance(block, Mapping) else None
             if kind == "toolCall":
+                called = True
                 name = str(block.get("name") or "?")
                 arguments = block.get("arguments")
                 command, ops = classify_call(name, arguments)
                 facts.call_count += 1
                 call_id = block.get("id")
                 key = call_id if isinstance(call_id, str) else f"#{facts.call_count}"
-                facts.calls[key] = Call(index, name, arguments, command, ops)
+                made = facts.calls[key] = Call(index, name, arguments, command, ops)
+                if self.observer is not None:
+                    self.observer.call(index, made)
             elif kind == "text":
                 value = block.get("text")
                 if isinstance(value, str) and value.strip():
                     texts.append(value)
         if isinstance(content, str) and content.strip():
             texts.append(content)
+        if self.observer is not None:
+            self.observer.text(index, "\n".join(texts), called)
         if texts:
             text = "\n".join(texts)
             facts.last_assistant_text = text
@@ -278,9 +317,9 @@ class _Scanner:
             # first and the latest texts (mining every text of a long session costs seconds).
             self.exchange_texts.append(text)
             if len(self.early) < EARLY_TEXTS:
-                self.early.append(text)
+                self.early.append((index, text))
             else:
-                self.late.append(text)
+                self.late.append((index, text))
             said_fixed = _may_say_fixed(text) and FIXED_RE.search(text[:MINE_CHARS].lower()) is not None
             if said_fixed:
                 self.fixed.append((index, text[:MINE_CHARS]))
@@ -294,8 +333,14 @@ class _Scanner:
         if stop == "error":
             detail = str(message.get("errorMessage") or "unknown error")
             self.error(index, "model", "Model error", detail)
+            if self.observer is not None:
+                self.observer.model(index, detail, stop)
         elif stop in ("stop", "toolUse", "length"):
             self.success("model")
+            if self.observer is not None:
+                self.observer.model(index, None, stop)
+        elif self.observer is not None:
+            self.observer.model(index, None, stop)
 
     def user(self, index: int, message: Message) -> None:
         facts = self.facts
@@ -303,6 +348,9 @@ class _Scanner:
         text = user_words(message)
         if not text.strip():
             return
+        facts.said[index] = text
+        if self.observer is not None:
+            self.observer.user(index, text)
         self.exchange += 1
         self.exchange_texts = []  # a plan stated before this message was for an earlier request
         self.open_errors = 0
@@ -357,21 +405,25 @@ class _Scanner:
                 index,
                 key,
                 f"`{short(command, 160)}` (run by the user) exited with {code}",
-                error_line(output) or "(no output)",
+                failure_line(output),
             )
             self.command(index, command, False)
         else:
             self.success(key)
             self.command(index, command, True)
+        if self.observer is not None:
+            ok = not (isinstance(code, int) and code != 0)
+            self.observer.bash(index, command, ok, str(message.get("output") or ""), code)
 
 
-def scan(messages: Sequence[Message]) -> Facts:
-    """One pass over ``messages`` collecting everything the offline summary and the fact sheet report."""
+def scan(messages: Sequence[Message], observer: Observer | None = None) -> Facts:
+    """One pass over ``messages`` collecting everything the offline summary and the fact sheet report;
+    ``observer`` sees each event as the pass works it out."""
     # The pass allocates many small objects that all stay alive; cyclic GC runs would only cost time.
     collecting = gc.isenabled()
     gc.disable()
     try:
-        scanner = _Scanner(len(messages))
+        scanner = _Scanner(len(messages), observer)
         for index, message in enumerate(messages):
             role = message.get("role")
             if role == "toolResult":
@@ -388,11 +440,13 @@ def scan(messages: Sequence[Message]) -> Facts:
                 scanner.command(call.index, call.command, None)  # run, but no result seen
         for index, text in (*scanner.early_user, *scanner.late_user):
             facts.constraints.extend((index, s) for s in sentences(text, CONSTRAINT_RE, 8, also=CORRECTION_RE))
-        for text in (*scanner.early, *scanner.late):
-            if DECISION_RE.search(text, 0, MINE_CHARS) or AGREE_RE.match(text):
-                facts.decisions.extend(decision_sentences(text, DECISION_RE, 2, max_len=300))
+        for index, text in (*scanner.early, *scanner.late):
+            if may_give_reasons(text):
+                for sentence in choices(text):
+                    facts.decisions.append(sentence)
+                    facts.decided_at.append(index)
         facts.fixed = list(scanner.fixed)
-        for text in reversed(scanner.exchange_texts):
+        for text in reversed(scanner.exchange_texts[-LAST_TEXTS:]):
             if NEXT_RE.search(text, 0, MINE_CHARS):
                 facts.plan = stated_next(text)
                 if facts.plan:

@@ -387,3 +387,215 @@ def same_subject(earlier: str, later: str) -> bool:
     if tokens:
         return bool(tokens & distinct_tokens(later)) or any(t in later.lower() for t in tokens)
     return len(keywords(earlier) & keywords(later)) >= 2
+
+
+CHECK_RE = lazy_compile(
+    r"(?:^|[\s/;&|(])(?:pytest|py\.test|tox|nox|unittest|jest|vitest|mocha|ava|karma|playwright|cypress|rspec|"
+    r"minitest|phpunit|ctest|ruff|mypy|pyright|flake8|pylint|black|isort|eslint|tsc|prettier|biome|stylelint|"
+    r"clippy|rustfmt|gofmt|golangci-lint|shellcheck|credo|dialyzer|hadolint|make|cmake|ninja|bazel|gradlew?|mvn|"
+    r"sbt|dotnet|swift|xcodebuild|cargo (?:test|build|check|clippy|fmt|run|nextest)|go (?:test|build|vet|run)|"
+    r"mix (?:test|compile|credo|format|dialyzer|ecto\.\w+|ash\.\w+|run|deps\.get)|"
+    r"(?:npm|pnpm|yarn|bun)(?: run)? (?:test|build|lint|check|typecheck|format|ci|e2e|dev|start)\b|"
+    r"(?:npm|pnpm|yarn|bun) (?:install|i|ci)\b|pip install|uv (?:sync|run|pip)|poetry (?:install|run)|"
+    r"python3? -m (?:pytest|unittest|mypy|build)|bundle exec|rake|deno (?:test|lint|check)|zig build)\b"
+)
+"""Commands that build, test, lint or run the project: their outcome is a check."""
+CHECK_WORDS = (
+    r"tests?|passed|passing|failed|failing|failures?|errors?|warnings?|issues?|problems?|examples?|specs?|"
+    r"suggestions?|skipped|pending|assertions?|doctests?|properties|checks?"
+)
+_CHECK_LINE_RE = lazy_compile(
+    rf"\b\d+\s+(?:[\w-]+\s+){{0,2}}(?:{CHECK_WORDS})\b|\bfound no (?:issues|problems|errors)\b|"
+    r"\b(?:all )?(?:tests|checks) pass(?:ed)?\b|\bno (?:issues|errors|problems) found\b|"
+    r"^(?:ok|PASS|FAIL)\b|\btest result: \w+\b|\bBuild (?:succeeded|failed|complete)",
+    re.I | re.M,
+)
+
+
+_OUTCOME_WORDS_RE = lazy_compile(
+    r"pass|PASS|FAIL|found no|no (?:issues|errors|problems)|[Bb]uild|test result|^ok", re.M
+)
+CHECK_TAIL_LINES = 40
+"""A check's outcome line is looked for in this many of its output's last lines (where runners print it)."""
+
+
+def check_line(output: str) -> str | None:
+    """The line of a check's output that tells its outcome ("7 tests, 0 failures", "found no issues",
+    "test result: ok. 12 passed"): the last such line among the output's last lines."""
+    tail = output[-4_000:]
+    if not any(c in tail for c in "0123456789") and not _OUTCOME_WORDS_RE.search(tail):
+        return None  # no count and no outcome word: nothing to find
+    if "\x1b" in tail:
+        tail = ANSI_RE.sub("", tail)
+    for raw in reversed(tail.splitlines()[-CHECK_TAIL_LINES:]):
+        if raw and _CHECK_LINE_RE.search(raw):
+            line = " ".join(raw.split()).strip("┃│|=-* ")
+            return head(line, 160) or None
+    return None
+
+
+def failure_line(output: str) -> str:
+    """The line of a failed call's output that says what went wrong: the first naming an error, else the check's
+    outcome line ("found 1 software design suggestion"), else the first line."""
+    text = output[:20_000]
+    low = text.lower()
+    match = ERROR_LINE_RE.search(low)
+    while match is not None:
+        start = low.rfind("\n", 0, match.start()) + 1
+        end = low.find("\n", match.end())
+        line = text[start : len(text) if end < 0 else end].strip(" \t┃│|")
+        if not re.match(r"(?i)(?:exit code|process exited with code|command exited with code)\s*-?\d+\s*$", line):
+            return head(line, 240)
+        match = ERROR_LINE_RE.search(low, len(text) if end < 0 else end)
+    outcome = check_line(output)
+    if outcome:
+        return outcome
+    for raw in text.splitlines():
+        line = raw.strip(" \t┃│|")
+        if line and not re.match(r"(?i)exit code \d+$", line):
+            return head(line, 240)
+    return "(no output)"
+
+
+DIAGNOSIS_RE = lazy_compile(
+    r"\b(?:the (?:issue|problem|cause|error|failure|bug|fix) (?:is|was)|root cause|because|fails? because|"
+    r"(?:is|are) (?:failing|broken) because|caused by|due to|means that|turns out|the reason|"
+    r"(?:need|needs) to|should (?:be|use)|instead|wants? (?:the|an?)|expects?)\b",
+    re.I,
+)
+"""A sentence of the agent's that says why something failed or what the fix is."""
+CHOICE_RE = lazy_compile(
+    r"\b(?:instead|rather than|decided|decide to|decision|chose|choose|choosing|opted|opt for|going with|go with|"
+    r"switch(?:ed|ing)? to|prefer(?:red|able)?|better to|simpler to|safer to|(?:the )?(?:right|better|simplest|"
+    r"cleanest|safest) (?:way|approach|option|fix|place)|won't|will not|don'?t need|no need|not needed|"
+    r"keep(?:ing)? (?:it|them|this|the \w+) (?:as|in|at)|trade-?off|over (?:the|a|an) \w+ (?:approach|option))\b",
+    re.I,
+)
+"""A sentence of the agent's that states a choice."""
+WHY_RE = lazy_compile(
+    r"\b(?:because|since|so that|so (?:it|we|the|that)|to (?:avoid|keep|satisfy|match|prevent|make|ensure|allow|"
+    r"stay|fit|follow)|due to|otherwise|which (?:means|is|keeps|makes|avoids)|given that|the reason|as (?:it|this|"
+    r"that|they) (?:is|are|was|has|would|will)|instead|rather than|than|that's what|this way)\b",
+    re.I,
+)
+"""A reason or an alternative in the same sentence."""
+_NARRATION_RE = lazy_compile(
+    r"^(?:now |first,? |next,? |ok(?:ay)?,? |good[.,!]? |great[.,!]? |perfect[.,!]? )?(?:let me|let's|i'll (?:now )?"
+    r"(?:check|look|read|see|verify|run|start|search|explore)|i need to (?:check|look|read|see|verify))\b",
+    re.I,
+)
+_EMPHASIS_RE = lazy_compile(r"\*\*|__")
+
+
+def plain_sentences(text: str) -> list[str]:
+    """The prose sentences of ``text`` (emphasis and bullets dropped; at least 16 characters, not questions)."""
+    out: list[str] = []
+    for raw in _SPLIT_RE.split(prose(text, 2 * MINE_CHARS)[:MINE_CHARS]):
+        sentence = " ".join(_EMPHASIS_RE.sub("", _BULLET_RE.sub("", raw)).split())
+        if len(sentence) >= 16 and not sentence.endswith(("?", ":")):
+            out.append(sentence)
+    return out
+
+
+BECAUSE_RE = lazy_compile(
+    r"\b(?:because|since|so that|that's why|which means|otherwise|to avoid|instead of|rather than|"
+    r"(?:is|are|was|it's|that's) (?:fine|safe|enough|needed|required|unused|redundant) (?:since|because|as)|"
+    r"not (?:a|an|the) [\w-]+ but)\b|, not (?:a |an |the )?`?[\w.-]+`?(?: [\w-]+)?(?:[.,;]|$)",
+    re.I,
+)
+"""A sentence that says why (stricter than :data:`WHY_RE`: it needs no choice word beside it)."""
+ARTIFACT_RE = lazy_compile(
+    r"`[^`\n]{2,}`|\b[A-Z][a-z0-9]+(?:[A-Z][a-z0-9]*)+\b|\b[a-z_][a-z0-9_]*(?:\(\)|/\d)|"
+    r"\b[\w-]+\.(?:py|ts|tsx|js|jsx|rs|go|rb|ex|exs|java|kt|swift|c|h|cpp|cs|php|md|json|toml|ya?ml|sh|css|html)\b"
+)
+"""A name from the code: a `quoted` piece, a CamelCase name, ``fn()``/``fn/2``, a file."""
+
+
+REASON_WORDS = (
+    "instead",
+    "rather",
+    "because",
+    "since",
+    "decid",
+    "chose",
+    "choos",
+    "opt",
+    "going with",
+    "go with",
+    "switch",
+    "prefer",
+    "better",
+    "simpler",
+    "safer",
+    "won't",
+    "will not",
+    "need",
+    "trade",
+    "so that",
+    "avoid",
+    "otherwise",
+    "that's why",
+    "which means",
+    " not ",
+    "keep",
+    "right way",
+    "simplest",
+    "cleanest",
+)
+"""Words one of which a sentence stating a decision or a reason holds."""
+
+
+def may_give_reasons(text: str) -> bool:
+    """A cheap test before :func:`choices`: whether ``text``'s head holds a word a decision or reason needs."""
+    low = text[:MINE_CHARS].lower()
+    return any(w in low for w in REASON_WORDS)
+
+
+def choices(text: str, limit: int = 2) -> list[str]:
+    """The agent's decisions in ``text``, with their reasons: sentences that state a choice and give its reason
+    or the alternative, then sentences that say why something about the code is so (a reason and a name from
+    the code in one sentence); not narration ("Let me check ..."), not questions."""
+    head_text = text[:MINE_CHARS]
+    chose = CHOICE_RE.search(head_text) is not None
+    if not chose and BECAUSE_RE.search(head_text) is None:
+        return []
+    strong: list[str] = []
+    reasoned: list[str] = []
+    found = plain_sentences(text)
+    for n, sentence in enumerate(found):
+        if _NARRATION_RE.match(sentence) and re.search(r"\binstead\b|\brather than\b", sentence, re.I) is None:
+            # "Let me check X - it needs to Y": what follows the dash may be the decision; the rest is narration.
+            parts = re.split(r"\s[-—–]\s", sentence, maxsplit=1)
+            if len(parts) < 2:
+                continue
+            sentence = parts[1][:1].upper() + parts[1][1:]
+        if chose and CHOICE_RE.search(sentence) and WHY_RE.search(sentence):
+            strong.append(short(_with_reason(sentence, found, n), 300))
+        elif len(sentence) >= 30 and (
+            NOT_BUT_RE.search(sentence) or (BECAUSE_RE.search(sentence) and ARTIFACT_RE.search(sentence))
+        ):
+            reasoned.append(short(_with_reason(sentence, found, n), 300))
+        if len(strong) >= limit:
+            break
+    return (strong + reasoned)[:limit]
+
+
+NOT_BUT_RE = lazy_compile(r"\b(?:needs? to|must|should) [^.]{3,80}, not (?:a |an |the )?\S+", re.I)
+""""it needs to update the computer input, not a raw assign": a decision stated against its alternative."""
+
+
+def _with_reason(sentence: str, found: list[str], n: int) -> str:
+    """``sentence`` with the next one when that one gives the reason ("That's fine since ...")."""
+    if n + 1 < len(found) and BECAUSE_RE.search(found[n + 1]) and not _NARRATION_RE.match(found[n + 1]):
+        return f"{sentence} {found[n + 1]}"
+    return sentence
+
+
+def diagnosis(text: str) -> str | None:
+    """The agent's first sentence in ``text`` that says why something failed or what the fix is."""
+    if not DIAGNOSIS_RE.search(text, 0, MINE_CHARS):
+        return None
+    for sentence in plain_sentences(text):
+        if DIAGNOSIS_RE.search(sentence):
+            return short(sentence, 240)
+    return None

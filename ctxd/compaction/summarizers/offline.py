@@ -1,15 +1,16 @@
-"""The offline summariser: a deterministic, model-free structured summary.
+"""The offline summariser: a deterministic, model-free summary that tells what happened.
 
-Owns the summary's assembly when no model is configured (or the model failed): the sections
-(:mod:`.sections`) filled from one scan of the messages (:mod:`.facts`), an earlier summary merged in, the
-session's first request kept as the goal, the size scaled to what the summary replaces. What a resuming agent
-needs is kept whole: the requests, the user's constraints, every file modified and read, the commands that
-matter with their last outcome, the failures, decisions and the next step. The story around them (the newest
-answered requests, the user's other requests, the agent's last answer) gets a budget of about a hundredth
-of the input (:class:`~.sections.Budget`); read-only exploration (``ls``, ``grep``, ``sed -n``, ``git log``) is
-only counted, and there is no exchange-by-exchange history: the session keeps every message, and search and
-expand recover them. A small range gets no empty sections, an almost empty one a single line; never more than
-three quarters of the input. An earlier summary is merged, not replaced. Same input, same bytes.
+Owns the summary's assembly when no model is configured (or the model failed). A resuming agent reads, in
+order: the state now (the task under way and how it stands, what is changed and not committed, what still
+fails, the last step, what comes next), the goal, what the user said, the user's constraints, the plan it
+follows, each task with what was asked, done, broken and fixed, decided and why, and how it ended (with the
+entry ids where its details live), how to build, test and run, and the files (see :mod:`.story` and
+:mod:`.episodes`). An earlier summary is merged, not replaced: its tasks stay, a task the new range goes on
+with is continued, and what it left uncommitted or failing is carried until the new range settles it.
+
+The summary takes what the agents' own summaries take: about a tenth of what it replaces, at most
+``max_tokens`` (5,000 by default); past that, the oldest tasks are told with less detail first. A small range
+gets a summary of at most three quarters of its size. Same input, same bytes.
 """
 
 from __future__ import annotations
@@ -22,31 +23,45 @@ from typing import Any
 import attrs
 
 from ctxd.compaction.fileops import strip_file_blocks
-from ctxd.compaction.summarizers import sections
+from ctxd.compaction.summarizers import plans, sections, story
 from ctxd.compaction.summarizers.base import Progress, SummaryRequest, SummaryResult, report
 from ctxd.compaction.summarizers.document import (
-    ANSWER_LABEL,
-    LATER,
+    EARLIER_TITLE,
+    FAILING_LABEL,
+    UNCOMMITTED_LABEL,
     SummaryDoc,
+    Task,
     dedupe,
+    is_empty,
     merge,
     parse_summary,
     render,
 )
-from ctxd.compaction.summarizers.exchanges import Exchange, build_exchange, exchange_bounds
-from ctxd.compaction.summarizers.facts import Facts, combined, resolve_later, scan
-from ctxd.compaction.summarizers.mining import sentences, short
-from ctxd.compaction.summarizers.plans import latest_plan, next_item
+from ctxd.compaction.summarizers.episodes import Carried, Episode, Story, scan_story
+from ctxd.compaction.summarizers.facts import Facts
+from ctxd.compaction.summarizers.mining import head, plain_sentences, short
 from ctxd.compaction.summarizers.serialize import content_text
 from ctxd.context.tokens import estimate_tokens
+
+DEFAULT_MAX_TOKENS = 5_000
+"""The largest summary, in tokens, by default: what the agents' own summaries take."""
+SHARE = 0.10
+"""A summary takes about this share of what it replaces (up to its maximum)."""
+MIN_CHARS = 4_000
+"""The smallest budget (the state, the goal and the current task take most of it), unless the range itself is
+smaller: a summary never takes more than three quarters of what it replaces."""
+RECALL = (
+    "Every message before this summary is kept in the session: find more with the `search_history` tool (or "
+    "`ctxd search WORDS`), and read a task's messages with the `expand` tool and the entry ids its Details name."
+)
+_THREAD_THRESHOLD = 5_000
+"""Requests with more messages than this are summarised in a worker thread, off the event loop."""
 
 
 @attrs.frozen
 class AbridgedLimits:
-    """Limits of the summary's story: ``total_chars`` caps the parts that tell what happened (answered
-    requests, other requests, the agent's last answer; they get a hundredth of the input up to this);
-    ``action_chars`` caps a path in the split turn's context. The other fields are kept for callers of the
-    first layout, whose per-exchange history is gone."""
+    """Kept for callers of the earlier layout: ``total_chars`` caps the summary (in characters) when no
+    ``max_tokens`` is given."""
 
     total_chars: int = 12_000
     user_chars: int = 1_000
@@ -56,43 +71,27 @@ class AbridgedLimits:
     commands: int = 10
 
 
-_STOPWORDS = frozenset(
-    re.findall(
-        r"[a-z]+",
-        """
-        about above after again also because before being below between both could does doing during each
-        from further have having here into just more most only other over same should some such than that
-        their them then there these they this those through under until very what when where which while
-        will with would your focus summary summarize summarise keep please especially mention include
-        important details
-        """,
-    )
-)
-COMPACT_BELOW = 6_000
-"""Ranges smaller than this (characters) get a summary without empty sections or a single line."""
-MIN_ONE_LINE = 60
-LIST_BUDGET_AT = 800_000
-"""Inputs this large (characters) get the largest budget (see :class:`~.sections.Budget`)."""
-
-
-_THREAD_THRESHOLD = 5_000
-"""Requests with more messages than this are summarised in a worker thread, off the event loop."""
-
-
 class OfflineSummarizer:
     """Builds the summary from the messages alone (see the module docstring)."""
 
     name = "offline"
 
     def __init__(
-        self, limits: AbridgedLimits | None = None, *, total_chars: int | None = None, scale: bool = True
+        self,
+        limits: AbridgedLimits | None = None,
+        *,
+        total_chars: int | None = None,
+        scale: bool = True,
+        max_tokens: int | None = None,
     ) -> None:
-        limits = limits or AbridgedLimits()
+        self.limits = limits or AbridgedLimits()
         if total_chars is not None:
-            limits = attrs.evolve(limits, total_chars=total_chars)
-        self.limits = limits
+            self.limits = attrs.evolve(self.limits, total_chars=total_chars)
+        self.max_chars = 4 * (max_tokens or DEFAULT_MAX_TOKENS)
+        if total_chars is not None and max_tokens is None:
+            self.max_chars = max(MIN_CHARS, total_chars)
         self.scale = scale
-        """False: the full layout whatever the input's size (for tests of the layout)."""
+        """False: the budget of a large input whatever the input's size (for tests of the layout)."""
 
     async def summarize(self, request: SummaryRequest, progress: Progress | None = None) -> SummaryResult:
         report(progress, "offline summary", 0.0)
@@ -112,118 +111,300 @@ class OfflineSummarizer:
                 break
         return chars
 
+    def budget(self, request: SummaryRequest) -> int:
+        """The summary's size limit in characters (see the module docstring): the file lists the engine appends
+        (``request.file_context``) count against the maximum."""
+        largest = max(MIN_CHARS, self.max_chars - len(request.file_context or ""))
+        if not self.scale:
+            return largest
+        replaced = self.input_chars(request, int(self.max_chars / SHARE) + 1)
+        return max(60, min(replaced * 3 // 4, largest, max(MIN_CHARS, int(replaced * SHARE))))
+
     # -- the whole summary -------------------------------------------------------------------------------------
 
     def build(self, request: SummaryRequest) -> str:
-        """The summary text for ``request`` (synchronous, deterministic). A small range (under
-        :data:`COMPACT_BELOW` characters) gets a summary of at most three quarters of its size: only its facts
-        (the messages kept after it tell the rest), else without empty sections, else a single line."""
-        input_chars = self.input_chars(request, COMPACT_BELOW)
-        if not self.scale or input_chars >= COMPACT_BELOW:
-            return self._build(request, input_chars=self.input_chars(request, LIST_BUDGET_AT))
-        limit = max(MIN_ONE_LINE, input_chars * 3 // 4)
-        for mode in ("facts", "compact"):
-            text = self._build(request, mode=mode, input_chars=input_chars)
-            if text.strip() and len(text) <= limit:
-                return text
-        facts = scan([*request.messages, *request.turn_prefix])
-        return sections.one_line(facts, limit) + "\n"
-
-    def _build(self, request: SummaryRequest, *, mode: str = "full", input_chars: int = 0) -> str:
-        """The summary; ``mode`` "compact" leaves out empty sections, "facts" also the story (answered
-        requests, the last answer, other sections of earlier summaries): only what must be kept."""
-        budget = sections.Budget.of(input_chars, self.limits.total_chars)
-        messages = request.messages
-        facts = scan(messages)
-        bounds = exchange_bounds(messages, facts.user_indices)
-        newest = self._exchanges_newest_first(messages, bounds, facts, budget.done + 1)
-        prefix_facts = scan(request.turn_prefix) if request.turn_prefix else None
-        if prefix_facts is not None:
-            resolve_later(facts, prefix_facts)
-        latest_request = (
-            (prefix_facts.latest_request or prefix_facts.latest_user if prefix_facts else None)
-            or facts.latest_request
-            or facts.latest_user
-        )
-
-        goal_text = (
-            request.first_request
-            or facts.first_request
-            or (prefix_facts.first_request if prefix_facts else None)
-            or facts.first_user
-        )
-        doc = SummaryDoc()
-        sections.goal(doc, facts, latest_request, goal_text)
-        sections.constraints(doc, facts, max(3_000, budget.lists // 2))
-        sections.decisions(doc, facts, budget.decisions, prefix_facts)
-        found_plan = latest_plan([*messages, *request.turn_prefix], request.plan_texts)
-        deleted = [p for p, op in combined(facts, prefix_facts).done_files.items() if op == "deleted"]
-        sections.plan(doc, found_plan, budget.plan)
-        plan_next = next_item(found_plan) if found_plan is not None else None
-        sections.progress(doc, facts, newest, latest_request, prefix_facts, budget.done, plan_next)
-        whole = combined(facts, prefix_facts)
-        sections.requests(doc, whole, budget.requests, (goal_text, latest_request))
-        sections.critical(doc, whole, budget)
-        self._focus(doc, messages, request.custom_instructions)
-        if prefix_facts is None:
-            sections.last_answer(doc, newest, budget.answer)
-        if prefix_facts is not None:
-            exchange = build_exchange(request.turn_prefix, 0, len(request.turn_prefix), prefix_facts.calls)
-            doc.turn_context = sections.turn_context(
-                request.turn_prefix, prefix_facts, exchange, self.limits.action_chars, latest_request
-            )
-
-        earlier: SummaryDoc | None = None
-        previous_texts = [request.previous_summary or ""] + [
-            str(m.get("summary") or "") for m in messages if m.get("role") in ("compactionSummary", "branchSummary")
-        ]
-        for text in previous_texts:
-            text = strip_file_blocks(text).strip()
-            if not text:
-                continue
-            parsed = parse_summary(text) or SummaryDoc(extra=[("Earlier Summary", text)])
-            earlier = merge(earlier, parsed) if earlier else parsed
+        """The summary text for ``request`` (synchronous, deterministic)."""
+        budget = self.budget(request)
+        messages = [*request.messages, *request.turn_prefix]
+        ids = _ids(request, len(messages))
+        earlier = _earlier(request)
+        carried = _carried(earlier)
+        facts, told = scan_story(messages, ids, carried)
+        root = story.project_root([*facts.done_files, *facts.reads], _root_of(earlier) or request.cwd)
+        found_plan = plans.latest_plan(messages, request.plan_texts)
+        first_number = (earlier.task_count if earlier is not None else 0) + 1
+        continued = bool(told.episodes) and told.episodes[0].continued
+        if continued:
+            first_number -= 1
+        doc, sources = self._doc(request, facts, told, found_plan, root, first_number, budget)
         if earlier is not None:
-            doc = merge(earlier, doc)
-            if not doc.plan[:1] or any(doc.plan[0].startswith(p + ":") for p in deleted):
-                doc.plan = []  # the plan document was deleted since
-            doc.extra = sections.other_sections(doc.extra, budget.story)
-        if request.first_request:
-            first = short(request.first_request, 300)
-            same = " ".join(first.lower().split())
-            doc.goal = [first, *(g for g in doc.goal if " ".join(g.removeprefix(LATER).lower().split()) != same)]
-        if mode == "facts":
-            doc = attrs.evolve(doc, done=[], in_progress=doc.in_progress[:1], extra=[])
-            doc.critical = [c for c in doc.critical if not c.startswith(ANSWER_LABEL)]
-        return render(doc, [], skip_empty=mode != "full")
+            doc = merge(earlier, doc, continued=continued)
+            if continued:
+                sources = sources[1:]  # its first block went into the earlier summary's last: condensed as text
+        self._focus(doc, messages, request.custom_instructions)
+        if is_empty(doc) and not doc.extra:
+            return "(nothing to summarise: no messages in this part of the session)\n"
+        return fit(doc, budget, sources, root, told.git or told.commits > 0, told.about)
+
+    def _doc(
+        self,
+        request: SummaryRequest,
+        facts: Facts,
+        told: Story,
+        found_plan: plans.Plan | None,
+        root: str | None,
+        first_number: int,
+        budget: int,
+    ) -> tuple[SummaryDoc, list[tuple[Episode, int] | None]]:
+        """The range's own document, and for each of its task blocks the episode and number it tells (None for
+        the block naming the oldest tasks)."""
+        doc = SummaryDoc()
+        sources: list[tuple[Episode, int] | None] = []
+        plan_next = plans.next_item(found_plan) if found_plan is not None else None
+        current = first_number + len(told.episodes) - 1
+        doc.state = story.state_now(told, facts, root, plan_next, current)
+        if request.turn_prefix:
+            doc.state.append("The latest turn goes on in the messages kept after this summary.")
+        goal = request.first_request or facts.first_request or facts.first_user
+        if goal:
+            doc.goal.append(short(goal, 600))
+            for ref, about in told.about.items():
+                if ref in goal and not any(e.ref == ref for e in told.episodes):
+                    title = told.trackers.get(ref, "")
+                    doc.goal.append(f"{ref}{' (' + title + ')' if title else ''}: {head(about, 900)}")
+        doc.said = [short(text, 400) for _, text in told.said]
+        sections.constraints(doc, facts, max(3_000, budget // 5))
+        if found_plan is not None:
+            doc.plan = plans.render(found_plan, max(400, budget // 12))
+        git = told.git or told.commits > 0
+        shown = told.episodes
+        if len(shown) > MAX_TASKS:
+            older, shown = shown[: len(shown) - MAX_TASKS + 1], shown[len(shown) - MAX_TASKS + 1 :]
+            names = [e.ref or e.title or (e.asked[0] if e.asked else "") for e in older]
+            doc.tasks.append(
+                Task(
+                    f"{EARLIER_TASKS} ({len(older)}: T{first_number}-T{first_number + len(older) - 1})",
+                    ["Names: " + short("; ".join(head(n, 80) for n in names if n), 2_000)],
+                )
+            )
+            sources.append(None)
+            first_number += len(older)
+        for n, episode in enumerate(shown):
+            last = n == len(shown) - 1
+            sources.append(None if last else (episode, first_number + n))
+            about = told.about.get(episode.ref, "")
+            doc.tasks.append(story.task_block(episode, first_number + n, root, current=last, git=git, about=about))
+        doc.commands = story.commands(facts, told, root, max(1_200, budget // 4))
+        doc.files = story.files(facts, root, max(600, budget // 10))
+        doc.recall = [RECALL]
+        return doc, sources
 
     def _focus(self, doc: SummaryDoc, messages: Sequence[Mapping[str, Any]], focus: str | None) -> None:
         if focus and focus.strip():
-            doc.critical.append("Requested focus: " + short(focus, 300))
-            doc.critical.extend(f"On that focus: {s}" for s in self._focus_sentences(messages, focus))
+            found = _focus_sentences(messages, focus)
+            body = "\n".join([f"- Requested focus: {short(focus, 300)}", *(f"- {s}" for s in found)])
+            doc.extra.insert(0, ("Requested focus", body))
 
-    @staticmethod
-    def _focus_sentences(messages: Sequence[Mapping[str, Any]], focus: str) -> list[str]:
-        words = sorted({w.lower() for w in re.findall(r"[A-Za-z_][\w.-]{3,}", focus)} - _STOPWORDS)
-        if not words:
-            return []
-        pattern = re.compile(r"\b(?:" + "|".join(re.escape(w) for w in words) + r")\b", re.IGNORECASE)
-        found: list[str] = []
-        for message in reversed(messages[-2_000:]):
-            if message.get("role") not in ("user", "assistant"):
-                continue
-            text = content_text(message.get("content"), images=False)
-            if text and pattern.search(text):
-                found.extend(sentences(text, pattern, 2, max_len=240))
-            if len(found) >= 6:
-                break
-        return list(reversed(dedupe(found)[:6]))
 
-    # -- exchanges ---------------------------------------------------------------------------------------------
+def _ids(request: SummaryRequest, count: int) -> list[str] | None:
+    ids = [*(request.entry_ids or ()), *(request.turn_prefix_entry_ids or ())]
+    return ids if len(ids) == count else None
 
-    @staticmethod
-    def _exchanges_newest_first(
-        messages: Sequence[Mapping[str, Any]], bounds: list[tuple[int, int]], facts: Facts, count: int
-    ) -> list[Exchange]:
-        """The newest ``count`` exchanges, newest first (only those are shown; older ones stay unbuilt)."""
-        return [build_exchange(messages, start, end, facts.calls) for start, end in reversed(bounds[-count:])]
+
+def _earlier(request: SummaryRequest) -> SummaryDoc | None:
+    """The earlier summaries this one replaces, as one document (a model's or an unknown layout's text is kept
+    as a section of its own)."""
+    texts = [request.previous_summary or ""] + [
+        str(m.get("summary") or "") for m in request.messages if m.get("role") in ("compactionSummary", "branchSummary")
+    ]
+    earlier: SummaryDoc | None = None
+    for text in texts:
+        text = strip_file_blocks(text).strip()
+        if not text:
+            continue
+        parsed = parse_summary(text) or SummaryDoc(extra=[(EARLIER_TITLE, text)])
+        earlier = merge(earlier, parsed) if earlier is not None else parsed
+    return earlier
+
+
+_ROOT_RE = re.compile(r"^Project root: (\S+)")
+_LIST_RE = re.compile(r" \(\+\d+ more\)$")
+_FAILING_RE = re.compile(r'^`(.+?)`.*? failed(?: again \(.*?\))?(?: \d+ times)?: "(.*?)"(?: -> |$)')
+
+
+def _root_of(earlier: SummaryDoc | None) -> str | None:
+    if earlier is None:
+        return None
+    return next((m.group(1) for m in map(_ROOT_RE.match, earlier.files) if m), None)
+
+
+_HEADING_RE = re.compile(r"^T\d+ · (?:(?P<ref>[^·\[]+?) · )?(?P<title>.*?) \[(?P<state>[^\]]*)\]$")
+
+
+def _carried(earlier: SummaryDoc | None) -> Carried | None:
+    """What an earlier summary left open: files changed and not committed, failures nothing fixed, and its last
+    task when that was still under way."""
+    if earlier is None:
+        return None
+    old_root = _root_of(earlier)
+    uncommitted: list[str] = []
+    failing: list[tuple[str, str]] = []
+    for item in earlier.state:
+        if item.startswith(UNCOMMITTED_LABEL) and not item.startswith(UNCOMMITTED_LABEL + "nothing"):
+            for path in _LIST_RE.sub("", item[len(UNCOMMITTED_LABEL) :]).split(", "):
+                path = path.strip()
+                if path:
+                    uncommitted.append(path if path.startswith("/") or not old_root else f"{old_root}/{path}")
+        elif item.startswith(FAILING_LABEL):
+            found = _FAILING_RE.match(item[len(FAILING_LABEL) :])
+            if found is not None:
+                failing.append((found.group(1), found.group(2)))
+    task: tuple[str, str] | None = None
+    heading = _HEADING_RE.match(earlier.tasks[-1].heading) if earlier.tasks else None
+    if heading is not None and not _FINISHED_RE.search(heading.group("state")):
+        task = ((heading.group("ref") or "").strip(), heading.group("title").strip())
+    if not uncommitted and not failing and task is None:
+        return None
+    return Carried(uncommitted, failing, task)
+
+
+_FINISHED_RE = re.compile(r"\bclosed\b|^answered|left for the next task|^done|as it stood then")
+
+
+MAX_TASKS = 40
+"""Task blocks a summary shows; older tasks are named in one block (their messages stay in the session)."""
+
+
+def fit(
+    doc: SummaryDoc,
+    budget: int,
+    sources: Sequence[tuple[Episode, int] | None],
+    root: str | None,
+    git: bool,
+    about: Mapping[str, str],
+) -> str:
+    """``doc`` rendered within ``budget`` characters: the oldest tasks lose detail first (a task of this range
+    is told again at a lower level, an earlier summary's block is condensed), then the lists are cut; the state,
+    the goal and the current task stay whole as long as anything can. ``sources`` gives, for each task block,
+    the episode and number it tells (None: condense its text)."""
+    _fold_old_tasks(doc, MAX_TASKS)
+    text = render(doc)
+    if len(text) <= budget:
+        return text
+    total = len(text)
+    offset = len(doc.tasks) - len(sources)
+    for level in range(1, story.DETAIL_LEVELS):
+        for n in range(len(doc.tasks) - 1):
+            before = doc.tasks[n]
+            source = sources[n - offset] if 0 <= n - offset < len(sources) else None
+            if source is None:
+                after = _condensed(before, level)
+            else:
+                episode, number = source
+                after = story.task_block(
+                    episode, number, root, current=False, level=level, git=git, about=about.get(episode.ref, "")
+                )
+            doc.tasks[n] = after
+            total += _size(after) - _size(before)
+            if total <= budget:
+                return render(doc)
+    for shrink in (_cut_lists, _cut_said, _drop_old_tasks, _cut_current):
+        shrink(doc)
+        text = render(doc)
+        if len(text) <= budget:
+            return text
+    return text if len(text) <= budget else _hard_cut(text, budget)
+
+
+EARLIER_TASKS = "Earlier tasks"
+
+
+def _size(task: Task) -> int:
+    return sum(len(line) + 1 for line in task.render())
+
+
+def _fold_old_tasks(doc: SummaryDoc, limit: int) -> None:
+    """At most ``limit`` task blocks: the oldest beyond are named in one block."""
+    if len(doc.tasks) <= limit:
+        return
+    folded = doc.tasks[: len(doc.tasks) - limit + 1]
+    names = [t.heading for t in folded]
+    doc.tasks = [
+        Task(f"{EARLIER_TASKS} ({len(folded)})", ["Names: " + short("; ".join(names), 2_000)]),
+        *doc.tasks[-limit + 1 :],
+    ]
+
+
+_KEEP_AT: dict[int, tuple[str, ...]] = {
+    1: ("Asked", "Files", "Commits", "Checks", "Problem", "Closed", "User's", "Decision", "Details", "Then"),
+    2: ("Asked", "Files", "Commits", "Problem", "Closed", "User's", "Details"),
+    3: ("Commits", "Closed", "Details"),
+}
+
+
+def _condensed(task: Task, level: int) -> Task:
+    """An earlier task's block at less detail: fewer kinds of lines, each shorter."""
+    keep = ("Names", *_KEEP_AT.get(level, ()))
+    each = (600, 320, 200, 140)[min(level, 3)]
+    lines = [short(line, each) for line in task.lines if line.removeprefix("Then: ").startswith(keep)]
+    return Task(task.heading, lines)
+
+
+def _cut_lists(doc: SummaryDoc) -> None:
+    doc.commands = [short(c, 120) for c in doc.commands[:30]]
+    doc.files = [short(f, 600) for f in doc.files]
+    doc.constraints = [short(c, 240) for c in doc.constraints[-30:]]
+
+
+def _cut_said(doc: SummaryDoc) -> None:
+    said = [short(s, 200) for s in doc.said]
+    doc.said = said if len(said) <= 12 else [*said[:3], f"(+{len(said) - 11} more)", *said[-8:]]
+
+
+def _drop_old_tasks(doc: SummaryDoc) -> None:
+    _fold_old_tasks(doc, 7)
+
+
+def _cut_current(doc: SummaryDoc) -> None:
+    if doc.tasks:
+        doc.tasks[-1] = _condensed(doc.tasks[-1], 1)
+    doc.state = [short(s, 300) for s in doc.state]
+
+
+def _hard_cut(text: str, budget: int) -> str:
+    """The last resort for a tiny budget: the text cut at a line end, marked."""
+    if budget < 80:
+        return short(" ".join(text.split()), max(24, budget)) + "\n"
+    cut = text.rfind("\n", 0, budget - 40)
+    return text[: max(cut, budget // 2)].rstrip() + "\n(summary cut to its size limit)\n"
+
+
+_STOPWORDS = frozenset(
+    re.findall(
+        r"[a-z]+",
+        """
+        about above after again also because before being below between both could does doing during each
+        from further have having here into just more most only other over same should some such than that
+        their them then there these they this those through under until very what when where which while
+        will with would your focus summary summarize summarise keep please especially mention include
+        important details
+        """,
+    )
+)
+
+
+def _focus_sentences(messages: Sequence[Mapping[str, Any]], focus: str) -> list[str]:
+    words = sorted({w.lower() for w in re.findall(r"[A-Za-z_][\w.-]{3,}", focus)} - _STOPWORDS)
+    if not words:
+        return []
+    pattern = re.compile(r"\b(?:" + "|".join(re.escape(w) for w in words) + r")\b", re.IGNORECASE)
+    found: list[str] = []
+    for message in reversed(messages[-2_000:]):
+        if message.get("role") not in ("user", "assistant"):
+            continue
+        text = content_text(message.get("content"), images=False)
+        if text and pattern.search(text):
+            found.extend(s for s in plain_sentences(text) if pattern.search(s))
+        if len(found) >= 6:
+            break
+    return list(reversed(dedupe([short(s, 240) for s in found])[:6]))

@@ -1,0 +1,342 @@
+"""The offline summary's account of what happened: the state now, each task's block, the commands, the files.
+
+Owns how the episodes of :mod:`.episodes` and the facts of :mod:`.facts` read to a resuming agent: the state
+first (the task under way, what is changed and not committed, what still fails, the last step, the next one),
+then one block per task (what was asked, what was done, each problem and its fix, the decisions and their
+reasons, how it ended, where its details live), then how to build, test and run (every command that matters
+once, with its count and last outcome), then the files. Paths are shown relative to the project's root when
+most of them share one. Each block has levels of detail (:data:`DETAIL_LEVELS`): the summariser lowers the
+oldest blocks' first when the summary is over its budget.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Sequence
+
+from ctxd.compaction.summarizers.commands import command_text, mattering
+from ctxd.compaction.summarizers.document import Task
+from ctxd.compaction.summarizers.episodes import Episode, Problem, Story, note
+from ctxd.compaction.summarizers.facts import Facts
+from ctxd.compaction.summarizers.mining import CHECK_RE, check_line, head, short
+
+DETAIL_LEVELS = 4
+"""0: everything; 1: shorter reports and lists; 2: no report, definitions or decisions' second sentence;
+3: one line (what it was, how it ended, its commits)."""
+STEP_MARKS = {"completed": "✓", "done": "✓", "in_progress": "→", "inprogress": "→", "pending": "○", "plan": "-"}
+
+
+def project_root(paths: Sequence[str], known: str | None = None) -> str | None:
+    """The project's folder: ``known`` (an earlier summary's) when most absolute ``paths`` lie in it, else the
+    deepest folder all paths of the largest group (by their first three folders) share, at least three deep."""
+    absolute = [p for p in paths if p.startswith("/")]
+    if known and absolute and sum(p.startswith(known + "/") for p in absolute) * 2 >= len(absolute):
+        return known
+    if len(absolute) < 2:
+        return known
+    groups: Counter[str] = Counter("/".join(p.split("/")[:4]) for p in absolute)
+    top, count = groups.most_common(1)[0]
+    if count < 2:
+        return known
+    members = [p.split("/")[:-1] for p in absolute if p.startswith(top + "/") or p == top]
+    common = members[0]
+    for parts in members[1:]:
+        n = 0
+        while n < min(len(common), len(parts)) and common[n] == parts[n]:
+            n += 1
+        common = common[:n]
+    return "/".join(common) if len(common) >= 4 else known
+
+
+def relative(path: str, root: str | None) -> str:
+    if root and path.startswith(root + "/"):
+        return path[len(root) + 1 :]
+    return path
+
+
+def first_sentence(text: str, limit: int) -> str:
+    """The first sentence of ``text`` (a request as a task's title), cut to ``limit``."""
+    line = " ".join(text.split())
+    end = re.search(r"(?<=[.!?])\s", line)
+    return head(line[: end.start()] if end and end.start() >= 12 else line, limit)
+
+
+def _quote(text: str, limit: int) -> str:
+    return '"' + short(text, limit) + '"'
+
+
+def _file_list(episode: Episode, root: str | None, level: int) -> str:
+    groups: dict[str, list[str]] = {"created": [], "modified": [], "deleted": []}
+    for path, kind in episode.files.items():
+        name = relative(path, root)
+        defs = episode.defs.get(path) if level == 0 else None
+        if defs and kind != "deleted":
+            name += " (" + ", ".join(defs) + ")"
+        groups.setdefault(kind, []).append(name)
+    limit = (14, 10, 6, 4)[level]
+    parts: list[str] = []
+    for kind, names in groups.items():
+        if names:
+            shown = names[:limit]
+            more = f" (+{len(names) - len(shown)} more)" if len(names) > len(shown) else ""
+            parts.append(f"{kind} " + ", ".join(shown) + more)
+    return "; ".join(parts)
+
+
+def _check(check_key: str, episode: Episode) -> str:
+    check = episode.checks[check_key]
+    text = f"`{head(check.command, 90)}`"
+    if check.runs > 1:
+        text += f" x{check.runs}"
+    line = check.line
+    if check.ok:
+        text += " ok" + (f" ({line})" if line else "")
+        if check.failed:
+            text += f", after {check.failed} failed"
+    else:
+        text += " FAILED" + (f" ({line})" if line else "")
+    return text
+
+
+def problem_text(problem: Problem, limit: int = 500) -> str:
+    times = f" {problem.times} times" if problem.times > 1 else ""
+    again = " again (it had been fixed before)" if problem.again < 0 else ""
+    text = f"{problem.what} failed{again}{times}: {_quote(problem.line, 200)}"
+    if problem.fixed:
+        text += " -> fixed" + (f": {problem.fix}" if problem.fix else "")
+        if problem.again:
+            text += f" (but the same failure came back {problem.again} time{'s' if problem.again > 1 else ''} later)"
+    else:
+        said = " / ".join(problem.tried)
+        text += " -> still open" + (f"; the agent: {said}" if said else "")
+    return short(text, limit)
+
+
+def _anchor(episode: Episode) -> str:
+    first, last = episode.first_id[:8], episode.last_id[:8]
+    if not first:
+        return ""
+    return f"entries {first}..{last}" if last and last != first else f"entry {first}"
+
+
+def ending(episode: Episode, current: bool, git: bool = True) -> str:
+    """How a task ended, in a few words, for its heading."""
+    parts: list[str] = []
+    if episode.closed is not None:
+        parts.append("closed")
+    if episode.commits:
+        parts.append("committed " + ", ".join(h for h, _ in episode.commits))
+    if episode.pushed:
+        parts.append("pushed")
+    if not parts:
+        if current and episode.interrupted:
+            parts.append("interrupted")
+        elif current:
+            parts.append("answered" if episode.answered else "under way")
+        elif episode.changes:
+            parts.append("done, not committed" if git else "done")
+        else:
+            parts.append("answered" if episode.answered else "left for the next task")
+    elif current and episode.closed is None and not episode.answered:
+        parts.append("still under way")
+    return ", ".join(parts)
+
+
+def task_block(
+    episode: Episode,
+    number: int,
+    root: str | None,
+    *,
+    current: bool,
+    level: int = 0,
+    git: bool = True,
+    about: str = "",
+) -> Task:
+    """The block of one task at detail ``level`` (see :data:`DETAIL_LEVELS`)."""
+    title = (
+        episode.title or (first_sentence(episode.asked[0], 90) if episode.asked else "") or "(work without a request)"
+    )
+    ref = f"{episode.ref} · " if episode.ref else ""
+    heading = f"T{number} · {ref}{title} [{ending(episode, current, git)}]"
+    lines: list[str] = []
+    if level >= 3:
+        if episode.commits:
+            lines.append("Commits: " + "; ".join(f"{h} {_quote(s, 90)}" for h, s in episode.commits))
+        anchor = _anchor(episode)
+        if anchor:
+            lines.append(f"Details: {anchor}")
+        return Task(heading, lines)
+    asked = [a for a in episode.asked if a.strip()]
+    if asked:
+        each = (600, 300, 200)[level]
+        lines.append("Asked: " + " / ".join(_quote(a, each) for a in asked[:3]))
+    if about and level < 2:
+        lines.append("Tracker's description: " + head(about, (600, 300)[level]))
+    if episode.steps:
+        marks = [f"{STEP_MARKS.get(status.lower().replace(' ', ''), '○')} {text}" for status, text in episode.steps]
+        lines.append("Steps: " + "; ".join(marks[: (12, 8, 5)[level]]))
+    files = _file_list(episode, root, level)
+    if files:
+        lines.append("Files: " + files)
+    if episode.work and level == 0 and (current or not episode.concluded):
+        described = episode.work[-(10 if current else 5) :]
+        lines.append("Changes, as the agent described them: " + " | ".join(described))
+    if episode.delegated and level == 0:
+        lines.append("Delegated to subagents: " + "; ".join(_quote(d, 80) for d in episode.delegated))
+    if episode.commits:
+        where = f" on {episode.branch}" if episode.branch else ""
+        pushed = f"; pushed to {episode.pushed}" if episode.pushed else "; not pushed"
+        lines.append("Commits" + where + ": " + "; ".join(f"{h} {_quote(s, 120)}" for h, s in episode.commits) + pushed)
+    elif episode.branch:
+        lines.append(f"Branch: {episode.branch}")
+    if episode.checks:
+        keys = list(episode.checks)[-(6, 4, 3)[level] :]
+        lines.append("Checks (last run): " + "; ".join(_check(k, episode) for k in keys))
+    if episode.problems:
+        each = (500, 320, 220)[level]
+        lines.extend("Problem: " + problem_text(p, each) for p in episode.problems[-(6, 4, 2)[level] :])
+    if episode.corrections:
+        lines.extend("User's correction: " + _quote(c, 240) for c in episode.corrections[-3:])
+    if episode.decisions and level < 2:
+        lines.extend("Decision: " + d for d in episode.decisions[-(8, 3)[level] :])
+    if episode.closed is not None:
+        reason = _quote(episode.closed, (400, 240, 160)[level]) if episode.closed else "(no reason given)"
+        lines.append(f"Closed: {reason}")
+    for ref, reason in episode.also_closed[:3]:
+        lines.append(f"Also closed {ref}" + (f": {_quote(reason, 160)}" if reason and level < 2 else ""))
+    if episode.concluded and level < 2:
+        lines.append("Agent's report: " + short(" ".join(episode.concluded.split()), (900, 400)[level]))
+    elif current and episode.report and level < 2:
+        lines.append("Agent's notes while working: " + short(" ".join(episode.report.split()), (900, 400)[level]))
+    last_note = episode.last_note or (note(episode.last_text) if current and episode.last_text else "")
+    if current and last_note and level < 2 and last_note not in episode.report:
+        lines.append("Agent's last note: " + _quote(last_note, 300))
+    anchor = _anchor(episode)
+    if anchor:
+        lines.append(f"Details: {anchor}")
+    return Task(heading, lines)
+
+
+def state_now(story: Story, facts: Facts, root: str | None, plan_next: str | None, number: int) -> list[str]:
+    """The "State now" bullets: what a resuming agent must know before anything else."""
+    lines: list[str] = []
+    current = story.current
+    if current is not None:
+        title = current.title or (first_sentence(current.asked[0], 120) if current.asked else "the latest request")
+        ref = f"{current.ref} " if current.ref else ""
+        lines.append(f"Task: T{number} {ref}{_quote(title, 160)} [{ending(current, True, story.git)}]")
+    if story.git or story.commits:
+        changed = [relative(p, root) for p in story.uncommitted]
+        if changed:
+            shown = changed[-12:]
+            more = f" (+{len(changed) - len(shown)} more)" if len(changed) > len(shown) else ""
+            lines.append(f"Changed and not committed: {', '.join(shown)}{more}")
+        elif story.commits:
+            lines.append("Changed and not committed: nothing (every change is in a commit)")
+        if not story.commits:
+            lines.append("No commit was made in this part of the session.")
+    elif story.uncommitted:
+        changed = [relative(p, root) for p in story.uncommitted]
+        shown = changed[-12:]
+        more = f" (+{len(changed) - len(shown)} more)" if len(changed) > len(shown) else ""
+        lines.append(f"Changed (no git commit or push was run in this part of the session): {', '.join(shown)}{more}")
+    if current is not None and current.changes and not current.checks and not current.answered:
+        lines.append("Not yet built or tested: no check ran in this task since its changes.")
+    for problem in story.failing()[-4:]:
+        lines.append("Still failing: " + problem_text(problem, 320))
+    if story.last_step:
+        lines.append("Last step: " + short(story.last_step, 320))
+    lines.extend(f"No result recorded for {label}: check its outcome" for label in story.waiting)
+    said_next = " ".join(facts.plan)
+    if story.last_note and current is not None and not story.ended_in_answer and story.last_note not in said_next:
+        lines.append("Agent's last note: " + _quote(story.last_note, 300))
+    lines.extend(next_steps(story, facts, plan_next))
+    return lines
+
+
+def next_steps(story: Story, facts: Facts, plan_next: str | None) -> list[str]:
+    """What comes next: the task under way (with its open steps), the plan's next open item, the tracker's
+    ready items, the agent's last stated plan. Each is a whole sentence a resuming agent can act on."""
+    out: list[str] = []
+    current = story.current
+    if current is not None and current.closed is None and not story.ended_in_answer:
+        title = current.title or (first_sentence(current.asked[0], 100) if current.asked else "the latest request")
+        open_steps = [text for status, text in current.steps if status.lower() not in ("completed", "done")]
+        more = f" (open steps: {'; '.join(open_steps[:4])})" if open_steps else ""
+        out.append(f"Next: finish {current.ref + ' ' if current.ref else ''}{_quote(title, 140)}{more}.")
+    if plan_next:
+        out.append(f"Next open plan item: {plan_next}")
+    ready = [(ref, title) for ref, title in story.ready if current is None or ref != current.ref]
+    if ready:
+        items = "; ".join(f"{ref} {_quote(title, 90)}" for ref, title in ready[:5])
+        out.append(f"Tracker's ready items (as last listed, closed ones removed): {items}")
+    if facts.plan:
+        out.append("The agent's last stated plan: " + " ".join(_quote(s, 200) for s in facts.plan[:3]))
+    if current is not None and story.ended_in_answer and not out:
+        out.append("Next: wait for the user's next request (the agent answered the last one).")
+    return out
+
+
+def commands(facts: Facts, told: Story, root: str | None, budget: int) -> list[str]:
+    """Every command that matters, once, with its runs and last outcome (the must-keep sheet names the same):
+    builds, tests and linters first (with the line that told their outcome), then git, the trackers and the
+    rest, within ``budget`` characters."""
+    groups: tuple[list[str], list[str], list[str], list[str]] = ([], [], [], [])
+    for stat in mattering(facts.commands):
+        text = command_text(stat)
+        if root and stat.cwd:
+            text = text.replace(stat.cwd, relative(stat.cwd, root) or ".")
+        outcome = check_line(told.outcomes.get(stat.command) or "")
+        if outcome and stat.last_ok is not None:
+            text += f": {outcome}"
+        program = stat.command.split(None, 1)[0] if stat.command.strip() else ""
+        if CHECK_RE.search(stat.command):
+            groups[0].append(text)
+        elif program == "git":
+            groups[1].append(text)
+        elif program in ("bd", "beads", "gh", "glab", "jira", "linear"):
+            groups[2].append(text)
+        else:
+            groups[3].append(text)
+    lines: list[str] = []
+    used = 0
+    left = 0
+    for text in (t for group in groups for t in group):
+        if lines and used + len(text) > budget:
+            left += 1
+            continue
+        lines.append(text)
+        used += len(text) + 3
+    if left:
+        lines.append(f"(+{left} more commands; search the history for them)")
+    return lines
+
+
+def files(facts: Facts, root: str | None, budget: int) -> list[str]:
+    """The files changed and read, most recent first, within ``budget`` characters each list."""
+    out: list[str] = []
+    if root:
+        out.append(f"Project root: {root} (paths are relative to it)")
+    changed = [
+        relative(p, root) + (f" ({op})" if op in ("created", "deleted") else "")
+        for p, op in reversed(facts.done_files.items())
+    ]
+    if changed:
+        out.append("Changed: " + _joined(changed, budget))
+    read = [relative(p, root) for p in reversed(facts.reads) if p not in facts.done_files]
+    if read:
+        out.append("Read: " + _joined(read, budget))
+    return out
+
+
+def _joined(items: Sequence[str], budget: int) -> str:
+    out: list[str] = []
+    used = 0
+    for item in items:
+        if out and used + len(item) + 2 > budget:
+            break
+        out.append(item)
+        used += len(item) + 2
+    more = len(items) - len(out)
+    return ", ".join(out) + (f" (+{more} more)" if more else "")
