@@ -174,7 +174,7 @@ async def test_failing_model_twice_keeps_the_last_turns(tmp_path: Path) -> None:
     assert out.path == "fallback-keep-last-turns" and len(out.failures) == 2
     written = s.file.entry_by_id(out.entryId)
     users = [m for m in build_context(s.file, s.tree).messages if m.role == "user"]
-    assert len(users) == 2 and written["summary"].startswith("## Goal")
+    assert len(users) == 2 and written["summary"].startswith("## State now") and "\n## Goal\n" in written["summary"]
     assert written["details"]["ctxd"]["summarizer"] == "offline"
 
 

@@ -284,7 +284,7 @@ def test_many_tasks_keep_the_newest_whole_and_name_the_oldest() -> None:
     assert "### Earlier tasks (" in tasks and "Request 0: update module m0.py" in tasks  # the oldest, by name
     commands = section(out, "How to build, test and run")
     assert "`pytest tests/test_m199.py` (ok): passed" not in commands or "more commands" not in commands
-    assert "grep" not in commands  # read-only exploration is not listed
+    assert "`grep -rn" not in commands  # read-only exploration is only counted
     assert "Reply 199" in out  # the agent's last answer
 
 

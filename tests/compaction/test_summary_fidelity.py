@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from test_summarizers_offline import FILE_BODY, asst, call, result, section, subsection, text, user
+from test_summarizers_offline import FILE_BODY, asst, call, result, section, task, text, user
 
 from ctxd.compaction.shell import command_matters, looks_only, parse_shell
 from ctxd.compaction.summarizers import OfflineSummarizer, SummaryRequest
@@ -38,10 +38,11 @@ def test_a_failure_is_resolved_by_a_rerun_that_passed_even_with_other_output_fil
         asst(text("The build is green.")),
     ]
     out = build(messages)
-    assert subsection(out, "Blocked") == "- (none)\n\n"
-    critical = section(out, "Critical Context")
-    assert "in pkg: `npm run check` x2 (1 failed, last ok)" in critical
-    assert "failed (resolved): src/x.ts(3,1): error TS2304: Cannot find name 'foo'." in critical
+    assert "Still failing" not in out
+    assert "`npm run check` in pkg x2 (1 failed, last ok)" in section(out, "How to build, test and run")
+    problem = task(out, 1)
+    assert "`npm run check` failed: \"src/x.ts(3,1): error TS2304: Cannot find name 'foo'.\" -> fixed" in problem
+    assert "then changed x.ts" in problem  # what fixed it
 
 
 def test_a_failed_edit_is_resolved_by_a_later_write_of_the_same_file() -> None:
@@ -53,20 +54,23 @@ def test_a_failed_edit_is_resolved_by_a_later_write_of_the_same_file() -> None:
         result("w", "write", "ok"),
         asst(text("Rewrote the README.")),
     ]
-    assert subsection(build(messages), "Blocked") == "- (none)\n\n"
+    out = build(messages)
+    assert "Still failing" not in out and "edit README.md failed" in task(out, 1) and "-> fixed" in task(out, 1)
 
 
-def test_a_failure_the_agent_says_it_fixed_is_resolved() -> None:
+def test_a_failure_the_agent_says_it_fixed_is_told_as_its_word() -> None:
     messages = [
         user("Run the migration for me"),
         asst(call("m", "bash", command="python manage.py migrate")),
         result("m", "bash", "OperationalError: no such table: users\nCommand exited with code 1", error=True),
         asst(text("I fixed it: the table is created by the 0002 migration, which I ran through the admin.")),
     ]
-    assert subsection(build(messages), "Blocked") == "- (none)\n\n"
+    out = build(messages)
+    assert "Still failing" not in out
+    assert "-> the agent says it is fixed (not run again since)" in task(out, 1)
 
 
-def test_an_unresolved_failure_is_blocked_but_never_a_next_step() -> None:
+def test_an_unresolved_failure_still_fails_and_is_never_the_next_step() -> None:
     messages = [
         user("Deploy the staging build"),
         asst(call("d", "bash", command="make deploy ENV=staging")),
@@ -75,23 +79,44 @@ def test_an_unresolved_failure_is_blocked_but_never_a_next_step() -> None:
         result("s", "bash", "staging: v41"),
         asst(text("The deploy failed: the deployer role lacks the permission. Next I will ask for the grant.")),
     ]
-    out = build(messages)
-    blocked = subsection(out, "Blocked")
-    assert "`make deploy ENV=staging` failed: Error: permission denied for role deployer" in blocked
-    steps = section(out, "Next Steps")
-    assert "Next I will ask for the grant." in steps  # the agent's last stated plan
-    assert "make deploy" not in steps and "permission denied" not in steps  # failures are Blocked, not steps
+    state = section(build(messages), "State now")
+    assert 'Still failing: `make deploy ENV=staging` failed: "Error: permission denied for role deployer"' in state
+    steps = [line for line in state.splitlines() if "Next" in line or "plan" in line]
+    assert any("Next I will ask for the grant." in line for line in steps)  # the agent's last stated plan
+    assert not any("make deploy" in line for line in steps)  # a failure is what still fails, not a step
 
 
-def test_next_steps_come_from_the_last_exchange_only() -> None:
+def test_the_next_step_comes_from_the_last_exchange_only() -> None:
     messages = [
         user("Write the parser"),
         asst(text("Wrote it. Next I will add the tests for the parser.")),
         user("Now the CLI flag"),
         asst(text("Added the --strict flag.")),
     ]
+    state = section(build(messages), "State now")
+    assert "add the tests" not in state  # the earlier plan is stale
+    assert "wait for the user's next request" in state
+
+
+def test_a_failure_that_comes_back_after_a_fix_is_still_failing() -> None:
+    commit = "git commit -m 'x'"
+    hook = "pre-commit: format check failed: 3 files would be reformatted"
+    messages = [
+        user("Commit the parser"),
+        asst(call("c1", "bash", command=commit)),
+        result("c1", "bash", f"{hook}\nexit code 1", error=True),
+        asst(call("f", "bash", command="make fmt")),
+        result("f", "bash", "formatted 3 files"),
+        asst(call("c2", "bash", command=commit)),
+        result("c2", "bash", "[main 1a2b3c4] x"),
+        user("Now commit the lexer too"),
+        asst(call("c3", "bash", command="git commit -m 'lexer'")),
+        result("c3", "bash", f"{hook}\nexit code 1", error=True),
+        asst(text("The hook rejected it again.")),
+    ]
     out = build(messages)
-    assert section(out, "Next Steps") == "- (none recorded)\n\n"  # the earlier plan is stale
+    assert "the same failure came back 1 time later" in task(out, 1)
+    assert f'Still failing: `git commit -m \'lexer\'` failed again (it had been fixed before): "{hook}"' in out
 
 
 # --- commands and files -----------------------------------------------------------------------------------------
@@ -151,16 +176,14 @@ def test_commands_that_matter_are_compressed_by_their_core_and_exploration_is_on
         result("k", "bash", "[main 1a2b3c] wip"),
     ]
     out = build(messages)
-    critical = section(out, "Critical Context")
-    line = next(x for x in critical.splitlines() if x.startswith("- Commands that matter (runs, last outcome):"))
-    assert line.startswith("- Commands that matter (runs, last outcome): in packages/app: `npm run check` x15 (ok);")
-    assert all(f"`pip install pkg{i}` (ok)" in line for i in range(12))  # every distinct one stays
-    # Exploration whose last run failed matters: it is under Blocked with its error (so not listed twice).
-    assert "`ls build/out | head -3` failed: ls: build/out: No such file or directory" in section(out, "Progress")
-    assert "ls build/out" not in line
-    assert "`git commit -am 'wip' && git log -1` (ok)" in line  # it changes something
-    assert "grep" not in line
-    assert "- Exploration not listed: 40 read-only runs (grep)" in critical
+    commands = section(out, "How to build, test and run")
+    assert commands.startswith("- `npm run check` in packages/app x15 (ok)\n")  # once, with its count
+    assert all(f"`pip install pkg{i}` (ok)" in commands for i in range(12))  # every distinct one stays
+    assert "`ls build/out` (failed)" in commands  # exploration whose last run failed matters
+    assert "`git commit -am 'wip' && git log -1` (ok)" in commands  # it changes something
+    assert "grep -rn" not in commands
+    assert "Exploration not listed: 40 read-only runs (grep)" in commands
+    assert "committed 1a2b3c" in task(out, 1)
 
 
 def test_files_read_and_changed_through_the_shell_are_named() -> None:
@@ -174,10 +197,12 @@ def test_files_read_and_changed_through_the_shell_are_named() -> None:
         result("n", "bash", ""),
         asst(text("Done.")),
     ]
-    critical = section(build(messages), "Critical Context")
-    assert "Files modified: notes/plan.md, src/ui/menu.ts" in critical
-    assert "Files read: src/ui/theme.ts" in critical
-    assert "sed -n" not in critical  # a read through the shell is a file read, not a command to list
+    out = build(messages)
+    files = section(out, "Files")
+    assert "Changed: notes/plan.md, src/ui/menu.ts" in files
+    assert "Read: src/ui/theme.ts" in files
+    assert "sed -n" not in out  # a read through the shell is a file read, not a command
+    assert "Files: modified src/ui/menu.ts, notes/plan.md" in task(out, 1)
 
 
 def test_codex_exec_sessions_report_their_outcome_through_write_stdin() -> None:
@@ -228,7 +253,6 @@ def test_nothing_to_say_gives_one_line_not_an_empty_skeleton() -> None:
     messages = [{"role": "system", "content": [{"type": "text", "text": "Filesystem sandboxing: workspace-write."}]}]
     out = OfflineSummarizer().build(SummaryRequest(messages=messages))
     assert out.count("\n") == 1 and "##" not in out
-    assert out == "1 earlier message: context only, no requests.\n"
 
 
 def test_a_small_range_gets_a_summary_smaller_than_itself_without_empty_sections() -> None:
@@ -241,10 +265,10 @@ def test_a_small_range_gets_a_summary_smaller_than_itself_without_empty_sections
     request = SummaryRequest(messages=messages)
     out = OfflineSummarizer().build(request)
     assert len(out) < OfflineSummarizer.input_chars(request)
-    assert "(none recorded)" not in out and "### Blocked" not in out
+    assert "(none recorded)" not in out and "### Blocked" not in out  # no empty sections
     assert "Rename get_user to fetch_user" in out
 
 
-def test_a_large_range_gets_the_full_layout() -> None:
+def test_a_large_range_states_where_it_stands_first() -> None:
     out = OfflineSummarizer().build(SummaryRequest(messages=padded([user("Look into the parser please")])))
-    assert "## Next Steps" in out and "## Critical Context" in out
+    assert out.startswith("## State now\n") and "## Goal\n- Look into the parser please" in out

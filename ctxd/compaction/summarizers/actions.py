@@ -26,7 +26,7 @@ TAIL_CHARS = 3_000
 """A long output is read from this many characters of its head and of its tail."""
 
 _SEGMENT_RE = lazy_compile(r"\s*(?:&&|\|\||;|\n)\s*")
-_COMMIT_OUT_RE = lazy_compile(r"^\[([^\]\s]+)(?: \(root-commit\))? ([0-9a-f]{7,40})\] (.+)$", re.M)
+_COMMIT_OUT_RE = lazy_compile(r"^\[([^\]\s]+)(?: \(root-commit\))? ([0-9a-f]{4,40})\] (.+)$", re.M)
 _PUSH_OUT_RE = lazy_compile(
     r"^\s*(?:\+\s*)?(?:([0-9a-f]{7,40})\.\.\.?([0-9a-f]{7,40})|\* \[new (?:branch|tag)\])\s+(\S+)\s+->\s+(\S+)", re.M
 )

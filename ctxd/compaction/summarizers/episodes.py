@@ -36,6 +36,7 @@ from ctxd.compaction.summarizers.mining import (
     ACK_RE,
     CHECK_RE,
     CORRECTION_RE,
+    FIXED_ANY_RE,
     MINE_CHARS,
     check_line,
     diagnosis,
@@ -125,6 +126,8 @@ class Problem:
     """How it was fixed: the agent's diagnosis and what it changed or ran before the next success."""
     tried: list[str] = attrs.field(factory=list)
     """What the agent said about it while it was open, in order (its diagnosis, each attempt)."""
+    claimed: str = ""
+    """The agent's words when it said it fixed this without a successful run to show it."""
     fixed: bool = False
     again: int = 0
     """How often the same failure came back after this one was fixed (-1: this one is such a return)."""
@@ -238,11 +241,12 @@ class Story:
         return self.episodes[-1] if self.episodes else None
 
     def failing(self) -> list[Problem]:
-        """Failures that nothing fixed, one per key (the newest), oldest first."""
-        out: dict[str, Problem] = {p.key: p for p in self.carried if not p.fixed}
+        """Failures that nothing fixed (the agent's word that it did counts), one per key (the newest), oldest
+        first."""
+        out: dict[str, Problem] = {p.key: p for p in self.carried if not p.fixed and not p.claimed}
         for episode in self.episodes:
             for problem in episode.problems:
-                if not problem.fixed:
+                if not problem.fixed and not problem.claimed:
                     out.pop(problem.key, None)
                     out[problem.key] = problem
                 else:
@@ -309,6 +313,7 @@ def _keys(command: str) -> list[str]:
     return out or [_key(parse_shell(command).core or command)]
 
 
+@functools.lru_cache(maxsize=4096)
 def _family(key: str) -> tuple[str, frozenset[str]]:
     """A check's program with its subcommand, and its other words (``mix test`` with the files it ran)."""
     words = key.split()
@@ -485,13 +490,21 @@ class _Builder:
         self.changing = None
         episode.answered = not called and said
         self.story.ended_in_answer = episode.answered
-        episode.last_id = self.anchor(index) or episode.last_id
+        ids = self.ids
+        if ids is not None and index < len(ids) and ids[index]:
+            episode.last_id = ids[index]
         episode.end = index
 
     def said_text(self, episode: Episode, text: str) -> None:
         episode.last_text = text
         self.story.last_text = text
-        if self.pending and any(w in text[:MINE_CHARS].lower() for w in DIAGNOSIS_WORDS):
+        if self.pending and _says_fixed(text):
+            # The agent says it fixed what failed, without running it again: told as its claim, not as proof.
+            for problems in list(self.pending.values()):
+                for problem in problems:
+                    problem.claimed = note(text)
+        open_to_more = any(len(p[-1].tried) < MAX_TRIED for p in self.pending.values() if p)
+        if open_to_more and any(w in text[:MINE_CHARS].lower() for w in DIAGNOSIS_WORDS):
             said = diagnosis(text)
             if said:
                 for problems in self.pending.values():
@@ -510,7 +523,9 @@ class _Builder:
         episode = self.calls.pop(id(call), None)
         if episode is None:
             return
-        episode.last_id = self.anchor(index) or episode.last_id
+        ids = self.ids
+        if ids is not None and index < len(ids) and ids[index]:
+            episode.last_id = ids[index]
         episode.end = max(episode.end, index)
         command, ops = call.command, call.ops
         self.last = (call, message)
@@ -525,6 +540,8 @@ class _Builder:
             return
         if ops:
             self.files(episode, ops, call.arguments, message)
+        if not self.pending:
+            return
         if command:
             for key in _keys(command):
                 self.succeed(key, f"ran `{_display(command, 80)}`")
@@ -549,7 +566,7 @@ class _Builder:
             episode.answered = self.story.ended_in_answer = False
         if error is not None:
             self.fail(index, episode, "model", "The model", error)
-        elif stop in ("stop", "toolUse", "length"):
+        elif stop in ("stop", "toolUse", "length") and "model" in self.pending:
             self.succeed("model", None)
 
     def finish(self, count: int) -> Story:
@@ -590,9 +607,10 @@ class _Builder:
             episode.files[path] = kind
             episode.changes += 1
             _changed(story.uncommitted, path, kind)
-            for problems in self.since.values():
-                if len(problems) < 6:
-                    problems.append(f"changed {path.rsplit('/', 1)[-1]}")
+            if self.since:
+                for problems in self.since.values():
+                    if len(problems) < 6:
+                        problems.append(f"changed {path.rsplit('/', 1)[-1]}")
             if isinstance(arguments, Mapping) and kind != "deleted":
                 added = _added_definitions(arguments)
                 if added:
@@ -630,9 +648,10 @@ class _Builder:
                 check.failed += not ok
                 check.ok = ok
             episode.checks[key] = check
-            for problems in self.since.values():
-                if len(problems) < 6 and ok:
-                    problems.append(f"ran `{_display(command, 60)}`")
+            if self.since and ok:
+                for problems in self.since.values():
+                    if len(problems) < 6:
+                        problems.append(f"ran `{_display(command, 60)}`")
 
     def act(self, index: int, episode: Episode, action: Action) -> None:
         story = self.story
@@ -698,7 +717,10 @@ class _Builder:
     def succeed(self, key: str, how: str | None) -> None:
         if not self.pending:
             return
-        for failed_key in [k for k in self.pending if _covers(key, k)]:
+        fixed = [key] if key in self.pending else []
+        if len(self.pending) > len(fixed):
+            fixed = [k for k in self.pending if _covers(key, k)]
+        for failed_key in fixed:
             problems = self.pending.pop(failed_key)
             done = self.since.pop(failed_key, [])
             steps = list(dict.fromkeys(done))[:4]
@@ -713,10 +735,17 @@ class _Builder:
             self.fixed[failed_key] = problems[-1]
 
 
+_VARYING_RE = lazy_compile(r"[0-9]+|\S*/\S*")
+
+
+@functools.lru_cache(maxsize=1024)
+def _failure_words(line: str) -> tuple[str, ...]:
+    return tuple(_VARYING_RE.sub("", line.lower()).split())
+
+
 def _same_failure(a: str, b: str) -> bool:
     """Whether two error lines tell the same failure (numbers and paths aside)."""
-    norm = re.compile(r"[0-9]+|\S*/\S*")
-    return norm.sub("", a.lower()).split() == norm.sub("", b.lower()).split()
+    return a == b or _failure_words(a) == _failure_words(b)
 
 
 _MAY_ACT_RE = lazy_compile(r"\b(?:git|bd|beads|gh)\b")
@@ -775,6 +804,12 @@ DIAGNOSIS_WORDS = (
     "bug",
     "fix",
 )
+
+
+def _says_fixed(text: str) -> bool:
+    """Whether the agent says it fixed something ("I fixed it", "the build works now")."""
+    head_text = text[:MINE_CHARS]
+    return any(w in head_text for w in ("ix", "esolv", "ork", "ass")) and FIXED_ANY_RE.search(head_text) is not None
 
 
 def _says_created(message: Message) -> bool:

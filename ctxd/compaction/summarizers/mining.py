@@ -430,6 +430,8 @@ def check_line(output: str) -> str | None:
     for raw in reversed(tail.splitlines()[-CHECK_TAIL_LINES:]):
         if raw and _CHECK_LINE_RE.search(raw):
             line = " ".join(raw.split()).strip("┃│|=-* ")
+            if line.lower() in ("ok", "pass", "passed", "fail", "failed"):
+                return None  # says no more than the run's outcome
             return head(line, 160) or None
     return None
 
@@ -465,7 +467,9 @@ DIAGNOSIS_RE = lazy_compile(
 )
 """A sentence of the agent's that says why something failed or what the fix is."""
 CHOICE_RE = lazy_compile(
-    r"\b(?:instead|rather than|decided|decide to|decision|chose|choose|choosing|opted|opt for|going with|go with|"
+    r"\b(?:(?:I'll|I will|I'm going to|we'll|let's|I decided to) (?:use|go with|keep|switch|stick|avoid|replace|move|"
+    r"make|put|drop|take)|instead|rather than|decided|decide to|decision|chose|choose|choosing|opted|opt for|"
+    r"going with|go with|"
     r"switch(?:ed|ing)? to|prefer(?:red|able)?|better to|simpler to|safer to|(?:the )?(?:right|better|simplest|"
     r"cleanest|safest) (?:way|approach|option|fix|place)|won't|will not|don'?t need|no need|not needed|"
     r"keep(?:ing)? (?:it|them|this|the \w+) (?:as|in|at)|trade-?off|over (?:the|a|an) \w+ (?:approach|option))\b",
@@ -498,7 +502,7 @@ def plain_sentences(text: str) -> list[str]:
 
 
 BECAUSE_RE = lazy_compile(
-    r"\b(?:because|since|so that|that's why|which means|otherwise|to avoid|instead of|rather than|"
+    r"\b(?:because|since|so that|that's why|which means|otherwise|to avoid|instead of|rather than|the reason|"
     r"(?:is|are|was|it's|that's) (?:fine|safe|enough|needed|required|unused|redundant) (?:since|because|as)|"
     r"not (?:a|an|the) [\w-]+ but)\b|, not (?:a |an |the )?`?[\w.-]+`?(?: [\w-]+)?(?:[.,;]|$)",
     re.I,
@@ -557,7 +561,7 @@ def choices(text: str, limit: int = 2) -> list[str]:
     the code in one sentence); not narration ("Let me check ..."), not questions."""
     head_text = text[:MINE_CHARS]
     chose = CHOICE_RE.search(head_text) is not None
-    if not chose and BECAUSE_RE.search(head_text) is None:
+    if not chose and BECAUSE_RE.search(head_text) is None and NOT_BUT_RE.search(head_text) is None:
         return []
     strong: list[str] = []
     reasoned: list[str] = []
@@ -569,7 +573,7 @@ def choices(text: str, limit: int = 2) -> list[str]:
             if len(parts) < 2:
                 continue
             sentence = parts[1][:1].upper() + parts[1][1:]
-        if chose and CHOICE_RE.search(sentence) and WHY_RE.search(sentence):
+        if chose and CHOICE_RE.search(sentence) and (WHY_RE.search(sentence) or _reason_follows(found, n)):
             strong.append(short(_with_reason(sentence, found, n), 300))
         elif len(sentence) >= 30 and (
             NOT_BUT_RE.search(sentence) or (BECAUSE_RE.search(sentence) and ARTIFACT_RE.search(sentence))
@@ -584,11 +588,14 @@ NOT_BUT_RE = lazy_compile(r"\b(?:needs? to|must|should) [^.]{3,80}, not (?:a |an
 """"it needs to update the computer input, not a raw assign": a decision stated against its alternative."""
 
 
+def _reason_follows(found: list[str], n: int) -> bool:
+    """Whether the sentence after ``found[n]`` gives its reason ("The reason is ...", "That's fine since ...")."""
+    return n + 1 < len(found) and BECAUSE_RE.search(found[n + 1]) is not None and not _NARRATION_RE.match(found[n + 1])
+
+
 def _with_reason(sentence: str, found: list[str], n: int) -> str:
-    """``sentence`` with the next one when that one gives the reason ("That's fine since ...")."""
-    if n + 1 < len(found) and BECAUSE_RE.search(found[n + 1]) and not _NARRATION_RE.match(found[n + 1]):
-        return f"{sentence} {found[n + 1]}"
-    return sentence
+    """``sentence`` with the next one when that one gives the reason."""
+    return f"{sentence} {found[n + 1]}" if _reason_follows(found, n) else sentence
 
 
 def diagnosis(text: str) -> str | None:

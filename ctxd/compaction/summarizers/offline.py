@@ -139,6 +139,9 @@ class OfflineSummarizer:
         doc, sources = self._doc(request, facts, told, found_plan, root, first_number, budget)
         if earlier is not None:
             doc = merge(earlier, doc, continued=continued)
+            deleted = [p for p, op in facts.done_files.items() if op == "deleted"]
+            if doc.plan and any(doc.plan[0].startswith(p + ":") for p in deleted):
+                doc.plan = []  # the plan document was deleted since
             if continued:
                 sources = sources[1:]  # its first block went into the earlier summary's last: condensed as text
         self._focus(doc, messages, request.custom_instructions)
@@ -338,15 +341,26 @@ def _fold_old_tasks(doc: SummaryDoc, limit: int) -> None:
 _KEEP_AT: dict[int, tuple[str, ...]] = {
     1: ("Asked", "Files", "Commits", "Checks", "Problem", "Closed", "User's", "Decision", "Details", "Then"),
     2: ("Asked", "Files", "Commits", "Problem", "Closed", "User's", "Details"),
-    3: ("Commits", "Closed", "Details"),
+    3: ("Commits", "Problem", "Closed", "Details"),
 }
+_PROBLEM_RE = re.compile(r'^(Problem: )(.*?) failed(?: again \(.*?\))?(?: \d+ times)?: ("[^"]*")(?: -> (\S+))?')
 
 
 def _condensed(task: Task, level: int) -> Task:
     """An earlier task's block at less detail: fewer kinds of lines, each shorter."""
     keep = ("Names", *_KEEP_AT.get(level, ()))
     each = (600, 320, 200, 140)[min(level, 3)]
-    lines = [short(line, each) for line in task.lines if line.removeprefix("Then: ").startswith(keep)]
+    lines: list[str] = []
+    for line in task.lines:
+        if not line.removeprefix("Then: ").startswith(keep):
+            continue
+        problem = _PROBLEM_RE.match(line.removeprefix("Then: ")) if level >= 2 else None
+        if problem is not None:  # what failed and how it ended, the error line whole: it is what is looked for
+            line = f"{problem.group(1)}{short(problem.group(2), 60)} failed: {problem.group(3)}"
+            line += f" -> {problem.group(4).rstrip(':;,')}" if problem.group(4) else ""
+            lines.append(line)
+        else:
+            lines.append(short(line, each))
     return Task(task.heading, lines)
 
 

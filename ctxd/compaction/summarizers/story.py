@@ -15,7 +15,7 @@ import re
 from collections import Counter
 from collections.abc import Sequence
 
-from ctxd.compaction.summarizers.commands import command_text, mattering
+from ctxd.compaction.summarizers.commands import command_text, explored, mattering
 from ctxd.compaction.summarizers.document import Task
 from ctxd.compaction.summarizers.episodes import Episode, Problem, Story, note
 from ctxd.compaction.summarizers.facts import Facts
@@ -107,6 +107,8 @@ def problem_text(problem: Problem, limit: int = 500) -> str:
         text += " -> fixed" + (f": {problem.fix}" if problem.fix else "")
         if problem.again:
             text += f" (but the same failure came back {problem.again} time{'s' if problem.again > 1 else ''} later)"
+    elif problem.claimed:
+        text += f" -> the agent says it is fixed (not run again since): {_quote(problem.claimed, 200)}"
     else:
         said = " / ".join(problem.tried)
         text += " -> still open" + (f"; the agent: {said}" if said else "")
@@ -163,6 +165,9 @@ def task_block(
     if level >= 3:
         if episode.commits:
             lines.append("Commits: " + "; ".join(f"{h} {_quote(s, 90)}" for h, s in episode.commits))
+        lines.extend(
+            f"Problem: {_quote(p.line, 120)} -> {'fixed' if p.fixed else 'open'}" for p in episode.problems[-2:]
+        )
         anchor = _anchor(episode)
         if anchor:
             lines.append(f"Details: {anchor}")
@@ -194,8 +199,8 @@ def task_block(
         keys = list(episode.checks)[-(6, 4, 3)[level] :]
         lines.append("Checks (last run): " + "; ".join(_check(k, episode) for k in keys))
     if episode.problems:
-        each = (500, 320, 220)[level]
-        lines.extend("Problem: " + problem_text(p, each) for p in episode.problems[-(6, 4, 2)[level] :])
+        each = (500, 320, 220, 160)[level]
+        lines.extend("Problem: " + problem_text(p, each) for p in episode.problems[-(6, 4, 2, 2)[level] :])
     if episode.corrections:
         lines.extend("User's correction: " + _quote(c, 240) for c in episode.corrections[-3:])
     if episode.decisions and level < 2:
@@ -310,6 +315,9 @@ def commands(facts: Facts, told: Story, root: str | None, budget: int) -> list[s
         used += len(text) + 3
     if left:
         lines.append(f"(+{left} more commands; search the history for them)")
+    looked = explored(facts.commands)
+    if looked:
+        lines.append(looked)
     return lines
 
 
