@@ -66,8 +66,9 @@ def test_a_failure_the_agent_says_it_fixed_is_told_as_its_word() -> None:
         asst(text("I fixed it: the table is created by the 0002 migration, which I ran through the admin.")),
     ]
     out = build(messages)
-    assert "Still failing" not in out
-    assert "-> the agent says it is fixed (not run again since)" in task(out, 1)
+    state = section(out, "State now")  # the agent's word is told, and is not taken for a fix
+    assert "Still failing: `python manage.py migrate` failed" in state
+    assert 'it says it is fixed, but nothing ran again since: "I fixed it: the table is created' in state
 
 
 def test_an_unresolved_failure_still_fails_and_is_never_the_next_step() -> None:
@@ -116,7 +117,7 @@ def test_a_failure_that_comes_back_after_a_fix_is_still_failing() -> None:
     ]
     out = build(messages)
     assert "the same failure came back 1 time later" in task(out, 1)
-    assert f'Still failing: `git commit -m \'lexer\'` failed again (it had been fixed before): "{hook}"' in out
+    assert f"Still failing: `git commit -m 'lexer'` failed again (it had been fixed before): \"{hook}\"" in out
 
 
 # --- commands and files -----------------------------------------------------------------------------------------

@@ -113,6 +113,9 @@ def _bd(sub: str, rest: str, output: str, ok: bool) -> list[Action]:
     if sub in ("close", "done") and ids:
         reason = _REASON_RE.search(rest)
         text = _unquote(reason.group(1)) if reason else ""
+        if not text and ok:  # "✓ Closed ID: reason" when the reason was given another way
+            said = re.search(r"Closed\s+\S+?:\s+(.+)", output[:2000])
+            text = said.group(1).strip() if said else ""
         return [Action("close", i, head(text, 400)) for i in ids]
     if sub == "show" and ids and ok:
         text = _clip(output)

@@ -19,6 +19,8 @@ import re
 
 import attrs
 
+from ctxd.compaction.summarizers.mining import CHECK_RE
+
 NONE_ITEMS = frozenset({"none", "(none)", "(none recorded)", "(nothing recorded)", "n/a", "-", "nothing yet"})
 STATE_TITLE = "State now"
 GOAL_TITLE = "Goal"
@@ -255,7 +257,17 @@ def merge_commands(old: list[str], new: list[str]) -> list[str]:
         out.append(item)
     kept = [i for i in old if i.startswith("`") and _command_key(i) in earlier]
     others = [i for i in new if not i.startswith("`")]
-    return kept + [i for i in out if i.startswith("`")] + others
+    merged = kept + [i for i in out if i.startswith("`")]
+    return sorted(merged, key=_group) + others
+
+
+def _group(item: str) -> int:
+    """Where a command goes in the list: builds, tests and linters, then git, the trackers, the rest."""
+    command = _command_key(item)
+    program = command.split(None, 1)[0] if command.strip() else ""
+    if CHECK_RE.search(command):
+        return 0
+    return 1 if program == "git" else 2 if program in ("bd", "beads", "gh", "glab") else 3
 
 
 def _files(old: list[str], new: list[str]) -> list[str]:

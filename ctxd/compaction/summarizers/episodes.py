@@ -241,12 +241,14 @@ class Story:
         return self.episodes[-1] if self.episodes else None
 
     def failing(self) -> list[Problem]:
-        """Failures that nothing fixed (the agent's word that it did counts), one per key (the newest), oldest
-        first."""
-        out: dict[str, Problem] = {p.key: p for p in self.carried if not p.fixed and not p.claimed}
+        """Failures that nothing fixed, one per key (the newest), oldest first: the task under way's, and the
+        checks, commits and model errors of earlier tasks (a one-off command an earlier task left failing is
+        told in that task's block). The agent's word that it fixed one is not a fix (see :attr:`Problem.claimed`)."""
+        out: dict[str, Problem] = {p.key: p for p in self.carried if not p.fixed}
+        last = self.episodes[-1] if self.episodes else None
         for episode in self.episodes:
             for problem in episode.problems:
-                if not problem.fixed and not problem.claimed:
+                if not problem.fixed and (episode is last or _lasting(problem.key)):
                     out.pop(problem.key, None)
                     out[problem.key] = problem
                 else:
@@ -294,6 +296,11 @@ def _key(core: str) -> str:
     if words[:1] == ["git"] and len(words) > 1:
         return "git " + words[1]
     return " ".join(words)
+
+
+def _lasting(key: str) -> bool:
+    """Whether a failure of ``key`` stays the session's problem after its task: a check, git, the model."""
+    return key == "model" or key.startswith("git ") or _is_check(key)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -498,11 +505,13 @@ class _Builder:
     def said_text(self, episode: Episode, text: str) -> None:
         episode.last_text = text
         self.story.last_text = text
-        if self.pending and _says_fixed(text):
-            # The agent says it fixed what failed, without running it again: told as its claim, not as proof.
-            for problems in list(self.pending.values()):
+        if self.pending and _may_say_fixed(text):
+            # The agent says it fixed what failed, without running it again: told as its claim, not as proof; a
+            # claim counts for a failure of this task it speaks of (not "all tests pass" for a refused commit).
+            for problems in self.pending.values():
                 for problem in problems:
-                    problem.claimed = note(text)
+                    if problem in episode.problems and not problem.claimed:
+                        problem.claimed = _claim_about(problem, text) or ""
         open_to_more = any(len(p[-1].tried) < MAX_TRIED for p in self.pending.values() if p)
         if open_to_more and any(w in text[:MINE_CHARS].lower() for w in DIAGNOSIS_WORDS):
             said = diagnosis(text)
@@ -770,11 +779,19 @@ _TRIVIAL_RE = lazy_compile(
 )
 
 
+_ACTION_RE = lazy_compile(
+    r"\b(?:add|adds|adding|update|updating|create|creating|remove|removing|rename|replace|move|extract|wire|"
+    r"implement|write|rewrite|change|refactor|delete|merge|split|introduce|register|hook up|switch|convert|fix|make)\b",
+    re.I,
+)
+
+
 def _work_note(text: str) -> str | None:
     """What the agent says it is changing, in one sentence ("Now update PaneListLive to subscribe to
-    `session_activity` and show status badges."); None for "Let me fix that." and the like."""
-    for sentence in plain_sentences(text[:1_200])[:2]:
-        if len(sentence) >= 30 and not _TRIVIAL_RE.match(sentence):
+    `session_activity` and show status badges."): its first sentence that says what it does; None for "Let me
+    fix that." and the like."""
+    for sentence in plain_sentences(text[:1_500])[:3]:
+        if len(sentence) >= 30 and not _TRIVIAL_RE.match(sentence) and _ACTION_RE.search(sentence):
             return short(sentence, 220)
     return None
 
@@ -806,10 +823,30 @@ DIAGNOSIS_WORDS = (
 )
 
 
-def _says_fixed(text: str) -> bool:
-    """Whether the agent says it fixed something ("I fixed it", "the build works now")."""
+def _may_say_fixed(text: str) -> bool:
+    """Whether the agent may say it fixed something ("I fixed it", "the build works now")."""
     head_text = text[:MINE_CHARS]
     return any(w in head_text for w in ("ix", "esolv", "ork", "ass")) and FIXED_ANY_RE.search(head_text) is not None
+
+
+_WORD_RE = lazy_compile(r"[a-z][a-z0-9]{3,}")
+_PLAIN = frozenset(
+    ["this", "that", "with", "from", "have", "been", "will", "should", "could", "would", "there", "their", "them", "then", "than", "when", "what", "which", "while", "error", "errors", "failed", "fails", "failure", "fixed", "fixes", "works", "passes", "passing", "tests", "test", "now", "still", "again", "file", "files", "code", "done"]
+)
+
+
+def _stems(text: str) -> set[str]:
+    return {w[:5] for w in _WORD_RE.findall(text.lower()) if w not in _PLAIN}
+
+
+def _claim_about(problem: Problem, text: str) -> str | None:
+    """The agent's sentence saying it fixed ``problem``: one with a word of "fixed" and a word of the failure
+    (what ran, or its error line) in it; None when no sentence speaks of it."""
+    subject = _stems(f"{problem.what} {problem.line}")
+    for sentence in plain_sentences(text[:MINE_CHARS]):
+        if FIXED_ANY_RE.search(sentence) and subject & _stems(sentence):
+            return short(sentence, 240)
+    return None
 
 
 def _says_created(message: Message) -> bool:

@@ -107,11 +107,11 @@ def problem_text(problem: Problem, limit: int = 500) -> str:
         text += " -> fixed" + (f": {problem.fix}" if problem.fix else "")
         if problem.again:
             text += f" (but the same failure came back {problem.again} time{'s' if problem.again > 1 else ''} later)"
-    elif problem.claimed:
-        text += f" -> the agent says it is fixed (not run again since): {_quote(problem.claimed, 200)}"
     else:
         said = " / ".join(problem.tried)
         text += " -> still open" + (f"; the agent: {said}" if said else "")
+        if problem.claimed:
+            text += f"; it says it is fixed, but nothing ran again since: {_quote(problem.claimed, 200)}"
     return short(text, limit)
 
 
