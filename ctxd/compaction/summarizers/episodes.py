@@ -831,7 +831,46 @@ def _may_say_fixed(text: str) -> bool:
 
 _WORD_RE = lazy_compile(r"[a-z][a-z0-9]{3,}")
 _PLAIN = frozenset(
-    ["this", "that", "with", "from", "have", "been", "will", "should", "could", "would", "there", "their", "them", "then", "than", "when", "what", "which", "while", "error", "errors", "failed", "fails", "failure", "fixed", "fixes", "works", "passes", "passing", "tests", "test", "now", "still", "again", "file", "files", "code", "done"]
+    (
+        "this",
+        "that",
+        "with",
+        "from",
+        "have",
+        "been",
+        "will",
+        "should",
+        "could",
+        "would",
+        "there",
+        "their",
+        "them",
+        "then",
+        "than",
+        "when",
+        "what",
+        "which",
+        "while",
+        "error",
+        "errors",
+        "failed",
+        "fails",
+        "failure",
+        "fixed",
+        "fixes",
+        "works",
+        "passes",
+        "passing",
+        "tests",
+        "test",
+        "now",
+        "still",
+        "again",
+        "file",
+        "files",
+        "code",
+        "done",
+    )
 )
 
 
