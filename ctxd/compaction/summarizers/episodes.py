@@ -486,7 +486,7 @@ class _Builder:
                 episode.delegated.append(head(what, 100))
 
     def text(self, index: int, text: str, called: bool) -> None:
-        episode = self.current(index)
+        episode = self.episode if self.episode is not None else self.current(index)
         said = bool(text) and not text.isspace()
         if said:
             self.said_text(episode, text)
@@ -569,6 +569,12 @@ class _Builder:
             self.fail(index, episode, _keys(command)[-1], what, failure_line(output) if output else f"exit code {code}")
 
     def model(self, index: int, error: str | None, stop: object) -> None:
+        if error is None and stop != "aborted":
+            if self.episode is not None:
+                self.episode.interrupted = False
+            if "model" in self.pending and stop in ("stop", "toolUse", "length"):
+                self.succeed("model", None)
+            return
         episode = self.current(index)
         episode.interrupted = stop == "aborted"
         if episode.interrupted:

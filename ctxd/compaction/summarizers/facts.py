@@ -149,10 +149,12 @@ class Facts:
         return {key: [c.runs, c.failed] for key, c in self.commands.items()}
 
 
+_MAY_SAY_FIXED_RE = re.compile("ix|esolv|ass|ork|rror|uild|ompil|ucceed|IX|ASS")
+
+
 def _may_say_fixed(text: str) -> bool:
     """A cheap test before :data:`FIXED_RE`: the words it looks for, in any case."""
-    head = text[:MINE_CHARS]
-    return any(w in head for w in ("ix", "esolv", "ass", "ork", "rror", "uild", "ompil", "ucceed", "IX", "ASS"))
+    return _MAY_SAY_FIXED_RE.search(text, 0, MINE_CHARS) is not None
 
 
 def _touch(order: dict[str, Any], key: str, value: Any = None) -> None:

@@ -198,7 +198,7 @@ class OfflineSummarizer:
             about = told.about.get(episode.ref, "")
             doc.tasks.append(story.task_block(episode, first_number + n, root, current=last, git=git, about=about))
         doc.commands = story.commands(facts, told, root, max(1_200, budget // 4))
-        doc.files = story.files(facts, root, max(600, budget // 10))
+        doc.files = story.files(facts, root, max(600, budget // 10), told)
         doc.recall = [RECALL]
         return doc, sources
 
@@ -355,13 +355,31 @@ def _condensed(task: Task, level: int) -> Task:
         if not line.removeprefix("Then: ").startswith(keep):
             continue
         problem = _PROBLEM_RE.match(line.removeprefix("Then: ")) if level >= 2 else None
-        if problem is not None:  # what failed and how it ended, the error line whole: it is what is looked for
+        if line.removeprefix("Then: ").startswith("Files: "):
+            lines.append(_condensed_files(line, (120, 60, 0, 0)[min(level, 3)]))
+        elif problem is not None:  # what failed and how it ended, the error line whole: it is what is looked for
             line = f"{problem.group(1)}{short(problem.group(2), 60)} failed: {problem.group(3)}"
             line += f" -> {problem.group(4).rstrip(':;,')}" if problem.group(4) else ""
             lines.append(line)
         else:
             lines.append(short(line, each))
     return Task(task.heading, lines)
+
+
+_PAREN_RE = re.compile(r" \(([^()]*)\)")
+
+
+def _condensed_files(line: str, each: int) -> str:
+    """A task's Files line with every path kept and each file's definitions cut to ``each`` characters (none at
+    0): the paths are what a later check looks for."""
+
+    def cut(match: re.Match[str]) -> str:
+        inner = match.group(1)
+        if inner in ("created", "deleted") or not each:
+            return "" if not each and inner not in ("created", "deleted") else match.group(0)
+        return f" ({head(inner, each)})"
+
+    return _PAREN_RE.sub(cut, line)
 
 
 def _cut_lists(doc: SummaryDoc) -> None:

@@ -283,27 +283,29 @@ def next_steps(story: Story, facts: Facts, plan_next: str | None) -> list[str]:
     return out
 
 
+TRACKERS = ("bd", "beads", "gh", "glab")
+
+
 def commands(facts: Facts, told: Story, root: str | None, budget: int) -> list[str]:
     """Every command that matters, once, with its runs and last outcome (the must-keep sheet names the same):
-    builds, tests and linters first (with the line that told their outcome), then git, the trackers and the
-    rest, within ``budget`` characters."""
-    groups: tuple[list[str], list[str], list[str], list[str]] = ([], [], [], [])
+    builds, tests and linters first (with the line that told their outcome), then git and the rest; a tracker's
+    commands (``bd show``, ``bd close``: the tasks tell what they did) are counted by kind in one line. Within
+    ``budget`` characters."""
+    groups: tuple[list[str], list[str], list[str]] = ([], [], [])
+    tracked: Counter[str] = Counter()
     for stat in mattering(facts.commands):
+        words = stat.command.split()
+        program = words[0] if words else ""
+        if program in TRACKERS and stat.last_ok is not False:
+            tracked[" ".join(words[:2])] += max(1, stat.runs)
+            continue
         text = command_text(stat)
         if root and stat.cwd:
             text = text.replace(stat.cwd, relative(stat.cwd, root) or ".")
         outcome = check_line(told.outcomes.get(stat.command) or "")
         if outcome and stat.last_ok is not None:
             text += f": {outcome}"
-        program = stat.command.split(None, 1)[0] if stat.command.strip() else ""
-        if CHECK_RE.search(stat.command):
-            groups[0].append(text)
-        elif program == "git":
-            groups[1].append(text)
-        elif program in ("bd", "beads", "gh", "glab", "jira", "linear"):
-            groups[2].append(text)
-        else:
-            groups[3].append(text)
+        groups[0 if CHECK_RE.search(stat.command) else 1 if program == "git" else 2].append(text)
     lines: list[str] = []
     used = 0
     left = 0
@@ -315,20 +317,28 @@ def commands(facts: Facts, told: Story, root: str | None, budget: int) -> list[s
         used += len(text) + 3
     if left:
         lines.append(f"(+{left} more commands; search the history for them)")
+    if tracked:
+        lines.append(
+            "Tracker commands (what they did is in the tasks): "
+            + ", ".join(f"`{kind}` x{n}" if n > 1 else f"`{kind}`" for kind, n in tracked.most_common())
+        )
     looked = explored(facts.commands)
     if looked:
         lines.append(looked)
     return lines
 
 
-def files(facts: Facts, root: str | None, budget: int) -> list[str]:
-    """The files changed and read, most recent first, within ``budget`` characters each list."""
+def files(facts: Facts, root: str | None, budget: int, told: Story | None = None) -> list[str]:
+    """The files changed (those no task block names) and read, most recent first, within ``budget`` characters
+    each list."""
     out: list[str] = []
     if root:
         out.append(f"Project root: {root} (paths are relative to it)")
+    named = {path for episode in (told.episodes if told is not None else ()) for path in episode.files}
     changed = [
         relative(p, root) + (f" ({op})" if op in ("created", "deleted") else "")
         for p, op in reversed(facts.done_files.items())
+        if p not in named
     ]
     if changed:
         out.append("Changed: " + _joined(changed, budget))
