@@ -46,6 +46,7 @@ from ctxd.compaction.summarizers.mining import (
     prose,
     short,
 )
+from ctxd.compaction.summarizers.plans import PlanTracker, is_plan_call
 from ctxd.compaction.summarizers.serialize import content_text
 from ctxd.formats.lazy_re import lazy_compile
 
@@ -379,8 +380,10 @@ class Carried:
 class _Builder:
     """The episodes, built as :func:`~.facts.scan` passes over the messages (an :class:`~.facts.Observer`)."""
 
-    def __init__(self, ids: Sequence[str] | None, carried: Carried | None) -> None:
+    def __init__(self, ids: Sequence[str] | None, carried: Carried | None, plans: PlanTracker | None = None) -> None:
         self.story = Story()
+        self.plans = plans
+        """The plan the session follows, tracked in the same pass (see :mod:`.plans`)."""
         self.ids = ids
         self.facts: Facts | None = None
         self.calls: dict[int, Episode] = {}
@@ -538,6 +541,8 @@ class _Builder:
         episode.end = max(episode.end, index)
         command, ops = call.command, call.ops
         self.last = (call, message)
+        if ok and self.plans is not None and is_plan_call(call.name, call.arguments):
+            self.plans.take(index, call.name, call.arguments, message)
         if command:
             self.command(index, episode, command, output or "", ok)
         if not ok:
@@ -943,13 +948,16 @@ def _added_definitions(arguments: Mapping[str, Any]) -> list[str]:
 
 
 def scan_story(
-    messages: Sequence[Message], ids: Sequence[str] | None = None, carried: Carried | None = None
+    messages: Sequence[Message],
+    ids: Sequence[str] | None = None,
+    carried: Carried | None = None,
+    plans: PlanTracker | None = None,
 ) -> tuple[Facts, Story]:
     """The facts of ``messages`` (:func:`~.facts.scan`) and their tasks, in one pass: ``ids`` are the messages'
     entry ids (parallel to ``messages``) for the anchors each task names; ``carried`` is what an earlier summary
     left open (a later success fixes a carried failure; a commit takes carried files; a range that begins
-    without a request goes on with its task under way)."""
-    builder = _Builder(ids, carried)
+    without a request goes on with its task under way); ``plans`` takes the plan's calls in the same pass."""
+    builder = _Builder(ids, carried, plans)
     facts = scan(messages, builder)
     builder.facts = facts
     return facts, builder.finish(len(messages))

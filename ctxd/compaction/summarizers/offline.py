@@ -129,9 +129,10 @@ class OfflineSummarizer:
         ids = _ids(request, len(messages))
         earlier = _earlier(request)
         carried = _carried(earlier)
-        facts, told = scan_story(messages, ids, carried)
+        tracker = plans.PlanTracker(request.plan_texts)
+        facts, told = scan_story(messages, ids, carried, tracker)
         root = story.project_root([*facts.done_files, *facts.reads], _root_of(earlier) or request.cwd)
-        found_plan = plans.latest_plan(messages, request.plan_texts)
+        found_plan = tracker.plan()
         first_number = (earlier.task_count if earlier is not None else 0) + 1
         continued = bool(told.episodes) and told.episodes[0].continued
         if continued:

@@ -196,12 +196,66 @@ class _Tracked:
     """The todo tool's last list: the index of its result, the tool's name, the items."""
 
 
-def _track(messages: Sequence[Mapping[str, Any]], base: Mapping[str, str] | None) -> _Tracked:
+def is_plan_call(name: str, arguments: Any) -> bool:
+    """Whether a call may change the plan: the todo tool, or a call on a plan document (see :func:`is_plan_path`)."""
+    if not isinstance(arguments, Mapping):
+        return False
+    return tool_kind(name) in TODO_TOOLS or ((p := _path(arguments)) is not None and is_plan_path(p))
+
+
+class PlanTracker:
+    """The plan documents and the todo list as a range's successful calls leave them (see the module docstring):
+    :meth:`take` each such call with its result, in order; :meth:`plan` gives the newest plan."""
+
+    def __init__(self, base: Mapping[str, str] | None = None) -> None:
+        self.tracked = _Tracked(dict(base or {}), {}, None)
+
+    def take(self, index: int, name: str, arguments: Mapping[str, Any], result: Mapping[str, Any]) -> None:
+        """A successful call of :func:`is_plan_call` (``index``: its result's message)."""
+        texts, changed = self.tracked.texts, self.tracked.changed
+        kind = tool_kind(name)
+        if kind in TODO_TOOLS:
+            items = _todos(arguments)
+            if items is not None:
+                self.tracked.todos = (index, name, items)
+            return
+        path = _path(arguments)
+        if path is None:
+            return
+        content = arguments.get("content", arguments.get("file_text"))
+        if kind in ("write", "writefile", "createfile", "writetofile") and isinstance(content, str):
+            texts[path] = content
+            changed[path] = index
+        elif kind in ("read", "readfile", "view"):
+            whole = not any(arguments.get(k) for k in ("offset", "limit", "view_range", "start_line"))
+            if whole and texts.get(path) is None:
+                texts[path] = _read_text(result)
+        else:
+            edits = _edits(arguments)
+            if edits is None:
+                return
+            before = texts.get(path)
+            texts[path] = _apply(before, edits) if before is not None else None
+            changed[path] = index
+
+    def plan(self) -> Plan | None:
+        """The plan the calls taken last changed, in the state they left it; None when there is none."""
+        tracked = self.tracked
+        found: list[tuple[int, Plan]] = []
+        for path, at in tracked.changed.items():
+            text = tracked.texts.get(path)
+            items = parse_plan(text) if text is not None else []
+            if len(items) >= MIN_ITEMS:
+                found.append((at, Plan(path, tuple(items))))
+        if tracked.todos is not None and tracked.todos[2]:
+            found.append((tracked.todos[0], Plan(tracked.todos[1], tuple(tracked.todos[2]))))
+        return max(found, key=lambda pair: pair[0])[1] if found else None
+
+
+def _track(messages: Sequence[Mapping[str, Any]], base: Mapping[str, str] | None) -> PlanTracker:
     pending: dict[str, tuple[str, Mapping[str, Any]]] = {}
     """Calls on a plan document or the todo tool, until their result says they succeeded."""
-    texts: dict[str, str | None] = dict(base or {})
-    changed: dict[str, int] = {}
-    todos: tuple[int, str, list[PlanItem]] | None = None
+    tracker = PlanTracker(base)
     for index, message in enumerate(messages):
         role = message.get("role")
         if role == "assistant" and isinstance(message.get("content"), list):
@@ -210,55 +264,23 @@ def _track(messages: Sequence[Mapping[str, Any]], base: Mapping[str, str] | None
                     continue
                 arguments = block.get("arguments")
                 name = str(block.get("name") or "")
-                if not isinstance(block.get("id"), str) or not isinstance(arguments, Mapping):
-                    continue
-                if tool_kind(name) in TODO_TOOLS or ((p := _path(arguments)) is not None and is_plan_path(p)):
+                if (
+                    isinstance(block.get("id"), str)
+                    and isinstance(arguments, Mapping)
+                    and is_plan_call(name, arguments)
+                ):
                     pending[block["id"]] = (name, arguments)
         elif role == "toolResult" and pending:
             call = pending.pop(str(message.get("toolCallId")), None)
-            if call is None or message.get("isError") is True:
-                continue
-            name, arguments = call
-            kind = tool_kind(name)
-            if kind in TODO_TOOLS:
-                items = _todos(arguments)
-                if items is not None:
-                    todos = (index, name, items)
-                continue
-            path = _path(arguments)
-            if path is None:
-                continue
-            content = arguments.get("content", arguments.get("file_text"))
-            if kind in ("write", "writefile", "createfile", "writetofile") and isinstance(content, str):
-                texts[path] = content
-                changed[path] = index
-            elif kind in ("read", "readfile", "view"):
-                whole = not any(arguments.get(k) for k in ("offset", "limit", "view_range", "start_line"))
-                if whole and texts.get(path) is None:
-                    texts[path] = _read_text(message)
-            else:
-                edits = _edits(arguments)
-                if edits is None:
-                    continue
-                before = texts.get(path)
-                texts[path] = _apply(before, edits) if before is not None else None
-                changed[path] = index
-    return _Tracked(texts, changed, todos)
+            if call is not None and message.get("isError") is not True:
+                tracker.take(index, call[0], call[1], message)
+    return tracker
 
 
 def latest_plan(messages: Sequence[Mapping[str, Any]], base: Mapping[str, str] | None = None) -> Plan | None:
     """The plan the range's calls last changed, in the state they left it; None when there is none. ``base``
     holds plan documents as earlier ranges left them (:func:`documents`): edits in the range apply to them."""
-    tracked = _track(messages, base)
-    found: list[tuple[int, Plan]] = []
-    for path, at in tracked.changed.items():
-        text = tracked.texts.get(path)
-        items = parse_plan(text) if text is not None else []
-        if len(items) >= MIN_ITEMS:
-            found.append((at, Plan(path, tuple(items))))
-    if tracked.todos is not None and tracked.todos[2]:
-        found.append((tracked.todos[0], Plan(tracked.todos[1], tuple(tracked.todos[2]))))
-    return max(found, key=lambda pair: pair[0])[1] if found else None
+    return _track(messages, base).plan()
 
 
 def documents(
@@ -267,7 +289,7 @@ def documents(
     """The plan documents known after ``messages`` (``base`` updated by their calls; those in ``gone``, deleted,
     left out), for the next compaction to apply its range's edits to: the most recently changed first, each at
     most :data:`MAX_DOCUMENT_CHARS`, together at most :data:`MAX_DOCUMENTS_CHARS`."""
-    tracked = _track(messages, base)
+    tracked = _track(messages, base).tracked
     deleted = set(gone)
     order = sorted(tracked.texts, key=lambda p: -tracked.changed.get(p, -1))
     out: dict[str, str] = {}
