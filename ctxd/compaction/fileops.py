@@ -12,7 +12,8 @@ from __future__ import annotations
 import functools
 import re
 import shlex
-from collections.abc import Iterable, Mapping
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Literal
 
 import attrs
@@ -280,3 +281,31 @@ def strip_file_blocks(summary: str) -> str:
     if "-files>" not in summary:
         return summary
     return _FILE_BLOCK_RE.sub("", summary).rstrip()
+
+
+def project_root(paths: Sequence[str], known: str | None = None) -> str | None:
+    """The project's folder: ``known`` (an earlier summary's) when most absolute ``paths`` lie in it, else the
+    deepest folder all paths of the largest group (by their first three folders) share, at least three deep."""
+    absolute = [p for p in paths if p.startswith("/")]
+    if known and absolute and sum(p.startswith(known + "/") for p in absolute) * 2 >= len(absolute):
+        return known
+    if len(absolute) < 2:
+        return known
+    groups: Counter[str] = Counter("/".join(p.split("/")[:4]) for p in absolute)
+    top, count = groups.most_common(1)[0]
+    if count < 2:
+        return known
+    members = [p.split("/")[:-1] for p in absolute if p.startswith(top + "/") or p == top]
+    common = members[0]
+    for parts in members[1:]:
+        n = 0
+        while n < min(len(common), len(parts)) and common[n] == parts[n]:
+            n += 1
+        common = common[:n]
+    return "/".join(common) if len(common) >= 4 else known
+
+
+def relative(path: str, root: str | None) -> str:
+    if root and path.startswith(root + "/"):
+        return path[len(root) + 1 :]
+    return path

@@ -24,7 +24,7 @@ from typing import Any
 
 import attrs
 
-from ctxd.compaction.fileops import strip_file_blocks
+from ctxd.compaction.fileops import project_root, strip_file_blocks
 from ctxd.compaction.shell import command_matters
 from ctxd.compaction.summarizers.commands import mattering
 from ctxd.compaction.summarizers.facts import Facts, scan
@@ -90,12 +90,15 @@ def text_probes(text: str) -> tuple[str, ...]:
     return (norm[:PROBE_CHARS].rstrip(),)
 
 
-def path_probes(path: str) -> tuple[str, ...]:
-    """Probes for a file path: the path itself, and its last three components when it is longer (a summary
-    may write paths relative to the project)."""
+def path_probes(path: str, root: str | None = None) -> tuple[str, ...]:
+    """Probes for a file path: the path itself, the path relative to the project's ``root`` (``mix.exs``,
+    ``config/dev.exs``: a summary names files as the project does), and its last three components when it is
+    longer."""
     norm = normalize(path)
     parts = [p for p in path.replace("\\", "/").split("/") if p]
     probes = [norm]
+    if root and path.startswith(root.rstrip("/") + "/"):
+        probes.append(normalize(path[len(root.rstrip("/")) + 1 :]))
     if len(parts) > 3:
         probes.append(normalize("/".join(parts[-3:])))
     return tuple(dict.fromkeys(p for p in probes if p))
@@ -316,8 +319,9 @@ def _from_facts(
             resolved=error.resolved,
         )
     modified = list(dict.fromkeys([*reversed(facts.done_files), *modified_files]))
+    root = project_root([*modified, *facts.reads, *read_files])
     for path in modified:
-        sheet.add("file-modified", path, path_probes(path))
+        sheet.add("file-modified", path, path_probes(path, root))
     if plan is not None:  # the first open item of the plan document the session follows
         sheet.add("next", plan[0], text_probes(plan[1]))
     for sentence in facts.plan:
@@ -331,7 +335,7 @@ def _from_facts(
     done = set(modified)
     for path in dict.fromkeys([*reversed(facts.reads), *read_files]):
         if path not in done:
-            sheet.add("file-read", path, path_probes(path))
+            sheet.add("file-read", path, path_probes(path, root))
 
 
 def must_keep_facts(

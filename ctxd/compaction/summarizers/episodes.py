@@ -400,6 +400,8 @@ class _Builder:
         """What ``git add`` named since the last commit (a commit takes those files only)."""
         self.changing: str | None = None
         """The file the assistant message being read changes (its text then says what the change is)."""
+        self.change_text = ""
+        """What that message's changes write (a note naming what they do not hold is not what they did)."""
         if carried is not None and carried.task is not None:
             ref, title = carried.task
             first = ids[0] if ids else ""
@@ -473,6 +475,8 @@ class _Builder:
         episode.answered = False
         if call.ops and any(op != "read" for op, _ in call.ops):
             self.changing = call.ops[0][1]
+            changed = _new_text(call.arguments)
+            self.change_text = f"{self.change_text}\n{changed}" if self.change_text else changed
         kind = tool_kind(call.name)
         arguments = call.arguments
         if kind in TODO_TOOLS or kind in PLAN_TOOLS:
@@ -494,10 +498,11 @@ class _Builder:
         if said:
             self.said_text(episode, text)
             if self.changing and len(episode.work) < MAX_WORK:
-                step = _work_note(text)
+                step = _work_note(text, f"{self.changing}\n{self.change_text}")
                 if step and step not in episode.work:
                     episode.work.append(step)
         self.changing = None
+        self.change_text = ""
         episode.answered = not called and said
         self.story.ended_in_answer = episode.answered
         ids = self.ids
@@ -797,12 +802,30 @@ _ACTION_RE = lazy_compile(
 )
 
 
-def _work_note(text: str) -> str | None:
+_QUOTED_RE = lazy_compile(r"`([^`\n]{2,80})`")
+
+
+def _new_text(arguments: Any) -> str:
+    """What a write or edit puts in (the new text of each edit, a file's content), its head."""
+    if not isinstance(arguments, Mapping):
+        return ""
+    new = arguments.get("content") or arguments.get("new_string") or arguments.get("newText") or ""
+    edits = arguments.get("edits")
+    if isinstance(edits, list):
+        new = "\n".join(str(e.get("new_string") or e.get("newText") or "") for e in edits if isinstance(e, Mapping))
+    return new[:DEF_CHARS] if isinstance(new, str) else ""
+
+
+def _work_note(text: str, written: str) -> str | None:
     """What the agent says it is changing, in one sentence ("Now update PaneListLive to subscribe to
-    `session_activity` and show status badges."): its first sentence that says what it does; None for "Let me
-    fix that." and the like."""
+    `session_activity` and show status badges."): its first sentence that says what it does and names nothing
+    (`in backticks`) the change does not hold (an intention it did not carry out is not a change); None for "Let
+    me fix that." and the like."""
     for sentence in plain_sentences(text[:1_500])[:3]:
-        if len(sentence) >= 30 and not _TRIVIAL_RE.match(sentence) and _ACTION_RE.search(sentence):
+        if len(sentence) < 30 or _TRIVIAL_RE.match(sentence) or not _ACTION_RE.search(sentence):
+            continue
+        names = [m.group(1).strip("<>/:()") for m in _QUOTED_RE.finditer(sentence)]
+        if all(name in written for name in names if name):
             return short(sentence, 220)
     return None
 

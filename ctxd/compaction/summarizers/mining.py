@@ -248,13 +248,26 @@ def first_line(text: str, limit: int) -> str:
     return middle_truncate(" ".join(heading.split()), limit)
 
 
+_REFERENCE_RE = lazy_compile(r"^(?:<?https?://\S+>?|#\d+|[A-Z][A-Z0-9]+-\d+|[\w.-]+/[\w.-]+#\d+)$")
+"""A message that is only a reference to work: a link (an issue's URL), ``#123``, ``ENG-42``, ``owner/repo#7``."""
+
+
 def is_request(text: str) -> bool:
     """Whether a user's own words ask for something: not empty, not an acknowledgement or greeting ("ok",
-    "continue", "yes please", "hi"), not a lone word or slash command."""
+    "continue", "yes please", "hi"), not a lone word or slash command, not a pasted log with no words of the
+    user's around it; a lone link or issue reference is a request (to work on what it names)."""
     stripped = text.strip()
     if not stripped or ACK_RE.match(stripped):
         return False
-    return len(stripped.split()) >= 2
+    if _REFERENCE_RE.match(stripped):
+        return True
+    if len(stripped.split()) < 2:
+        return False
+    if len(stripped) > 300 and "\n" in stripped:
+        words = prose(stripped, 4_000)
+        if len(words) < 40 and len(words) * 10 < len(stripped[:4_000]):
+            return False  # a paste: lines of output, no sentence of the user's
+    return True
 
 
 ERROR_SCAN_CHARS = 20_000

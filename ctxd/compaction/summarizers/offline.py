@@ -22,7 +22,7 @@ from typing import Any
 
 import attrs
 
-from ctxd.compaction.fileops import strip_file_blocks
+from ctxd.compaction.fileops import project_root, strip_file_blocks
 from ctxd.compaction.summarizers import plans, sections, story
 from ctxd.compaction.summarizers.base import Progress, SummaryRequest, SummaryResult, report
 from ctxd.compaction.summarizers.document import (
@@ -131,7 +131,7 @@ class OfflineSummarizer:
         carried = _carried(earlier)
         tracker = plans.PlanTracker(request.plan_texts)
         facts, told = scan_story(messages, ids, carried, tracker)
-        root = story.project_root([*facts.done_files, *facts.reads], _root_of(earlier) or request.cwd)
+        root = project_root([*facts.done_files, *facts.reads], _root_of(earlier) or request.cwd)
         found_plan = tracker.plan()
         first_number = (earlier.task_count if earlier is not None else 0) + 1
         continued = bool(told.episodes) and told.episodes[0].continued
@@ -340,10 +340,40 @@ def _fold_old_tasks(doc: SummaryDoc, limit: int) -> None:
 
 
 _KEEP_AT: dict[int, tuple[str, ...]] = {
-    1: ("Asked", "Files", "Commits", "Checks", "Problem", "Closed", "User's", "Decision", "Details", "Then"),
-    2: ("Asked", "Files", "Commits", "Problem", "Closed", "User's", "Details"),
-    3: ("Commits", "Problem", "Closed", "Details"),
+    1: (
+        "Asked",
+        "Files",
+        "Commits",
+        "Problem",
+        "Closed",
+        "Also closed",
+        "User's",
+        "Decision",
+        "Agent's report",
+        "Tracker",
+        "Steps",
+        "Details",
+        "Was",
+        "Done",
+        "Next step then",
+    ),
+    2: (
+        "Asked",
+        "Files",
+        "Commits",
+        "Problem",
+        "Closed",
+        "User's",
+        "Decision",
+        "Agent's report",
+        "Details",
+        "Was",
+        "Done",
+    ),
+    3: ("Commits", "Problem", "Closed", "Details", "Done"),
 }
+"""What an earlier task's block keeps at each level of detail (what it did and how it ended, before how)."""
+_EACH_AT = {"Agent's report": (600, 300, 0), "Tracker": (300, 0, 0), "Decision": (260, 180, 0)}
 _PROBLEM_RE = re.compile(r'^(Problem: )(.*?) failed(?: again \(.*?\))?(?: \d+ times)?: ("[^"]*")(?: -> (\S+))?')
 
 
@@ -355,6 +385,9 @@ def _condensed(task: Task, level: int) -> Task:
     for line in task.lines:
         if not line.removeprefix("Then: ").startswith(keep):
             continue
+        limit = next((v[min(level, 3) - 1] for k, v in _EACH_AT.items() if line.startswith(k)), each)
+        if not limit:
+            continue
         problem = _PROBLEM_RE.match(line.removeprefix("Then: ")) if level >= 2 else None
         if line.removeprefix("Then: ").startswith("Files: "):
             lines.append(_condensed_files(line, (120, 60, 0, 0)[min(level, 3)]))
@@ -362,8 +395,10 @@ def _condensed(task: Task, level: int) -> Task:
             line = f"{problem.group(1)}{short(problem.group(2), 60)} failed: {problem.group(3)}"
             line += f" -> {problem.group(4).rstrip(':;,')}" if problem.group(4) else ""
             lines.append(line)
+        elif line.startswith(("Agent's report", "Tracker", "Closed")):
+            lines.append(head(line, limit))  # an account reads from its start
         else:
-            lines.append(short(line, each))
+            lines.append(short(line, limit))
     return Task(task.heading, lines)
 
 

@@ -15,6 +15,7 @@ import re
 from collections import Counter
 from collections.abc import Sequence
 
+from ctxd.compaction.fileops import relative
 from ctxd.compaction.summarizers.commands import command_text, explored, mattering
 from ctxd.compaction.summarizers.document import Task
 from ctxd.compaction.summarizers.episodes import Episode, Problem, Story, note
@@ -25,34 +26,6 @@ DETAIL_LEVELS = 4
 """0: everything; 1: shorter reports and lists; 2: no report, definitions or decisions' second sentence;
 3: one line (what it was, how it ended, its commits)."""
 STEP_MARKS = {"completed": "✓", "done": "✓", "in_progress": "→", "inprogress": "→", "pending": "○", "plan": "-"}
-
-
-def project_root(paths: Sequence[str], known: str | None = None) -> str | None:
-    """The project's folder: ``known`` (an earlier summary's) when most absolute ``paths`` lie in it, else the
-    deepest folder all paths of the largest group (by their first three folders) share, at least three deep."""
-    absolute = [p for p in paths if p.startswith("/")]
-    if known and absolute and sum(p.startswith(known + "/") for p in absolute) * 2 >= len(absolute):
-        return known
-    if len(absolute) < 2:
-        return known
-    groups: Counter[str] = Counter("/".join(p.split("/")[:4]) for p in absolute)
-    top, count = groups.most_common(1)[0]
-    if count < 2:
-        return known
-    members = [p.split("/")[:-1] for p in absolute if p.startswith(top + "/") or p == top]
-    common = members[0]
-    for parts in members[1:]:
-        n = 0
-        while n < min(len(common), len(parts)) and common[n] == parts[n]:
-            n += 1
-        common = common[:n]
-    return "/".join(common) if len(common) >= 4 else known
-
-
-def relative(path: str, root: str | None) -> str:
-    if root and path.startswith(root + "/"):
-        return path[len(root) + 1 :]
-    return path
 
 
 def first_sentence(text: str, limit: int) -> str:
@@ -211,9 +184,9 @@ def task_block(
     for ref, reason in episode.also_closed[:3]:
         lines.append(f"Also closed {ref}" + (f": {_quote(reason, 160)}" if reason and level < 2 else ""))
     if episode.concluded and level < 2:
-        lines.append("Agent's report: " + short(" ".join(episode.concluded.split()), (900, 400)[level]))
+        lines.append("Agent's report: " + head(" ".join(episode.concluded.split()), (900, 400)[level]))
     elif current and episode.report and level < 2:
-        lines.append("Agent's notes while working: " + short(" ".join(episode.report.split()), (900, 400)[level]))
+        lines.append("Agent's notes while working: " + head(" ".join(episode.report.split()), (900, 400)[level]))
     last_note = episode.last_note or (note(episode.last_text) if current and episode.last_text else "")
     if current and last_note and level < 2 and last_note not in episode.report:
         lines.append("Agent's last note: " + _quote(last_note, 300))
