@@ -46,7 +46,8 @@ from ctxd.compaction.summarizers.mining import (
     prose,
     short,
 )
-from ctxd.compaction.summarizers.plans import PlanTracker, is_plan_call
+from ctxd.compaction.summarizers.plans import TODO_TOOLS as PLAN_KINDS
+from ctxd.compaction.summarizers.plans import PlanTracker, is_plan_path
 from ctxd.compaction.summarizers.serialize import content_text
 from ctxd.formats.lazy_re import lazy_compile
 
@@ -299,6 +300,13 @@ def _key(core: str) -> str:
     return " ".join(words)
 
 
+def _on_plan(call: Call) -> bool:
+    """Whether a call may change the plan (see :func:`~.plans.is_plan_call`), judged from what the scan read."""
+    if call.ops:
+        return any(is_plan_path(path) for _, path in call.ops)
+    return tool_kind(call.name) in PLAN_KINDS
+
+
 def _lasting(key: str) -> bool:
     """Whether a failure of ``key`` stays the session's problem after its task: a check, git, the model."""
     return key == "model" or key.startswith("git ") or _is_check(key)
@@ -546,7 +554,7 @@ class _Builder:
         episode.end = max(episode.end, index)
         command, ops = call.command, call.ops
         self.last = (call, message)
-        if ok and self.plans is not None and is_plan_call(call.name, call.arguments):
+        if ok and self.plans is not None and _on_plan(call):
             self.plans.take(index, call.name, call.arguments, message)
         if command:
             self.command(index, episode, command, output or "", ok)
@@ -636,7 +644,7 @@ class _Builder:
                 for problems in self.since.values():
                     if len(problems) < 6:
                         problems.append(f"changed {path.rsplit('/', 1)[-1]}")
-            if isinstance(arguments, Mapping) and kind != "deleted":
+            if kind != "deleted" and (type(arguments) is dict or isinstance(arguments, Mapping)):
                 added = _added_definitions(arguments)
                 if added:
                     known = episode.defs.setdefault(path, [])
@@ -715,6 +723,10 @@ class _Builder:
             _commit(story.uncommitted, self.staged)
             self.staged = []
         elif kind == "push":
+            # A push takes every commit made so far, an earlier task's too.
+            for earlier in story.episodes:
+                if earlier.commits and not earlier.pushed:
+                    earlier.pushed = action.text or "pushed"
             episode.pushed = action.text or "pushed"
         elif kind == "branch":
             episode.branch = action.ref
