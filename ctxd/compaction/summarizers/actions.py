@@ -85,9 +85,16 @@ def segments(command: str) -> list[str]:
     if not sep:
         return [s for s in _SEGMENT_RE.split(command) if s]
     parts = [s for s in _SEGMENT_RE.split(first) if s]
+    rest = ""
+    delimiter = re.match(r"-?\s*['\"]?(\w+)['\"]?", body)
+    if delimiter is not None:
+        end = re.search(r"^\s*" + re.escape(delimiter.group(1)) + r"\s*$", body, re.M)
+        if end is not None:  # what follows the heredoc's last line: `)" && git push`
+            rest, body = body[end.end() :], body[: end.end()]
     if parts:
         parts[-1] = parts[-1] + "<<" + body  # the heredoc belongs to the command that opened it
-    return parts
+    after = [s for s in _SEGMENT_RE.split(rest) if s and s.strip(" )\"'")]
+    return parts + after
 
 
 def commit_message(command: str) -> str | None:

@@ -157,7 +157,7 @@ class OfflineSummarizer:
         self._focus(doc, messages, request.custom_instructions)
         if is_empty(doc) and not doc.extra:
             return "(nothing to summarise: no messages in this part of the session)\n"
-        return fit(doc, budget, sources, root, told.git or told.commits > 0, told.about)
+        return fit(doc, budget, sources, root, told.git or told.commits > 0, told.about, told.trackers)
 
     def _doc(
         self,
@@ -220,7 +220,17 @@ class OfflineSummarizer:
             last = n == len(shown) - 1
             sources.append(None if last else (episode, first_number + n))
             about = told.about.get(episode.ref, "")
-            doc.tasks.append(story.task_block(episode, first_number + n, root, current=last, git=git, about=about))
+            doc.tasks.append(
+                story.task_block(
+                    episode,
+                    first_number + n,
+                    root,
+                    current=last,
+                    git=git,
+                    about=about,
+                    episode_titles=told.trackers,
+                )
+            )
         doc.commands = story.commands(facts, told, root, max(1_200, budget // 4))
         doc.files = story.files(facts, root, max(600, budget // 10), told)
         doc.recall = [RECALL]
@@ -309,6 +319,7 @@ def fit(
     root: str | None,
     git: bool,
     about: Mapping[str, str],
+    titles: dict[str, str] | None = None,
 ) -> str:
     """``doc`` rendered within ``budget`` characters: the oldest tasks lose detail first (a task of this range
     is told again at a lower level, an earlier summary's block is condensed), then the lists are cut; the state,
@@ -329,7 +340,14 @@ def fit(
             else:
                 episode, number = source
                 after = story.task_block(
-                    episode, number, root, current=False, level=level, git=git, about=about.get(episode.ref, "")
+                    episode,
+                    number,
+                    root,
+                    current=False,
+                    level=level,
+                    git=git,
+                    about=about.get(episode.ref, ""),
+                    episode_titles=titles,
                 )
             doc.tasks[n] = after
             total += _size(after) - _size(before)
