@@ -315,8 +315,10 @@ def _on_plan(call: Call) -> bool:
 def _follow_up(text: str) -> bool:
     """Whether a user's message only tells the agent to go on with the task under way: a few words that name
     nothing new (no path, `code`, issue id, or request of several clauses)."""
-    words = text.split()
-    return len(words) <= 5 and "\n" not in text and TOKEN_RE.search(text) is None and "?" not in text
+    words = text.rstrip(".!").split()
+    if len(words) > 3 or "\n" in text or "?" in text or TOKEN_RE.search(text) is not None:
+        return False
+    return not any(ch in word for word in words for ch in "./_:#")  # a file, a module, an id: something new
 
 
 def _lasting(key: str) -> bool:
