@@ -556,8 +556,11 @@ class _Builder:
                 for problem in problems:
                     if problem in episode.problems and not problem.claimed:
                         problem.claimed = _claim_about(problem, text) or ""
-        open_to_more = any(len(p[-1].tried) < MAX_TRIED for p in self.pending.values() if p)
-        if open_to_more and any(w in text[:MINE_CHARS].lower() for w in DIAGNOSIS_WORDS):
+        if (
+            self.pending
+            and _DIAGNOSIS_WORDS_RE.search(text, 0, MINE_CHARS) is not None
+            and any(len(p[-1].tried) < MAX_TRIED for p in self.pending.values() if p)
+        ):
             said = diagnosis(text)
             if said:
                 for problems in self.pending.values():
@@ -876,24 +879,9 @@ def note(text: str) -> str:
     return short(" ".join(first[:2]) if first else head(text, 240), 300)
 
 
-DIAGNOSIS_WORDS = (
-    "issue",
-    "problem",
-    "cause",
-    "because",
-    "due to",
-    "means",
-    "turns out",
-    "reason",
-    "need",
-    "should",
-    "instead",
-    "want",
-    "expect",
-    "error",
-    "fail",
-    "bug",
-    "fix",
+_DIAGNOSIS_WORDS_RE = lazy_compile(
+    r"issue|problem|cause|because|due to|means|turns out|reason|need|should|instead|want|expect|error|fail|bug|fix",
+    re.I,
 )
 
 
