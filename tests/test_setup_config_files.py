@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from test_setup_codex_opencode import CTXD, context
 
 from ctxd.setup import SetupError, setup
+from ctxd.setup.base import Context
 from ctxd.setup.jsonc import JsoncError, loads, update
 
 SETTINGS = settings(
@@ -216,3 +217,18 @@ def test_opencode_json_with_comments_keeps_a_later_change_and_its_comments(tmp_p
     lines = setup("opencode", context(tmp_path), uninstall=True)
     assert any("the rest changed since setup and stays" in line for line in lines), lines
     assert (folder / "opencode.json").read_text() == '{\n  "theme": "light", // light now\n}\n'
+
+
+def test_codex_setup_again_with_another_ctxd_changes_its_own_keys_only(tmp_path: Path) -> None:
+    home = tmp_path / "codex"
+    home.mkdir()
+    text = '# mine\nmcp_servers = { other = { command = "x" } }\n\n[tui]\nnotifications = true\n'
+    (home / "config.toml").write_text(text)
+    setup("codex", context(tmp_path))
+    moved = Context({**context(tmp_path).environ}, "/elsewhere/ctxd")
+    lines = setup("codex", moved)
+    assert any("set [mcp_servers.ctxd]" in line for line in lines), lines
+    value = tomllib.loads((home / "config.toml").read_text())
+    assert value["mcp_servers"] == {"other": {"command": "x"}, "ctxd": {"command": "/elsewhere/ctxd", "args": ["mcp"]}}
+    setup("codex", moved, uninstall=True)
+    assert (home / "config.toml").read_text() == text

@@ -173,7 +173,11 @@ def wanted_config(
         if path == PROMPT_PATH and path not in mine and "compact_prompt" in user:
             user_set = True
         if user_set:
-            if path[:2] != ("hooks", "state") or there.get("trusted_hash") != value["trusted_hash"]:
+            if (
+                path[:2] != ("hooks", "state")
+                or not isinstance(there, dict)
+                or there.get("trusted_hash") != value["trusted_hash"]
+            ):
                 review = ": review ctxd's hooks in /hooks" if path[0] == "hooks" else ""
                 notes.append(f"note: {file} {note}{review}")
             continue
