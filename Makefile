@@ -27,7 +27,8 @@ typecheck: $(STAMP)
 # pytest includes tests/claude_code: the real Claude Code from npm (scripts/claude-code.sh, cached in .cache).
 # and tests/codex: the real Codex from npm (scripts/codex.sh; if npm cannot be reached, those tests skip saying so).
 unit: $(STAMP) claude-code
-	CTXD_CLAUDE_CODE="$$(bash scripts/claude-code.sh)" CTXD_CODEX="$$(bash scripts/codex.sh || true)" $(BIN)/pytest -q
+	CTXD_CLAUDE_CODE="$$(bash scripts/claude-code.sh)" CTXD_CODEX="$$(bash scripts/codex.sh || true)" \
+	  CTXD_CLANG="$$(bash scripts/clang.sh || true)" $(BIN)/pytest -q
 
 claude-code:
 	bash scripts/claude-code.sh >/dev/null
@@ -51,6 +52,14 @@ pi-test: $(STAMP)
 	PY=$(abspath $(BIN))/python bash integrations/pi/scripts/test.sh
 
 test: lint typecheck nvim-test vscode-test pi-test unit
+
+# The native scanner built with ASan and UBSan (clang: scripts/clang.sh) and fuzzed against the Python path with
+# atheris, for FUZZ_SECONDS, its corpus kept in .cache/fuzz/corpus (make unit runs the same for 30 s:
+# tests/test_native_fuzz.py). A crashing input lands in .cache/fuzz/crashes.
+FUZZ_SECONDS ?= 600
+.PHONY: fuzz
+fuzz: $(STAMP)
+	CTXD_CLANG="$$(bash scripts/clang.sh)" $(BIN)/python tests/native_fuzz.py $(FUZZ_SECONDS)
 
 bench: $(STAMP)
 	$(BIN)/python bench/run.py

@@ -60,7 +60,7 @@ def test_codex_uninstall_after_the_user_changed_the_files_keeps_their_changes(tm
     hooks["hooks"]["Stop"].append({"hooks": [{"type": "command", "command": "notify-send done"}]})
     (home / "hooks.json").write_text(json.dumps(hooks))
     lines = setup("codex", context(tmp_path), uninstall=True)
-    assert any("took ctxd's blocks out of" in line for line in lines), lines
+    assert any("take ctxd's keys out of" in line for line in lines), lines
     assert tomllib.loads((home / "config.toml").read_text()) == {"profiles": {"fast": {"model": "small"}}}
     left = json.loads((home / "hooks.json").read_text())
     assert left == {"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "notify-send done"}]}]}}

@@ -13,9 +13,12 @@
   compact-prompt.md`` and ``experimental_compact_prompt_file`` naming it (a top-level key, so its block goes
   first in config.toml).
 
-config.toml is edited as text: ctxd's tables sit between marker comments (:data:`BEGIN` / :data:`END`), so the
-user's text is never rewritten and ``--uninstall`` takes exactly those blocks out (the file comes back byte for
-byte when nothing else changed). A key the user already set is left alone, and setup says so.
+config.toml is changed in place with tomlkit (:mod:`ctxd.setup.tomlfiles`): the user's comments, layout, inline
+tables and dotted keys stay as they are, and ctxd's keys go where TOML allows them (into ``mcp_servers = {...}``
+when the user wrote it inline). The keys ctxd added are recorded, and ``--uninstall`` takes exactly those out
+(the file comes back byte for byte when nothing else changed). A key the user already set is left alone, and
+setup says so. Setups before this one wrote their tables between marker comments (:data:`BEGIN` / :data:`END`):
+those blocks are taken out first.
 """
 
 from __future__ import annotations
@@ -25,10 +28,10 @@ import json
 import os
 import re
 import shlex
-import tomllib
+from collections.abc import Sequence
 from typing import Any
 
-from ctxd.setup import bundle, jsonfiles
+from ctxd.setup import bundle, jsonfiles, tomlfiles
 from ctxd.setup.base import Context, Record, SetupError, remove_tree, write_text
 from ctxd.store.files import atomic_write
 
@@ -137,45 +140,59 @@ def wanted_hooks(ctx: Context, current: dict[str, Any]) -> tuple[dict[str, Any],
     return settings, trust
 
 
-def _toml_str(value: str) -> str:
-    return json.dumps(value, ensure_ascii=False)  # a JSON string is a valid TOML basic string
-
-
 def without_blocks(text: str) -> str:
     return _BLOCK.sub("", text)
 
 
-def wanted_config(ctx: Context, text: str, trust: dict[str, str], prompt: str | None) -> tuple[str, list[str]]:
-    """config.toml with ctxd's blocks as they should be now, and notes on what the user set already."""
-    rest = without_blocks(text)
-    try:
-        user = tomllib.loads(rest)
-    except tomllib.TOMLDecodeError as exc:
-        raise SetupError(f"{config_path(ctx)} is not valid TOML ({exc}); ctxd setup leaves it alone") from None
-    notes: list[str] = []
-    tables: list[str] = []
-    if "ctxd" in (user.get("mcp_servers") or {}):
-        notes.append(f"note: {config_path(ctx)} already has [mcp_servers.ctxd]: left as it is")
-    else:
-        tables.append(f'[mcp_servers.ctxd]\ncommand = {_toml_str(ctx.ctxd)}\nargs = ["mcp"]\n')
-    states = (user.get("hooks") or {}).get("state") or {}
-    for key, value in trust.items():
-        if key in states:
-            if states[key].get("trusted_hash") != value:
-                notes.append(f"note: {config_path(ctx)} already has trust for {key}: review ctxd's hooks in /hooks")
-            continue
-        tables.append(f"[hooks.state.{_toml_str(key)}]\ntrusted_hash = {_toml_str(value)}\n")
-    head = ""
+MCP_PATH = ("mcp_servers", "ctxd")
+PROMPT_PATH = ("experimental_compact_prompt_file",)
+PROMPT_KEYS = ("experimental_compact_prompt_file", "compact_prompt")
+
+
+def wanted_config(
+    ctx: Context, text: str, trust: dict[str, str], prompt: str | None, ours: Sequence[Sequence[str]] = ()
+) -> tuple[str, list[str], list[tuple[str, ...]], list[tuple[str, ...]]]:
+    """config.toml with ctxd's keys as they should be now, notes on what the user set already, the keys that are
+    ctxd's now and those of them this changes. ``ours``: the keys ctxd added before (changed or taken out as
+    needed); any other key already there is the user's and left alone."""
+    file = config_path(ctx)
+    doc, user = tomlfiles.parse(file, without_blocks(text))
+    mine = {tuple(p) for p in ours}
+    wanted: list[tuple[tuple[str, ...], Any, str]] = [
+        (MCP_PATH, {"command": ctx.ctxd, "args": ["mcp"]}, "already has [mcp_servers.ctxd]: left as it is")
+    ]
+    wanted += [(("hooks", "state", k), {"trusted_hash": v}, f"already has trust for {k}") for k, v in trust.items()]
     if prompt is not None:
-        if "experimental_compact_prompt_file" in user or "compact_prompt" in user:
-            notes.append(f"note: {config_path(ctx)} already sets a compaction prompt: left as it is")
-        else:
-            head = f"{BEGIN}: compaction prompt\nexperimental_compact_prompt_file = {_toml_str(prompt)}\n{END}\n"
-    body = ""
-    if tables:
-        sep = "" if not rest or rest.endswith("\n\n") else "\n" if rest.endswith("\n") else "\n\n"
-        body = f"{sep}{BEGIN} (`ctxd setup codex --uninstall` removes it)\n" + "\n".join(tables) + f"{END}\n"
-    return head + rest + body, notes
+        wanted.insert(0, (PROMPT_PATH, prompt, "already sets a compaction prompt: left as it is"))
+    notes: list[str] = []
+    changes: list[tuple[tuple[str, ...], Any]] = []
+    now: list[tuple[str, ...]] = []
+    for path, value, note in wanted:
+        there = tomlfiles.get(user, path)
+        user_set = there is not None and path not in mine
+        if path == PROMPT_PATH and path not in mine and "compact_prompt" in user:
+            user_set = True
+        if user_set:
+            if (
+                path[:2] != ("hooks", "state")
+                or not isinstance(there, dict)
+                or there.get("trusted_hash") != value["trusted_hash"]
+            ):
+                review = ": review ctxd's hooks in /hooks" if path[0] == "hooks" else ""
+                notes.append(f"note: {file} {note}{review}")
+            continue
+        now.append(path)
+        if there != value:
+            changes.append((path, value))
+    gone = [p for p in mine if p not in now]
+    for path in gone:
+        tomlfiles.delete(file, doc, path, {})
+    for path, value in changes:
+        tomlfiles.put(file, doc, path, value)
+    expected = tomlfiles.apply(tomlfiles.parse(file, doc.as_string())[1] if gone else user, changes)
+    new_text = tomlfiles.dumps(file, doc, expected)
+    changed = [path for path, _ in changes]
+    return new_text if changes or gone or without_blocks(text) != text else text, notes, now, changed
 
 
 def install(ctx: Context, record: Record) -> list[str]:
@@ -186,7 +203,10 @@ def install(ctx: Context, record: Record) -> list[str]:
     want_prompt = ctx.compact_prompt or bool(record.extra.get("compactPrompt"))
     prompt = os.path.join(ctx.copy_dir(NAME), "compact-prompt.md") if want_prompt else None
     old_text = (jsonfiles.read_bytes(config_file) or b"").decode("utf-8")
-    new_text, notes = wanted_config(ctx, old_text, trust, prompt)  # refuses a config.toml it cannot read
+    ours_before = [tuple(p) for p in record.extra.get("added") or []]
+    new_text, notes, ours_now, changed = wanted_config(
+        ctx, old_text, trust, prompt, ours_before
+    )  # refuses what it cannot read
     if prompt is not None:
         from ctxd.service.codex_hooks import compact_prompt
 
@@ -206,21 +226,17 @@ def install(ctx: Context, record: Record) -> list[str]:
             jsonfiles.remember(record, config_file)
             os.makedirs(codex_home(ctx), exist_ok=True)
             atomic_write(config_file, new_text.encode(), mode=_mode(config_file))
-        for what, there in (
-            ("[mcp_servers.ctxd] (ctxd mcp)", "[mcp_servers.ctxd]"),
-            ("trust for ctxd's hooks ([hooks.state], as Codex's /hooks review records it)", "[hooks.state."),
-            ("experimental_compact_prompt_file", "experimental_compact_prompt_file ="),
+        for what, kind in (
+            ("[mcp_servers.ctxd] (ctxd mcp)", MCP_PATH[0]),
+            ("trust for ctxd's hooks ([hooks.state], as Codex's /hooks review records it)", "hooks"),
+            ("experimental_compact_prompt_file", PROMPT_PATH[0]),
         ):
-            ours_before, ours_now = _blocks(old_text), _blocks(new_text)
-            if there in ours_now and (there not in ours_before or ours_before != ours_now):
+            if any(path[0] == kind for path in changed):
                 lines.append(f"{ctx.did('set', 'set')} {what} in {config_file}")
     record.copy = ctx.copy_dir(NAME) if prompt else ""
     record.extra = {"codexHome": codex_home(ctx), "compactPrompt": prompt is not None, "trust": sorted(trust)}
+    record.extra["added"] = [list(path) for path in ours_now]
     return lines + notes
-
-
-def _blocks(text: str) -> str:
-    return "".join(m.group(0) for m in _BLOCK.finditer(text))
 
 
 def _mode(path: str) -> int:
@@ -232,27 +248,54 @@ def _mode(path: str) -> int:
 
 def uninstall(ctx: Context, record: Record) -> list[str]:
     lines: list[str] = []
-    hooks_file, config_file = hooks_path(ctx), config_path(ctx)
+    hooks_file = hooks_path(ctx)
     restored = jsonfiles.restore(record, hooks_file, dry_run=ctx.dry_run, strip=strip_ours)
     if restored:
         lines.append(restored)
-    text = (jsonfiles.read_bytes(config_file) or b"").decode("utf-8")
-    if BEGIN in text:
-        kept = without_blocks(text)
-        before = jsonfiles.bytes_before(record, config_file)
-        if kept.strip() == "" and config_file in record.settings_before and before is None:
-            if not ctx.dry_run:
-                os.unlink(config_file)
-            lines.append(f"{ctx.did('remove', 'removed')} {config_file} (it did not exist before setup)")
-        else:
-            same = before is not None and kept.rstrip("\n") == before.decode("utf-8").rstrip("\n")
-            if not ctx.dry_run:
-                atomic_write(config_file, before if same and before else kept.encode(), mode=_mode(config_file))
-            done = "restored {} byte for byte as it was before setup" if same else "took ctxd's blocks out of {}"
-            lines.append(("would " if ctx.dry_run else "") + done.format(config_file))
+    line = _uninstall_config(ctx, record)
+    if line:
+        lines.append(line)
     copy = record.copy or ctx.copy_dir(NAME)
     if os.path.exists(copy):
         if not ctx.dry_run:
             remove_tree(copy)
         lines.append(f"{ctx.did('remove', 'removed')} {copy}")
     return lines
+
+
+def _uninstall_config(ctx: Context, record: Record) -> str | None:
+    """Take ctxd's keys (and an older setup's marked blocks) out of config.toml; what was done, in a line."""
+    config_file = config_path(ctx)
+    data = jsonfiles.read_bytes(config_file)
+    ours = [tuple(p) for p in record.extra.get("added") or []]
+    if data is None or (not ours and BEGIN.encode() not in data):
+        return None
+    verb = "would " if ctx.dry_run else ""
+    text = data.decode("utf-8", errors="replace")
+    before = jsonfiles.bytes_before(record, config_file)
+    try:
+        doc, _ = tomlfiles.parse(config_file, without_blocks(text))
+        previous = tomlfiles.parse(config_file, before.decode("utf-8")) if before is not None else None
+    except (SetupError, UnicodeDecodeError):
+        return f"{verb}leave {config_file} alone: it is no longer valid TOML (ctxd's keys: {_dotted(ours)})"
+    keep = previous[1] if previous is not None else {}
+    if not any([tomlfiles.delete(config_file, doc, path, keep) for path in ours]) and BEGIN not in text:
+        return None
+    kept_text = doc.as_string()
+    kept = tomlfiles.parse(config_file, kept_text)[1]
+    if not kept and before is None and config_file in record.settings_before:
+        if not ctx.dry_run:
+            os.unlink(config_file)
+        return f"{verb}remove {config_file} (it did not exist before setup)"
+    same = before is not None and kept == keep
+    if not ctx.dry_run:
+        atomic_write(
+            config_file, before if same and before is not None else kept_text.encode(), mode=_mode(config_file)
+        )
+    if same:
+        return f"{verb}restore {config_file} byte for byte as it was before setup"
+    return f"{verb}take ctxd's keys out of {config_file} ({_dotted(ours) or 'marked blocks'}); the rest stays"
+
+
+def _dotted(paths: Sequence[Sequence[str]]) -> str:
+    return ", ".join(".".join(p) for p in paths)

@@ -233,7 +233,7 @@ def _vscode(ctx: Context, record: Record, again: str) -> list[Check]:
     found = vscode._installed(ctx, binary)
     want = f"{vscode.EXTENSION_ID}@{ctx.version}"
     checks = [Check(name, "extension", want in found, f"installed: {', '.join(found) or 'none'}", again)]
-    settings = jsonfiles.load(vscode.settings_path(ctx, binary))
+    settings = jsonfiles.load(vscode.settings_path(ctx, binary), comments=True)
     command = jsonfiles.get(settings, vscode.COMMAND_KEY)
     checks.append(
         Check(
@@ -321,7 +321,7 @@ def _codex(ctx: Context, record: Record, again: str) -> list[Check]:
 
 def _opencode(ctx: Context, record: Record, again: str) -> list[Check]:
     name = "opencode"
-    config = jsonfiles.load(opencode.config_path(ctx))
+    config = jsonfiles.load(opencode.config_path(ctx), comments=True)
     url = opencode.plugin_url(record.copy)
     index = (jsonfiles.read_bytes(os.path.join(record.copy, "src", "index.ts")) or b"").decode(errors="replace")
     listed = url in (config.get("plugin") or [])

@@ -1,5 +1,10 @@
 """The agents' and editors' JSON settings files: keys ctxd sets, what changed, and putting a file back as it was.
 
+A file is changed in place (:func:`ctxd.setup.jsonc.update`): only the members ctxd adds or removes change, the
+rest keeps its bytes, its layout and, in a file its program reads as JSON with comments (``comments=True``: VS
+Code's settings, opencode's config), its comments and trailing commas. The new text is read again before it is
+written; a file that cannot be changed so is refused with a SetupError, and nothing is written.
+
 Before setup first changes a settings file (itself or through the agent's own command), its bytes are kept in
 the installation's record. ``--uninstall`` puts those bytes back when the file holds nothing else new: the
 file as it is, less the keys setup added and the empty objects and lists the agent left behind, equals the
@@ -14,6 +19,7 @@ import os
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from ctxd.setup import jsonc
 from ctxd.setup.base import Record, SetupError
 from ctxd.store.files import atomic_write
 
@@ -28,27 +34,51 @@ def read_bytes(path: str) -> bytes | None:
         return None
 
 
-def load(path: str, data: bytes | None = None) -> dict[str, Any]:
-    """The JSON object in ``path`` ({} when it does not exist); a file that is not one raises SetupError."""
+def _text(path: str, data: bytes) -> str:
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise SetupError(f"{path} is not UTF-8 ({exc}); ctxd setup leaves it alone: edit it by hand") from None
+
+
+def load(path: str, data: bytes | None = None, comments: bool = False) -> dict[str, Any]:
+    """The JSON object in ``path`` ({} when it does not exist); a file that is not one raises SetupError.
+    ``comments``: the file may hold comments and trailing commas (JSON with comments)."""
     data = read_bytes(path) if data is None else data
     if data is None or not data.strip():
         return {}
     try:
-        value = json.loads(data)
+        value = jsonc.loads(_text(path, data)) if comments else json.loads(data)
     except ValueError as exc:
-        raise SetupError(f"{path} is not plain JSON ({exc}); ctxd setup leaves it alone: edit it by hand") from None
+        kind = "JSON with comments" if comments else "plain JSON"
+        raise SetupError(f"{path} is not {kind} ({exc}); ctxd setup leaves it alone: edit it by hand") from None
     if not isinstance(value, dict):
         raise SetupError(f"{path} does not hold a JSON object; ctxd setup leaves it alone")
     return value
 
 
-def save(path: str, value: dict[str, Any], indent: int = 2) -> None:
+def changed_text(path: str, value: dict[str, Any], indent: int = 2, comments: bool = False) -> bytes:
+    """``path``'s bytes changed in place to hold ``value`` (see the module's docstring), read again; SetupError
+    when that cannot be done safely."""
+    data = read_bytes(path) or b""
+    try:
+        text = jsonc.update(_text(path, data), value, " " * indent)
+        if not comments and json.loads(text) != value:
+            raise jsonc.JsoncError("the change would not read back as plain JSON")
+    except ValueError as exc:
+        raise SetupError(f"{path}: ctxd setup cannot change it safely ({exc}); it is left as it was") from None
+    return text.encode("utf-8")
+
+
+def save(path: str, value: dict[str, Any], indent: int = 2, comments: bool = False) -> None:
+    """Write ``value`` into ``path`` in place (:func:`changed_text`), keeping its mode."""
+    data = changed_text(path, value, indent, comments)
     try:
         mode = os.stat(path).st_mode & 0o777
     except FileNotFoundError:
         mode = 0o600
     os.makedirs(os.path.dirname(path), exist_ok=True)
-    atomic_write(path, (json.dumps(value, indent=indent, ensure_ascii=False) + "\n").encode(), mode=mode)
+    atomic_write(path, data, mode=mode)
 
 
 def remember(record: Record, path: str) -> None:
@@ -128,6 +158,8 @@ def restore(
     ours: Sequence[Path] = (),
     dry_run: bool = False,
     strip: Callable[[dict[str, Any]], None] | None = None,
+    comments: bool = False,
+    indent: int = 2,
 ) -> str | None:
     """Put ``path`` back as it was before setup (see the module's docstring); a line saying what was done, or
     None when the file is already as it was. ``strip`` takes out what ctxd added that is not a key of its own
@@ -140,10 +172,11 @@ def restore(
         return None
     verb = "would " if dry_run else ""
     try:
-        current = load(path, now)
+        current = load(path, now, comments)
     except SetupError:
-        return f"{verb}leave {path} alone: it is no longer plain JSON (ctxd's keys: {_names(ours)})"
-    previous = load(path, before) if before is not None else {}
+        kind = "JSON with comments" if comments else "plain JSON"
+        return f"{verb}leave {path} alone: it is no longer {kind} (ctxd's keys: {_names(ours)})"
+    previous = load(path, before, comments) if before is not None else {}
     if strip is not None:
         strip(current)
     for key in ours:  # ctxd's keys go back to what they were (or away)
@@ -160,8 +193,10 @@ def restore(
         if before is None:
             return f"{verb}remove {path} (it did not exist before setup)"
         return f"{verb}restore {path} byte for byte as it was before setup"
-    if not dry_run:
-        save(path, _prune(current, previous))
+    if dry_run:
+        changed_text(path, _prune(current, previous), indent, comments)  # refuses now what it would refuse then
+    else:
+        save(path, _prune(current, previous), indent, comments)
     return (
         f"{verb}remove ctxd's keys from {path} ({_names(ours) or 'none left'}); the rest changed since setup and stays"
     )

@@ -5,6 +5,8 @@ vendored, as for pi: :func:`ctxd.setup.pi.assemble_package`); in that copy the p
 is this ctxd's absolute path (``CTXD_OPENCODE_COMMAND`` still overrides it). opencode's global config
 (``$XDG_CONFIG_HOME/opencode/opencode.json``) gets the copy's ``file://`` URL in ``plugin`` and
 ``mcp.ctxd`` = ``{"type": "local", "command": [ctxd, "mcp"]}``; ``--uninstall`` puts the file back as it was.
+opencode reads its config as JSON with comments: comments, trailing commas and layout are kept, and a user who
+keeps it in ``opencode.jsonc`` (with no ``opencode.json`` beside it) has that file changed.
 """
 
 from __future__ import annotations
@@ -28,7 +30,9 @@ def config_dir(ctx: Context) -> str:
 
 
 def config_path(ctx: Context) -> str:
-    return os.path.join(config_dir(ctx), "opencode.json")
+    """``opencode.json``, or ``opencode.jsonc`` when that is the one there."""
+    plain, commented = (os.path.join(config_dir(ctx), name) for name in ("opencode.json", "opencode.jsonc"))
+    return commented if os.path.exists(commented) and not os.path.exists(plain) else plain
 
 
 def detect(ctx: Context) -> str | None:
@@ -63,18 +67,12 @@ def _strip(copy: str) -> Any:
 
 
 def install(ctx: Context, record: Record) -> list[str]:
-    if os.path.exists(os.path.join(config_dir(ctx), "opencode.jsonc")) and not os.path.exists(config_path(ctx)):
-        raise SetupError(
-            f"{config_dir(ctx)}/opencode.jsonc holds opencode's config (JSON with comments): ctxd setup leaves it "
-            f'alone; add "plugin": ["{plugin_url(ctx.copy_dir(NAME))}"] and "mcp": {{"ctxd": {{"type": "local", '
-            f'"command": ["{ctx.ctxd}", "mcp"]}}}} by hand'
-        )
     copy = ctx.copy_dir(NAME)
     lines: list[str] = []
     if update_tree(ctx, copy, lambda into: assemble(ctx.ctxd, into)):
         lines.append(f"{ctx.did('write', 'wrote')} the plugin package to {copy} (daemon: {ctx.ctxd} serve)")
     path = config_path(ctx)
-    before = jsonfiles.load(path)
+    before = jsonfiles.load(path, comments=True)
     after = json.loads(json.dumps(before))
     plugins = after.setdefault("plugin", [])
     if not isinstance(plugins, list):
@@ -87,9 +85,11 @@ def install(ctx: Context, record: Record) -> list[str]:
     else:
         jsonfiles.put(after, MCP_KEY, mcp)
     if after != before:
-        if not ctx.dry_run:
+        if ctx.dry_run:
+            jsonfiles.changed_text(path, after, comments=True)  # refuses now what it would refuse then
+        else:
             jsonfiles.remember(record, path)
-            jsonfiles.save(path, after)
+            jsonfiles.save(path, after, comments=True)
         lines += [f"{ctx.did('change', 'changed')} {path}: {c}" for c in jsonfiles.changes(before, after)]
     others = [p for p in plugins if isinstance(p, str) and "ctxd" in p and "opencode" in p and p != plugin_url(copy)]
     lines += [f"note: opencode also loads {p}: if it is ctxd's plugin too, remove it from {path}" for p in others]
@@ -101,7 +101,8 @@ def install(ctx: Context, record: Record) -> list[str]:
 def uninstall(ctx: Context, record: Record) -> list[str]:
     lines: list[str] = []
     copy = record.copy or ctx.copy_dir(NAME)
-    restored = jsonfiles.restore(record, config_path(ctx), [MCP_KEY], ctx.dry_run, strip=_strip(copy))
+    path = str(record.extra.get("config") or config_path(ctx))
+    restored = jsonfiles.restore(record, path, [MCP_KEY], ctx.dry_run, strip=_strip(copy), comments=True)
     if restored:
         lines.append(restored)
     if os.path.exists(copy):

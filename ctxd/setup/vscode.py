@@ -2,7 +2,8 @@
 
 The ``.vsix`` is the one ``make dist`` built (shipped in the wheel when it was built first) or ``--vsix FILE``
 (``CTXD_VSIX``). ``code``, ``codium`` or ``code-server`` is used, whichever is on PATH first; the user settings
-file gets ``ctxd.server.command`` = this ctxd's absolute path and ``serve``, and is put back by ``--uninstall``.
+file (JSON with comments: its comments and layout are kept) gets ``ctxd.server.command`` = this ctxd's absolute
+path and ``serve``, and is put back by ``--uninstall``.
 """
 
 from __future__ import annotations
@@ -60,15 +61,18 @@ def install(ctx: Context, record: Record) -> list[str]:
             ctx.run(argv)
         lines.append(f"{ctx.did('run', 'ran')}: {shell_line(argv)}")
     path = settings_path(ctx, binary)
-    before = jsonfiles.load(path)
+    before = jsonfiles.load(path, comments=True)
     command = shell_line([ctx.ctxd, "serve"]) if " " not in ctx.ctxd else f'"{ctx.ctxd}" serve'
     if jsonfiles.get(before, COMMAND_KEY) != command:
         if ctx.dry_run:
+            wanted = jsonfiles.load(path, comments=True)
+            jsonfiles.put(wanted, COMMAND_KEY, command)
+            jsonfiles.changed_text(path, wanted, indent=4, comments=True)  # refuses now what it would refuse then
             lines.append(f"would set ctxd.server.command in {path} to {command}")
         else:
             jsonfiles.remember(record, path)
             jsonfiles.put(before, COMMAND_KEY, command)
-            jsonfiles.save(path, before, indent=4)
+            jsonfiles.save(path, before, indent=4, comments=True)
             lines.append(f"changed {path}: ctxd.server.command = {command}")
     record.extra = {"editor": binary, "settings": path}
     return lines
@@ -83,7 +87,9 @@ def uninstall(ctx: Context, record: Record) -> list[str]:
             ctx.run(argv)
         lines.append(f"{ctx.did('run', 'ran')}: {shell_line(argv)}")
     path = record.extra.get("settings") or (settings_path(ctx, binary) if binary else "")
-    restored = jsonfiles.restore(record, str(path), [COMMAND_KEY], ctx.dry_run) if path else None
+    restored = None
+    if path:
+        restored = jsonfiles.restore(record, str(path), [COMMAND_KEY], ctx.dry_run, comments=True, indent=4)
     if restored:
         lines.append(restored)
     return lines

@@ -86,3 +86,31 @@ def set_up_and_check(codex: Codex, responses: FakeResponsesServer, ctxd: str) ->
     assert {n: (codex.home / n).read_bytes() for n in before} == before
     assert not (data / "ctxd" / "installed" / "codex.json").exists()
     assert not (data / "ctxd" / "integrations" / "codex").exists()  # the prompt's copy
+
+
+def test_codex_loads_the_config_setup_changed_in_every_shape(codex: Codex) -> None:
+    """Real Codex reads config.toml after ``ctxd setup codex`` where the user wrote ``mcp_servers`` inline, as
+    dotted keys or as tables (before, an inline table got a second ``[mcp_servers.ctxd]``: "Cannot declare
+    ('mcp_servers', 'ctxd') twice"), and lists both servers; ``--uninstall`` gives the bytes back."""
+    ctxd = ctxd_command()
+    shapes = [
+        'mcp_servers = { other = { command = "other-mcp", args = ["a"] } } # inline\n',
+        'mcp_servers.other.command = "other-mcp" # dotted\nmcp_servers.other.args = ["a"]\n',
+        '# tables\n[mcp_servers.other]\ncommand = "other-mcp"\nargs = ["a"]\n\n[tui]\nnotifications = true\n',
+    ]
+    env = dict(codex.env(), XDG_DATA_HOME=str(codex.base / "data"))
+    for text in shapes:
+        codex.home.mkdir(parents=True, exist_ok=True)
+        (codex.home / "config.toml").write_text(text)
+        done = subprocess.run([ctxd, "setup", "codex"], env=env, capture_output=True, text=True, timeout=60)
+        assert done.returncode == 0, done.stderr
+        listed = subprocess.run(
+            [codex.binary, "mcp", "list", "--json"], env=env, capture_output=True, text=True, timeout=60
+        )
+        assert listed.returncode == 0, listed.stderr[-2000:]
+        servers = {s["name"]: s["transport"] for s in json.loads(listed.stdout)}
+        assert servers["ctxd"]["command"] == ctxd and servers["ctxd"]["args"] == ["mcp"], servers
+        assert servers["other"]["command"] == "other-mcp", servers
+        gone = subprocess.run([ctxd, "setup", "codex", "--uninstall"], env=env, capture_output=True, text=True)
+        assert gone.returncode == 0, gone.stderr
+        assert (codex.home / "config.toml").read_text() == text

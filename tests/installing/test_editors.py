@@ -83,12 +83,20 @@ def test_vscode_installs_the_vsix_and_sets_the_server_command(tmp_path: Path) ->
     assert settings.read_bytes() == before
 
 
-def test_vscode_settings_with_comments_are_left_alone(tmp_path: Path) -> None:
+def test_vscode_settings_with_comments_are_changed_in_place(tmp_path: Path) -> None:
+    """VS Code's settings.json is JSON with comments: setup adds its key beside them, uninstall gives the bytes
+    back; a file VS Code would not read either (JSON5's single quotes) is refused with nothing written."""
     env, _, _, settings = vscode_user(tmp_path)
     settings.write_bytes(USER_SETTINGS)
-    done = run(env, "setup", "vscode", check=False)
-    assert done.returncode == 2 and "is not plain JSON" in done.stderr and "edit it by hand" in done.stderr
+    run(env, "setup", "vscode")
+    after = settings.read_text()
+    assert after.startswith('{\n    // my settings\n    "editor.fontSize": 14,\n    "ctxd.server.command": ')
+    run(env, "setup", "vscode", "--uninstall")
     assert settings.read_bytes() == USER_SETTINGS
+    settings.write_bytes(b"{'editor.fontSize': 14}\n")
+    done = run(env, "setup", "vscode", check=False)
+    assert done.returncode == 2 and "is not JSON with comments" in done.stderr and "edit it by hand" in done.stderr
+    assert settings.read_bytes() == b"{'editor.fontSize': 14}\n"
 
 
 def test_a_user_change_after_setup_survives_uninstall(tmp_path: Path) -> None:

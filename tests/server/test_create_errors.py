@@ -2,14 +2,14 @@
 when the file cannot be written: a full disk, a read-only mount, no permission, an over-long or
 NUL ``cwd``, a root that is a file (issue 19, item 5) — as ``session/append`` does.  Each case is a
 real daemon subprocess; the mounts need root (skipped with the reason otherwise), and EACCES is
-real: the daemon runs as ``nobody`` (setpriv), since root is never refused by permissions."""
+real: the daemon runs without root's capabilities that override permissions (setpriv), since root is never
+refused by them, and that works wherever the checkout is (a 0700 folder included)."""
 
 from __future__ import annotations
 
 import os
 import shutil
 import subprocess
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -30,8 +30,6 @@ from .harness import (
     start_ctxd,
     user,
 )
-
-NOBODY = 65534
 
 
 @pytest.fixture
@@ -110,26 +108,40 @@ async def test_a_read_only_mount(read_only: tuple[Path, Path]) -> None:
         await refused_like_append(client, path, ro)
 
 
-async def test_no_permission() -> None:
-    mounts.needs_root()
-    if shutil.which("setpriv") is None:
-        pytest.skip("setpriv (util-linux) is needed to run the daemon as an unprivileged user")
-    base = Path(tempfile.mkdtemp(prefix="ctxd-eacces-"))  # not under pytest's 0700 folders
-    try:
-        base.chmod(0o755)
-        root, home = base / "root", base / "home"
-        for folder in (root, home):
-            folder.mkdir()
-            os.chown(folder, NOBODY, NOBODY)
-        as_nobody = ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", *SERVER_COMMAND]
-        env = {"HOME": str(home), "XDG_CACHE_HOME": str(home / "cache")}
-        async with start_ctxd({"roots": [str(root)], "watch": False}, command=as_nobody, **env) as client:
-            path = await one_session(client)
-            for folder in (root, Path(path).parent):
-                folder.chmod(0o555)
+async def test_no_permission(tmp_path: Path) -> None:
+    root, home = tmp_path / "root", tmp_path / "home"
+    for folder in (root, home):
+        folder.mkdir()
+    env = {"HOME": str(home), "XDG_CACHE_HOME": str(home / "cache")}
+    async with start_ctxd({"roots": [str(root)], "watch": False}, command=unprivileged(), **env) as client:
+        path = await one_session(client)
+        for folder in (root, Path(path).parent):
+            folder.chmod(0o555)
+        try:
             await refused_like_append(client, path, root, appends=False)
-    finally:
-        shutil.rmtree(base, ignore_errors=True)
+        finally:
+            for folder in (root, Path(path).parent):
+                folder.chmod(0o755)
+
+
+# What lets root write where the permission bits say no (and read where they say no: dropped as well, so the
+# daemon reads what its user could read).
+DAC_CAPABILITIES = "-dac_override,-dac_read_search,-fowner"
+
+
+def unprivileged() -> list[str]:
+    """``SERVER_COMMAND`` as a user the permission bits bind, wherever the checkout and its Python are.
+
+    As root: the same user without the capabilities that override file permissions (setpriv drops them from
+    the bounding set, so the daemon and whatever it starts never hold them). Root keeps reading what root
+    owns, so a checkout in a 0700 folder, or a Python under /root, still runs; writing into a 0555 folder is
+    refused by the kernel (EACCES), as for any user. Not as root: the command as it is.
+    """
+    if os.geteuid() != 0:
+        return SERVER_COMMAND
+    if shutil.which("setpriv") is None:
+        pytest.skip("setpriv (util-linux) is needed to run the daemon without root's file-permission override")
+    return ["setpriv", "--inh-caps=-all", f"--bounding-set={DAC_CAPABILITIES}", *SERVER_COMMAND]
 
 
 @pytest.mark.parametrize("cwd", ["/" + "a" * 5000, "/a/" + "b" * 300, "/a\x00b"], ids=["long", "long-name", "nul"])

@@ -37,6 +37,10 @@ import {
   type CompactionStatus,
   type Composition,
   type ContextBuildParams,
+  type ContextCompositionParams,
+  type SessionAppendParams,
+  type SessionCreateParams,
+  type SessionListParams,
   type ContextBuildResult,
   type ContextUsage,
   type CtxdCapabilities,
@@ -425,7 +429,7 @@ export class CtxdClient {
 
   // --- the methods ------------------------------------------------------------------------------
 
-  listSessions(params: { roots?: string[]; cwd?: string } = {}): Promise<SessionListResult> {
+  listSessions(params: SessionListParams = {}): Promise<SessionListResult> {
     return this.request(Method.sessionList, params);
   }
 
@@ -433,16 +437,11 @@ export class CtxdClient {
     return this.request(Method.sessionOpen, { session });
   }
 
-  createSession(params: { cwd: string; root?: string; name?: string }): Promise<SessionInfo> {
+  createSession(params: SessionCreateParams): Promise<SessionInfo> {
     return this.request(Method.sessionCreate, params);
   }
 
-  append(params: {
-    session: string;
-    entries?: Record<string, unknown>[];
-    messages?: Record<string, unknown>[];
-    parentId?: string | null;
-  }): Promise<{ ids: string[]; leafId: string | null; usage: ContextUsage; compactionDue: boolean; reason: string | null }> {
+  append(params: SessionAppendParams): Promise<{ ids: string[]; leafId: string | null; usage: ContextUsage; compactionDue: boolean; reason: string | null }> {
     return this.request(Method.sessionAppend, params);
   }
 
@@ -483,7 +482,7 @@ export class CtxdClient {
 
   /** context/composition: what fills the context, its heaviest entries, how it grew. Asked at the
    * leaf, the daemon follows the session: see onCompositionChanged. */
-  composition(session: string, params: { leafId?: string; top?: number } = {}): Promise<Composition> {
+  composition(session: string, params: Omit<ContextCompositionParams, 'session'> = {}): Promise<Composition> {
     return this.request(Method.contextComposition, { ...params, session });
   }
 

@@ -147,6 +147,62 @@ export interface SessionSummary {
   archives?: string[];
 }
 
+// session/list, session/open, session/create, session/append, session/entry, session/label, session/pin
+// (ctxd/service/protocol.py; tests/test_protocol_ts.py compares every params class field by field).
+
+export interface SessionListParams {
+  roots?: string[] | null;
+  cwd?: string | null;
+}
+
+/** The params of the methods that take only a session (session/open, session/stats, session/ledger, ...). */
+export interface SessionParams {
+  /** A session file path (absolute or relative to a root) or a session id. */
+  session: string;
+}
+
+export interface SessionCreateParams {
+  cwd: string;
+  root?: string | null;
+  name?: string | null;
+}
+
+export interface SessionAppendParams {
+  session: string;
+  /** Complete or partial entries; missing id, parentId and timestamp are filled in. */
+  entries?: Record<string, unknown>[];
+  /** Plain AgentMessages, wrapped as `message` entries after `entries`. */
+  messages?: Record<string, unknown>[];
+  /** Parent of the first entry (default: the leaf). Explicit null starts a new root. */
+  parentId?: string | null;
+  durability?: 'flush' | 'fsync' | 'fsync-batch' | null;
+}
+
+export interface SessionEntryParams {
+  session: string;
+  entryId: string;
+}
+
+export interface SessionLabelParams {
+  session: string;
+  entryId: string;
+  label?: string | null;
+}
+
+export interface SessionPinParams {
+  session: string;
+  entryId: string;
+  /** Pin (true, the default) or unpin (false). */
+  pinned?: boolean;
+}
+
+/** `ctxd check`'s params (a CLI command, not a JSON-RPC method). */
+export interface SessionCheckParams {
+  session: string;
+  /** Also repair: append a leaf marker past a broken branch, write `<file>.repaired.jsonl`. */
+  repair?: boolean;
+}
+
 export interface SessionListResult {
   roots: string[];
   sessions: SessionSummary[];
@@ -223,6 +279,8 @@ export interface SessionTreeParams {
   collapse?: number;
   offset?: number;
   limit?: number | null;
+  /** Only the linear run starting at this entry, uncollapsed (to expand a collapsed run). */
+  fromId?: string | null;
 }
 
 export interface SessionTreeResult {
@@ -383,6 +441,11 @@ export interface ContextBuildParams {
   truncateToolResults?: boolean;
   contextWindow?: number | null;
   includeMessages?: boolean;
+  /** Also count tokens exactly with this model's tokenizer (litellm, offline). */
+  countModel?: string | null;
+  /** The leaf of a context the client holds (with `sinceRevision`): only what follows it is sent. */
+  sinceLeafId?: string | null;
+  sinceRevision?: string | null;
 }
 
 export interface ContextBuildResult {
@@ -499,6 +562,13 @@ export interface CompactionSettingsOverride {
   [key: string]: unknown;
 }
 
+/** An agent's file tracking (pi's `FileOperations`, its sets as lists). */
+export interface FileOpsParams {
+  read?: string[];
+  written?: string[];
+  edited?: string[];
+}
+
 export interface CompactSummarizeParams {
   /** The messages the summary replaces (pi AgentMessages, oldest first). */
   messages: unknown[];
@@ -506,7 +576,7 @@ export interface CompactSummarizeParams {
   previousSummary?: string | null;
   /** The previous compaction's details: its file lists carry over. */
   previousDetails?: Record<string, unknown> | null;
-  fileOps?: { read: string[]; written: string[]; edited: string[] } | null;
+  fileOps?: FileOpsParams | null;
   instructions?: string | null;
   reason?: 'manual' | 'threshold' | 'overflow';
   firstKeptEntryId?: string;
@@ -692,6 +762,14 @@ export interface WorkDoneProgress {
 }
 
 // --- context/composition (ctxd/context/composition.py, ctxd/context/timeline.py) ---------------
+
+export interface ContextCompositionParams {
+  session: string;
+  /** The context at this entry (default: the leaf); only the leaf's is followed by notifications. */
+  leafId?: string | null;
+  /** How many of the heaviest entries to list (0 to 100, default 10). */
+  top?: number;
+}
 
 /** The parts a context's per-message estimates are split into, in the order a bar stacks them. */
 export const COMPOSITION_PARTS = [
