@@ -11,7 +11,7 @@ STAMP := $(VENV)/.installed
 $(STAMP): pyproject.toml setup.py $(wildcard ctxd/_native.c)
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[test,llm]'
+	$(BIN)/pip install --quiet -e '.[test,llm,team]'
 	touch $(STAMP)
 
 demo: $(STAMP)

@@ -135,6 +135,7 @@ async def _serve() -> None:
     for problem in problems:
         log.warning("configuration: %s", problem)
     service.history_kick()  # the first search finds the index warm
+    service.team_start()  # publish to the team database, if one is configured (one publisher at a time)
     try:
         await build(service).run_stdio_async()
     finally:
