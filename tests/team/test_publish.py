@@ -29,7 +29,12 @@ def test_a_pass_publishes_every_indexed_entry_with_project_agent_user_machine_an
             " ORDER BY line"
         ).fetchall()
         sessions = conn.execute("SELECT session_id, project, path, cwd, facts, first_ts FROM ctxd.sessions").fetchall()
-    assert [r[5:8] for r in rows] == [(2, "user", ""), (3, "assistant", "bash"), (4, "toolResult", "bash"), (5, "assistant", "")]
+    assert [r[5:8] for r in rows] == [
+        (2, "user", ""),
+        (3, "assistant", "bash"),
+        (4, "toolResult", "bash"),
+        (5, "assistant", ""),
+    ]
     assert {r[:5] for r in rows} == {("sess-a", "parser", "pi", "alice", "laptop-1")}  # the git work tree's name
     assert rows[0][8] == "The parser crashes on empty input"
     assert rows[0][9] == dt.datetime(2026, 11, 20, 10, tzinfo=dt.UTC)
@@ -134,9 +139,12 @@ def test_entries_past_the_retention_are_not_sent_and_old_partitions_are_dropped(
     pub.close()
     assert (done.sent, done.expired) == (4, 4)
     with team_db.admin() as conn:
-        parts = [r[0] for r in conn.execute(
-            "SELECT c.relname FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid"
-            " WHERE i.inhparent = 'ctxd.messages'::regclass ORDER BY 1"
-        ).fetchall()]
+        parts = [
+            r[0]
+            for r in conn.execute(
+                "SELECT c.relname FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid"
+                " WHERE i.inhparent = 'ctxd.messages'::regclass ORDER BY 1"
+            ).fetchall()
+        ]
     this_month = dt.datetime.now(dt.UTC).strftime("messages_%Y_%m")
     assert this_month in parts and "messages_2019_12" not in parts and "messages_2020_01" not in parts
