@@ -3,13 +3,12 @@
 ``init``, ``grant`` and ``revoke`` are the team database admin's (its owner, or a role with CREATEROLE); ``sync``
 and ``status`` are everyone's. The team database comes from the configuration (``"team": {"dsn": ...}``) or
 ``CTXD_TEAM_DSN``, ``--dsn`` for the admin's commands; the password from PGPASSWORD or ~/.pgpass. Every DSN
-printed is masked.
+printed is masked. Every ``ctxd`` run builds the parser (``ctxd hook`` too): nothing heavy is imported at the top.
 """
 
 from __future__ import annotations
 
 import argparse
-import asyncio
 import sys
 from typing import Any
 
@@ -69,6 +68,8 @@ def _print(args: argparse.Namespace, result: dict[str, Any], lines: list[str]) -
 
 
 def cmd_team(args: argparse.Namespace) -> int:
+    import asyncio
+
     from ctxd.service.config import load_cli_config
 
     config, problems = load_cli_config()

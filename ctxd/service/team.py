@@ -189,7 +189,7 @@ class Team(History):
                 if self._team_conn is None:
                     conn = driver.connect(team.dsn, timeout=team.connectTimeout)
                     try:
-                        migrate.check(conn, driver.where(team.dsn))
+                        migrate.check(conn, team.dsn)
                     except BaseException:
                         conn.close()
                         raise

@@ -57,7 +57,7 @@ def run(settings: TeamSettings, queued: int | None = None, last_error: Any = Non
     try:
         out.append(TeamCheck("connection", True, f"connected to {at}"))
         try:
-            version = migrate.check(conn, at)
+            version = migrate.check(conn, settings.dsn)
         except TeamError as exc:
             return [*out, _failed("schema", exc)]
         out.append(TeamCheck("schema", True, f"ctxd schema version {version}"))

@@ -31,12 +31,13 @@ def schema_version(conn: Any) -> int | None:
     return int(row[0]) if row else None
 
 
-def check(conn: Any, where: str) -> int:
+def check(conn: Any, dsn: str) -> int:
     """The database's schema version, if this ctxd can use it; else TeamError saying what to do."""
+    where = driver.where(dsn)
     try:
         version = schema_version(conn)
     except Exception as exc:
-        raise driver.classify(exc, "") from None
+        raise driver.classify(exc, dsn) from None
     finally:
         if not conn.autocommit:
             conn.rollback()

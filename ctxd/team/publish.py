@@ -151,7 +151,7 @@ class Publisher:
 
             conn = driver.connect(self.settings.dsn, timeout=self.settings.connectTimeout)
             try:
-                migrate.check(conn, driver.where(self.settings.dsn))
+                migrate.check(conn, self.settings.dsn)
                 with conn.transaction(), conn.cursor() as cur:
                     cur.execute(_STAGE)
                     cur.execute("SELECT (SELECT value FROM ctxd.meta WHERE key = 'retention_months'), now()")

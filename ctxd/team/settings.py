@@ -13,7 +13,6 @@ name); ``"*"`` publishes every project. Without projects nothing is published (s
 
 from __future__ import annotations
 
-import getpass
 import os
 import re
 from typing import Any
@@ -28,9 +27,15 @@ _PASSWORD_PARAM = re.compile(r"((?:^|[\s?&])password\s*=\s*)('(?:[^'\\]|\\.)*'|[
 
 
 def _default_user() -> str:
+    """The login name, as getpass.getuser() finds it (without importing getpass on every CLI start)."""
+    for name in ("LOGNAME", "USER", "LNAME", "USERNAME"):
+        if os.environ.get(name):
+            return os.environ[name]
     try:
-        return getpass.getuser()
-    except (KeyError, OSError):
+        import pwd
+
+        return pwd.getpwuid(os.getuid()).pw_name
+    except (ImportError, KeyError, OSError):
         return "unknown"
 
 
