@@ -43,15 +43,13 @@ def _as_server_user(cmd: list[str]) -> list[str]:
 class PgServer:
     """One running server. ``settings``: extra ``postgresql.conf`` lines (``name = value``)."""
 
-    def __init__(self, settings: dict[str, str] | None = None, base: str | None = None) -> None:
-        folder = binaries()
-        if folder is None:
-            raise FileNotFoundError("no PostgreSQL server binaries (initdb, pg_ctl)")
-        self.bin = folder
-        self.root = Path(tempfile.mkdtemp(prefix="ctxd-pg-", dir=base))
-        self.data = self.root / "data"
-        self.socket = str(self.root)
-        self.log = self.root / "server.log"
+    def __init__(
+        self, settings: dict[str, str] | None = None, base: str | None = None, root: str | None = None
+    ) -> None:
+        """A new cluster in ``root`` (default: a new folder in ``base`` or the temporary folder), started."""
+        if root is not None:
+            os.makedirs(root, exist_ok=True)
+        self._paths(Path(root) if root is not None else Path(tempfile.mkdtemp(prefix="ctxd-pg-", dir=base)))
         if os.geteuid() == 0:
             user = pwd.getpwnam(SUPERUSER)
             os.chown(self.root, user.pw_uid, user.pw_gid)
@@ -85,6 +83,24 @@ class PgServer:
         with open(self.data / "postgresql.conf", "a") as f:
             f.writelines(f"{k} = {v}\n" for k, v in conf.items())
         self.start()
+
+    def _paths(self, root: Path) -> None:
+        folder = binaries()
+        if folder is None:
+            raise FileNotFoundError("no PostgreSQL server binaries (initdb, pg_ctl)")
+        self.bin = folder
+        self.root = root
+        self.data = root / "data"
+        self.socket = str(root)
+        self.log = root / "server.log"
+
+    @classmethod
+    def reuse(cls, root: Path) -> PgServer:
+        """The cluster an earlier :class:`PgServer` left in ``root``, started again."""
+        server = cls.__new__(cls)
+        server._paths(root)
+        server.start()
+        return server
 
     def _run(self, cmd: list[str]) -> None:
         done = subprocess.run(_as_server_user(cmd), capture_output=True, text=True, timeout=120)

@@ -274,6 +274,7 @@ class Publisher:
 
         s = self.settings
         with server.transaction(), server.cursor() as cur:
+            cur.execute("SET LOCAL work_mem = '64MB'")  # GIN's pending list is merged in bigger, cheaper runs
             for month in sorted(batch.months - self._months):
                 cur.execute("SELECT ctxd.ensure_month(%s)", (month,))
             if batch.sessions:

@@ -35,6 +35,10 @@ HEADLINE = 'StartSel=«, StopSel=», MaxWords=30, MinWords=12, MaxFragments=2, F
 HEADLINE_CHARS = 20_000
 """A snippet is cut from a hit's first characters only (``ts_headline`` parses the whole text it is given)."""
 
+CANDIDATES = 2000
+"""A query is ranked among the first this many messages it matches, newest month first (ranking every match of a
+common word would read millions of rows): a narrower query or a filter ranks exactly."""
+
 _SEES = "(SELECT ctxd.sees_all()) OR project = ANY (ARRAY(SELECT unnest(ctxd.projects_of(current_user))))"
 
 CREATE = f"""
@@ -54,7 +58,7 @@ CREATE TABLE IF NOT EXISTS ctxd.messages(
   published_by name NOT NULL DEFAULT current_user,
   PRIMARY KEY (session_id, entry_id, ts)
 ) PARTITION BY RANGE (ts);
-CREATE INDEX IF NOT EXISTS messages_tsv ON ctxd.messages USING gin (tsv);
+CREATE INDEX IF NOT EXISTS messages_tsv ON ctxd.messages USING gin (tsv) WITH (gin_pending_list_limit = 16384);
 CREATE INDEX IF NOT EXISTS messages_project_ts ON ctxd.messages (project, ts);
 CREATE INDEX IF NOT EXISTS sessions_project ON ctxd.sessions (project);
 """
@@ -122,12 +126,14 @@ CREATE OR REPLACE FUNCTION ctxd.search(
   session text DEFAULT NULL)
 RETURNS TABLE(session_id text, entry_id text, ts timestamptz, project text, agent text, user_name text,
   machine text, line integer, role text, tool text, path text, rank real, snippet text)
-LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp SET timezone = 'UTC'
 AS $fn$
 DECLARE
   tq tsquery := websearch_to_tsquery('{TS_CONFIG}', q);
   seen text[] := ctxd.projects_of(ctxd.caller());
   cond text := '';
+  months text := '';
+  part record;
 BEGIN
   IF numnode(tq) = 0 OR cardinality(seen) = 0 THEN RETURN; END IF;
   IF NOT '*' = ANY (seen) THEN cond := cond || ' AND m.project = ANY ($2)'; END IF;
@@ -137,18 +143,31 @@ BEGIN
   IF since IS NOT NULL THEN cond := cond || ' AND m.ts >= $6'; END IF;
   IF until IS NOT NULL THEN cond := cond || ' AND m.ts < $7'; END IF;
   IF session IS NOT NULL THEN cond := cond || ' AND m.session_id = $8'; END IF;
+  -- One branch per month, newest first; the outer LIMIT stops pulling (and so reading older months) once
+  -- enough candidates are found.
+  FOR part IN
+    SELECT b.first, (b.first + interval '1 month')::timestamptz AS next
+    FROM (SELECT to_date(substr(c.relname, 10), 'YYYY_MM')::timestamptz AS first
+          FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
+          WHERE i.inhparent = 'ctxd.messages'::regclass AND c.relname ~ '^messages_[0-9]{{4}}_[0-9]{{2}}$') b
+    WHERE (since IS NULL OR b.first + interval '1 month' > since) AND (until IS NULL OR b.first < until)
+    ORDER BY b.first DESC
+  LOOP
+    months := months || CASE WHEN months = '' THEN '' ELSE ' UNION ALL ' END || format(
+      '(SELECT m.session_id, m.entry_id, m.ts, m.project, m.agent, m.user_name, m.machine, m.line, m.role,'
+      ' m.tool, m.body, ts_rank_cd(m.tsv, $1, 1) AS rank FROM ctxd.messages m'
+      ' WHERE m.ts >= %L AND m.ts < %L AND m.tsv @@ $1 %s LIMIT $10)', part.first, part.next, cond);
+  END LOOP;
+  IF months = '' THEN RETURN; END IF;
   RETURN QUERY EXECUTE format($q$
-    WITH hits AS (
-      SELECT m.session_id, m.entry_id, m.ts, m.project, m.agent, m.user_name, m.machine, m.line, m.role, m.tool,
-             m.body, ts_rank_cd(m.tsv, $1, 1) AS rank
-      FROM ctxd.messages m WHERE m.tsv @@ $1 %s
-      ORDER BY rank DESC, m.ts DESC LIMIT $9)
+    WITH found AS MATERIALIZED (SELECT * FROM (%s) c LIMIT $10),
+    hits AS (SELECT * FROM found ORDER BY rank DESC, ts DESC LIMIT $9)
     SELECT h.session_id, h.entry_id, h.ts, h.project, h.agent, h.user_name, h.machine, h.line, h.role, h.tool,
            coalesce(s.path, ''), h.rank,
            ts_headline('{TS_CONFIG}', left(h.body, {HEADLINE_CHARS}), $1, '{HEADLINE}')
     FROM hits h LEFT JOIN ctxd.sessions s ON s.session_id = h.session_id
-    ORDER BY h.rank DESC, h.ts DESC$q$, cond)
-  USING tq, seen, projects, agents, users, since, until, session, greatest(1, least(lim, 200));
+    ORDER BY h.rank DESC, h.ts DESC$q$, months)
+  USING tq, seen, projects, agents, users, since, until, session, greatest(1, least(lim, 200)), {CANDIDATES};
 END $fn$;
 """
 
