@@ -46,4 +46,8 @@ def expand_text(result: dict[str, Any]) -> str:
         lines.append(f"(more: expand again with cursor {result['nextCursor']!r})")
     if result.get("previousCompactionId"):
         lines.append(f"(earlier history: expand the previous compaction {result['previousCompactionId']})")
+    facts = result.get("facts")
+    if isinstance(facts, dict) and facts.get("text"):
+        lines.append("--- the session's must-keep facts, as published")
+        lines.append(str(facts["text"]))
     return "\n".join(lines)

@@ -50,7 +50,20 @@ _STAGE = (
     "CREATE TEMP TABLE IF NOT EXISTS ctxd_stage(session_id text, entry_id text, ts timestamptz, project text,"
     " agent text, user_name text, machine text, line integer, role text, tool text, body text) ON COMMIT DELETE ROWS"
 )
-_COLUMNS = "session_id, entry_id, ts, project, agent, user_name, machine, line, role, tool, body"
+_STAGED = [
+    ("session_id", "text"),
+    ("entry_id", "text"),
+    ("ts", "timestamptz"),
+    ("project", "text"),
+    ("agent", "text"),
+    ("user_name", "text"),
+    ("machine", "text"),
+    ("line", "int4"),
+    ("role", "text"),
+    ("tool", "text"),
+    ("body", "text"),
+]
+_COLUMNS = ", ".join(name for name, _ in _STAGED)
 _UPSERT = (
     f"INSERT INTO ctxd.messages AS m ({_COLUMNS}) SELECT {_COLUMNS} FROM ctxd_stage"
     " ON CONFLICT (session_id, entry_id, ts) DO UPDATE SET project = excluded.project, agent = excluded.agent,"
@@ -297,7 +310,7 @@ class Publisher:
                     ],
                 )
             if batch.messages:
-                driver.copy_rows(cur, f"COPY ctxd_stage ({_COLUMNS}) FROM STDIN", batch.messages)  # type: ignore[arg-type]
+                driver.copy_rows(cur, "ctxd_stage", _STAGED, batch.messages)  # type: ignore[arg-type]
                 cur.execute(_UPSERT)
         self._months |= batch.months
 

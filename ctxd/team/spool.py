@@ -17,6 +17,7 @@ that cheap in effect: nothing is doubled.
 
 from __future__ import annotations
 
+import json
 import sqlite3
 
 import attrs
@@ -114,7 +115,7 @@ def remove(conn: sqlite3.Connection, row_ids: list[int]) -> None:
     """Take these entries off the spool (the server has them, or they are not published)."""
     conn.execute("BEGIN IMMEDIATE")
     try:
-        conn.executemany("DELETE FROM team_spool WHERE row_id = ?", [(i,) for i in row_ids])
+        conn.execute("DELETE FROM team_spool WHERE row_id IN (SELECT value FROM json_each(?))", (json.dumps(row_ids),))
         conn.execute("COMMIT")
     except BaseException:
         conn.execute("ROLLBACK")
