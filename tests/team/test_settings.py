@@ -33,7 +33,7 @@ def test_bad_team_values_are_reported_and_skipped() -> None:
 
 def test_the_environment_sets_the_dsn_and_projects(tmp_path: Path) -> None:
     env = {"CTXD_TEAM_DSN": "postgresql://ci@db/team", "CTXD_TEAM_PROJECTS": "parser:web"}
-    cfg, problems = load_cli_config(str(tmp_path / "none.json"), env)
+    cfg, _ = load_cli_config(str(tmp_path / "none.json"), env)
     assert (cfg.team.dsn, cfg.team.projects) == ("postgresql://ci@db/team", ["parser", "web"])
 
 
