@@ -92,7 +92,9 @@ class TeamError(CtxdError):
     """Team history (``ctxd.team``) failed; ``kind`` is one of ``driver`` (psycopg is not installed), ``config``
     (no DSN, or a DSN that does not parse), ``unreachable``, ``auth`` (wrong credentials), ``database`` (no such
     database), ``schema`` (no schema: run ``ctxd team init``), ``schemaNewer`` (made by a newer ctxd),
-    ``permission`` (the role lacks a grant) or ``server`` (anything else the server said)."""
+    ``permission`` (the role lacks a grant), ``notFound`` (no such session or entry the role may see), ``busy``
+    (another ctxd kept publishing), ``local`` (the local history index failed) or ``server`` (anything else the
+    server said)."""
 
     code = -31040
 

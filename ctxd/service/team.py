@@ -222,6 +222,7 @@ class Team(History):
         )
         limit = min(params.limit, p.SEARCH_LIMIT)
         hits = await asyncio.to_thread(self._team_query, lambda c: search(c, params.query, filters, limit))
+        queued = await asyncio.to_thread(self._team_publisher.queued) if self._team_worker is not None else None
         result = p.TeamSearchResult(
             params.query,
             [
@@ -241,7 +242,7 @@ class Team(History):
                 )
                 for h in hits
             ],
-            queued=self._team_publisher.queued() if self._team_worker is not None else None,
+            queued=queued,
         )
         return p.to_json(result)  # type: ignore[no-any-return]
 

@@ -13,6 +13,7 @@ A layer above :mod:`ctxd.history` (it reads the local index and its spool) that 
 - :mod:`~ctxd.team.publish`: one publishing pass (COPY into a staging table, then an idempotent upsert).
 - :mod:`~ctxd.team.worker`: the daemon's background publisher (never on a request's path).
 - :mod:`~ctxd.team.query`: team search and expand on the server.
+- :mod:`~ctxd.team.doctor`: ``ctxd doctor``'s checks of all of the above.
 
 Nothing here imports psycopg at import time: without the ``team`` extra ctxd runs as before, and configuring a
 team says how to install it.

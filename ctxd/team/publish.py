@@ -191,9 +191,15 @@ class Publisher:
             with contextlib.suppress(Exception):
                 self._server.close()
         self._server = None
+        self._months.clear()  # the server may have dropped partitions meanwhile (its retention)
 
     def queued(self) -> int:
-        return spool.queued(self.local())
+        """Entries waiting in the spool (read on a connection of its own: any thread may ask)."""
+        conn = connect_history(self.history_path)
+        try:
+            return spool.queued(conn)
+        finally:
+            conn.close()
 
     def run(self, stop: Callable[[], bool] | None = None) -> PublishPass:
         """Publish everything spooled now; raises TeamError (the rest stays spooled) when the server fails."""
@@ -207,7 +213,10 @@ class Publisher:
             from ctxd.team import driver
 
             self._drop_server()
-            error = driver.classify(exc, self.settings.dsn)
+            if isinstance(exc, sqlite3.Error):
+                error = TeamError("local", f"reading the local history index failed: {exc}")
+            else:
+                error = driver.classify(exc, self.settings.dsn)
             self._note(local, done, started, error)
             raise error from None
         self._note(local, done, started, None)
@@ -306,8 +315,8 @@ class Publisher:
                             r.last,
                             None if r.facts is None else driver.json_value(r.facts),
                         )
-                        for r in batch.sessions.values()
-                    ],
+                        for r in sorted(batch.sessions.values(), key=lambda r: r.session_id)
+                    ],  # in one order: two publishers' transactions never wait for each other in a circle
                 )
             if batch.messages:
                 driver.copy_rows(cur, "ctxd_stage", _STAGED, batch.messages)  # type: ignore[arg-type]
