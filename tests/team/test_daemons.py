@@ -5,7 +5,6 @@ daemon whose team database fails logs it once while local search goes on."""
 from __future__ import annotations
 
 import asyncio
-import os
 import time
 from pathlib import Path
 from typing import Any
@@ -125,19 +124,16 @@ async def test_two_daemons_publish_to_one_server_and_each_team_search_stays_in_i
         assert password not in text and API_KEY not in text
 
 
-async def test_a_daemon_whose_team_server_fails_logs_it_once_and_local_search_goes_on(
-    tmp_path: Path, cluster: Cluster
-) -> None:
-    home = _home(tmp_path, "home")
-    path = session(home / "sessions", "/work/parser", "sess-1", "the cold start takes 418.7 ms")
-    nowhere = tmp_path / "no-server"
-    nowhere.mkdir()
-    team = {"dsn": f"postgresql://alice@/team?host={nowhere}", "projects": ["*"]}
-    log_path = tmp_path / "daemon.log"
+async def _failing_daemon(tmp_path: Path, name: str, dsn: str, **env: str) -> tuple[str, dict[str, Any]]:
+    """A daemon whose team database fails: local search works, a team search says why; its log."""
+    home = _home(tmp_path, name)
+    path = session(home / "sessions", "/work/parser", f"sess-{name}", "the cold start takes 418.7 ms")
+    team = {"dsn": dsn, "projects": ["*"]}
+    log_path = tmp_path / f"{name}.log"
     with open(log_path, "wb") as log:
-        async with CtxdClient(initialization_options=_options(home, team), env=_env(home), stderr=log) as daemon:
+        async with CtxdClient(initialization_options=_options(home, team), env=_env(home, **env), stderr=log) as daemon:
             found = await _search(daemon, "418.7", waitMs=5000)
-            assert [h["session"]["id"] for h in found["hits"]][:1] == ["sess-1"]
+            assert [h["session"]["id"] for h in found["hits"]] == [f"sess-{name}"]
             for n in range(3):  # more indexing passes, each asking for a publishing pass
                 append(path, f"more work {n}")
                 await asyncio.sleep(1.0)
@@ -145,8 +141,25 @@ async def test_a_daemon_whose_team_server_fails_logs_it_once_and_local_search_go
             assert (await _search(daemon, "work", waitMs=5000))["hits"]
             with pytest.raises(ClientError) as failed:  # a team search says why it cannot answer
                 await daemon.request("history/search", {"query": "x", "scope": "team"})
-            assert failed.value.code == -31040 and failed.value.data == {"kind": "unreachable"}
-            assert "cannot reach the team database" in str(failed.value)
-    text = log_path.read_text()
-    assert text.count("cannot reach the team database") == 1, text
-    assert "local search goes on" in text and os.fspath(nowhere) in text
+    return log_path.read_text(), {"code": failed.value.code, "data": failed.value.data, "text": str(failed.value)}
+
+
+async def test_a_daemon_whose_team_server_fails_logs_it_once_and_local_search_goes_on(
+    tmp_path: Path, cluster: Cluster, team_db: TeamDb
+) -> None:
+    """An unreachable server, wrong credentials, a DSN with a typo: three daemons at once."""
+    alice, _ = cluster.role("alice")
+    nowhere = tmp_path / "no-server"
+    nowhere.mkdir()
+    wrong = "Wrong-Password-4242"
+    cases = {
+        "unreachable": (f"postgresql://alice@/team?host={nowhere}", {}, "cannot reach the team database"),
+        "auth": (team_db.dsn(alice), {"PGPASSWORD": wrong}, "refused the credentials"),
+        "config": (team_db.dsn(alice).replace("port=", "prot="), {}, "is not valid"),
+    }
+    done = await asyncio.gather(*(_failing_daemon(tmp_path, kind, dsn, **env) for kind, (dsn, env, _) in cases.items()))
+    for (kind, (_, _, said)), (log, error) in zip(cases.items(), done, strict=True):
+        assert error["code"] == -31040 and error["data"] == {"kind": kind} and said in error["text"], (kind, error)
+        assert log.count(said) == 1, (kind, log)  # logged once, however often it was tried
+        assert "local search goes on" in log and wrong not in log
+    assert str(nowhere) in done[0][0]
