@@ -99,9 +99,11 @@ class PublishPass:
     """Entries still in the spool after the pass."""
     refilled: bool = False
     """The whole index was spooled again (a new server or project list, or a rebuilt history database)."""
+    months: set[dt.date] = attrs.field(factory=set)
+    """The months whose partitions the pass wrote."""
 
     def to_json(self) -> dict[str, Any]:
-        return attrs.asdict(self)
+        return attrs.asdict(self, filter=lambda a, _: a.name != "months")
 
 
 @contextlib.contextmanager
@@ -219,9 +221,20 @@ class Publisher:
                 error = driver.classify(exc, self.settings.dsn)
             self._note(local, done, started, error)
             raise error from None
+        self._flush(done)
         self._note(local, done, started, None)
         self._maintain()
         return done
+
+    def _flush(self, done: PublishPass) -> None:
+        """Merge the GIN pending lists of the months this pass wrote (searches read a pending list whole)."""
+        if not done.months or self._server is None:
+            return
+        try:
+            with self._server.transaction(), self._server.cursor() as cur:
+                cur.execute("SELECT ctxd.flush_pending(%s)", (sorted(done.months),))
+        except Exception as exc:  # the entries are in; searches are slower until autovacuum merges the lists
+            log.info("team: merging the full-text index's pending list failed: %s", exc)
 
     def _note(self, local: sqlite3.Connection, done: PublishPass, started: float, error: TeamError | None) -> None:
         """Keep the pass's outcome in the spool's state, for ``ctxd team status`` in another process."""
@@ -270,6 +283,7 @@ class Publisher:
                 done.gone += batch.gone
                 done.sessions += len(batch.sessions)
                 done.batches += 1
+                done.months |= batch.months
 
     def _facts(self, batch: batches.Batch, known: dict[str, Any]) -> None:
         if self.facts_of is None:

@@ -35,7 +35,7 @@ HEADLINE = 'StartSel=«, StopSel=», MaxWords=30, MinWords=12, MaxFragments=2, F
 HEADLINE_CHARS = 20_000
 """A snippet is cut from a hit's first characters only (``ts_headline`` parses the whole text it is given)."""
 
-CANDIDATES = 2000
+CANDIDATES = 1000
 """A query is ranked among the first this many messages it matches, newest month first (ranking every match of a
 common word would read millions of rows): a narrower query or a filter ranks exactly."""
 
@@ -118,6 +118,27 @@ BEGIN
     dropped := dropped + 1;
   END LOOP;
   RETURN dropped;
+END $$;
+
+-- Merge the GIN pending lists of these months' partitions into their indexes: a search reads a pending list
+-- whole (16 MB of unsorted entries after a burst of publishing costs every search several ms per partition).
+CREATE OR REPLACE FUNCTION ctxd.flush_pending(months date[]) RETURNS bigint
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp SET timezone = 'UTC'
+AS $$
+DECLARE
+  idx regclass;
+  merged bigint := 0;
+BEGIN
+  FOR idx IN
+    SELECT x.indexrelid::regclass FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
+      JOIN pg_index x ON x.indrelid = c.oid JOIN pg_class xc ON xc.oid = x.indexrelid
+      JOIN pg_am am ON am.oid = xc.relam
+    WHERE i.inhparent = 'ctxd.messages'::regclass AND am.amname = 'gin'
+      AND c.relname IN (SELECT 'messages_' || to_char(m, 'YYYY_MM') FROM unnest(months) m)
+  LOOP
+    merged := merged + gin_clean_pending_list(idx);
+  END LOOP;
+  RETURN merged;
 END $$;
 
 CREATE OR REPLACE FUNCTION ctxd.search(

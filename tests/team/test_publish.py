@@ -41,6 +41,12 @@ def test_a_pass_publishes_every_indexed_entry_with_project_agent_user_machine_an
     [(sid, project, path, cwd, facts, first)] = sessions
     assert (sid, project, cwd, facts) == ("sess-a", "parser", str(repo / "lib"), {"goal": "fix it"})
     assert path.endswith("sess-a.jsonl") and first == rows[0][9]
+    with team_db.admin() as conn:  # the pass merged the full-text index's pending list: searches read no backlog
+        left = conn.execute(
+            "SELECT sum(gin_clean_pending_list(c.oid)) FROM pg_class c JOIN pg_am a ON a.oid = c.relam"
+            " WHERE a.amname = 'gin' AND c.relkind = 'i' AND c.relnamespace = 'ctxd'::regnamespace"
+        ).fetchone()[0]
+    assert left == 0
 
 
 def test_an_appended_session_costs_its_new_entries_and_nothing_is_sent_twice(tmp_path: Path, team_db: TeamDb) -> None:
