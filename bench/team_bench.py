@@ -231,7 +231,8 @@ def refresh(server: PgServer) -> None:
     migrate.init(conn)
     began = time.monotonic()
     conn.execute(
-        "SELECT ctxd.flush_pending(array_agg(m)) FROM generate_series('2025-12-01'::date, '2026-12-01', '1 month') m"
+        "SELECT ctxd.flush_pending(array_agg(m::date))"
+        " FROM generate_series('2025-12-01'::date, '2026-12-01', '1 month') m"
     )
     conn.commit()
     conn.close()
