@@ -4,14 +4,14 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint typecheck unit nvim-test vscode-test pi-test claude-code claude-test bench bench-fidelity clean dist setup-test
+.PHONY: demo test lint typecheck unit nvim-test vscode-test pi-test claude-code claude-test bench bench-fidelity bench-team clean dist setup-test
 
 # The editable install compiles ctxd._native in place (ctxd/_native.abi3.so); a changed C file or setup.py
 # reinstalls, so the tests never run a stale build.
 $(STAMP): pyproject.toml setup.py $(wildcard ctxd/_native.c)
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[test,llm]'
+	$(BIN)/pip install --quiet -e '.[test,llm,team]'
 	touch $(STAMP)
 
 demo: $(STAMP)
@@ -65,6 +65,11 @@ bench: $(STAMP)
 	$(BIN)/python bench/run.py
 	$(BIN)/python bench/fidelity.py
 	$(BIN)/python bench/hooks_bench.py
+
+# Team history on a real PostgreSQL 15 (started by the script): 10 million generated entries published, searched
+# as a role with grants, sizes on disk. ENTRIES=... for a smaller run; KEEP=DIR keeps (and reuses) the data.
+bench-team: $(STAMP)
+	$(BIN)/python bench/team_bench.py --entries $${ENTRIES:-10000000} $${KEEP:+--keep $$KEEP}
 
 bench-fidelity: $(STAMP)
 	$(BIN)/python bench/fidelity.py

@@ -11,7 +11,8 @@
     ├── InvalidEntryError         an entry given to append is not valid
     ├── CompactionError           compaction failed (nothing was written)
     ├── CancelledError            an operation was cancelled by its caller
-    └── HistoryUnavailableError   the history index cannot work here (no FTS5 in SQLite, no usable data folder)
+    ├── HistoryUnavailableError   the history index cannot work here (no FTS5 in SQLite, no usable data folder)
+    └── TeamError                 team history on PostgreSQL cannot work now (``kind`` says why: see ctxd.team.driver)
 
 Errors carry what a user needs to act: the file, the line, the entry id.
 """
@@ -85,3 +86,18 @@ class CancelledError(CtxdError):
 
 class HistoryUnavailableError(CtxdError):
     code = -31030
+
+
+class TeamError(CtxdError):
+    """Team history (``ctxd.team``) failed; ``kind`` is one of ``driver`` (psycopg is not installed), ``config``
+    (no DSN, or a DSN that does not parse), ``unreachable``, ``auth`` (wrong credentials), ``database`` (no such
+    database), ``schema`` (no schema: run ``ctxd team init``), ``schemaNewer`` (made by a newer ctxd),
+    ``permission`` (the role lacks a grant), ``notFound`` (no such session or entry the role may see), ``busy``
+    (another ctxd kept publishing), ``local`` (the local history index failed) or ``server`` (anything else the
+    server said)."""
+
+    code = -31040
+
+    def __init__(self, kind: str, message: str) -> None:
+        super().__init__(message, kind=kind)
+        self.kind = kind

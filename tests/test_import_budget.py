@@ -29,6 +29,8 @@ finally:
     sys.stderr.write("\\nMODULES " + json.dumps(sorted(sys.modules)) + "\\n")
 """
 NEVER = (
+    "psycopg",
+    "ctxd.team.driver",
     "pygls",
     "lsprotocol",
     "litellm",
@@ -87,3 +89,10 @@ def test_context_json_imports_only_what_it_needs(tmp_path: Path, name: str) -> N
     loaded = modules_after(["context", str(DATA / name), "--json"], tmp_path)
     assert "ctxd.context.build" in loaded
     assert forbidden(loaded, NEVER) == []
+
+
+def test_a_local_search_never_loads_the_team_driver(tmp_path: Path) -> None:
+    """``ctxd search`` without ``--team`` (and no team configured) loads neither psycopg nor the publisher."""
+    loaded = modules_after(["search", "anything", "--json", "--root", str(tmp_path / "none")], tmp_path)
+    assert "ctxd.history.index" in loaded
+    assert forbidden(loaded, ("psycopg", "ctxd.team.driver", "ctxd.team.publish", "ctxd.team.query")) == []

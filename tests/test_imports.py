@@ -10,8 +10,23 @@ from conftest import REPO
 
 PKG = REPO / "ctxd"
 # history (the search index) sits above compaction: it reads sessions through store/formats (and the tree,
-# to tell what a summary stands for), and only the service calls it. mcp is a front door like server.
-LAYERS = ["formats", "store", "tree", "context", "compaction", "history", "service", "server", "mcp", "setup", "cli"]
+# to tell what a summary stands for), and only the service calls it. team (publishing the index to PostgreSQL and
+# searching it there) sits on history: it reads the index and its spool; the service, the CLI and mcp call it.
+# mcp is a front door like server.
+LAYERS = [
+    "formats",
+    "store",
+    "tree",
+    "context",
+    "compaction",
+    "history",
+    "team",
+    "service",
+    "server",
+    "mcp",
+    "setup",
+    "cli",
+]
 # A layer may import itself and anything before it; the CLI sits on top (it starts the server).
 RANK = {name: i for i, name in enumerate(LAYERS)}
 LEAF_MODULES = {"errors", "llm", "__init__", "__main__", "client"}
@@ -82,3 +97,15 @@ def test_only_the_mcp_package_imports_the_mcp_sdk() -> None:
             if module.split(".")[0] == "mcp":
                 found.append((path.relative_to(PKG).parts[0], f"{path}:{line}"))
     assert found and {part for part, _ in found} == {"mcp"}, found
+
+
+def test_psycopg_is_imported_only_by_the_team_package_and_only_when_used() -> None:
+    """The team extra is optional: no module imports psycopg at its top (a TYPE_CHECKING block aside), and only
+    ctxd/team imports it at all."""
+    found = []
+    for path in PKG.rglob("*.py"):
+        for module, line, top in _imports(path):
+            if module.split(".")[0] == "psycopg":
+                found.append((path.relative_to(PKG).parts[0], top, f"{path}:{line}"))
+    assert found and {part for part, _, _ in found} == {"team"}, found
+    assert not [where for _, top, where in found if top], "psycopg must be imported lazily"

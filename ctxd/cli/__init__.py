@@ -122,6 +122,15 @@ def _parser() -> argparse.ArgumentParser:
     se.add_argument("--limit", type=count(1), default=20)
     se.add_argument("--root", action="append", help="pi session root (default: the configured roots)")
     se.add_argument("--json", action="store_true")
+    se.add_argument("--team", action="store_true", help="search the team's database (PostgreSQL; docs/team.md)")
+    for flag, what in (("project", "project"), ("agent", "agent (pi, claude, codex, opencode)"), ("user", "user")):
+        se.add_argument(f"--{flag}", help=f"with --team: only this {what}")
+    se.add_argument("--since", help="with --team: hits at or after this time (ISO 8601)")
+    se.add_argument("--until", help="with --team: hits before this time (ISO 8601)")
+
+    from ctxd.cli.team import add_parsers as add_team_parsers
+
+    add_team_parsers(sub)
 
     sub.add_parser("mcp", help="serve the Model Context Protocol over stdio (search_history, expand, session_facts)")
     return p
@@ -173,6 +182,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from ctxd.cli.search import cmd_search
 
         return run(cmd_search, args)
+    if args.command == "team":
+        from ctxd.cli.team import cmd_team
+
+        return run(cmd_team, args)
     from ctxd.cli import commands
 
     return run(getattr(commands, f"cmd_{args.command}"), args)

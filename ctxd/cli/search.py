@@ -10,6 +10,7 @@ import sys
 from typing import Any
 
 from ctxd.cli.render import dump
+from ctxd.errors import TeamError
 from ctxd.service import protocol as p
 from ctxd.service.config import load_cli_config
 from ctxd.service.history_text import search_text
@@ -31,6 +32,14 @@ def cmd_search(args: argparse.Namespace) -> int:
         config.roots = [os.path.abspath(r) for r in args.root]
     # Waits for the index to catch up (bounded): the user asked and is waiting for the answer.
     params = p.HistorySearchParams(args.query, args.session, args.limit, p.WAIT_LIMIT_MS)
+    if args.team:
+        params = p.HistorySearchParams(
+            args.query, args.session, args.limit, 0, "team", args.project, args.agent, args.user, args.since, args.until
+        )
+    else:
+        for flag in ("project", "agent", "user", "since", "until"):
+            if getattr(args, flag) is not None:
+                raise TeamError("config", f"--{flag} filters team searches: add --team")
     result = asyncio.run(_search(Service(config), params))
     if args.json:
         dump(result)

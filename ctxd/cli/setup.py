@@ -8,6 +8,10 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ctxd.setup import doctor as doctor_types
 
 NAMES = "claude-code | pi | vscode | neovim | codex | opencode"
 """The integrations ``ctxd setup`` knows (:data:`ctxd.setup.INTEGRATIONS`; a test keeps the two the same)."""
@@ -60,14 +64,14 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     from ctxd.store import native
 
     ctx = Context(os.environ, ctxd_executable())
-    checks = doctor.run(ctx)
+    checks = doctor.run(ctx) + _team_checks()
     ok = all(c.ok for c in checks)
     scanner = native.describe()
     if args.json:
         report = {"ok": ok, "ctxd": ctx.ctxd, "version": ctx.version, "checks": [c.to_json() for c in checks]}
         dump({**report, "nativeScanner": native.available(), "scanner": scanner})
         return 0 if ok else 1
-    if not checks:
+    if not [c for c in checks if c.integration != "team"]:
         print(f"no integration is installed: `ctxd setup {NAMES}`")
     for c in checks:
         print(f"{'ok  ' if c.ok else 'FAIL'} {c.integration}: {c.check}: {c.detail}")
@@ -77,3 +81,24 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     if not ok:
         print(f"ctxd doctor: {sum(not c.ok for c in checks)} problem(s)", file=sys.stderr)
     return 0 if ok else 1
+
+
+def _team_checks() -> list[doctor_types.Check]:
+    """Team history's checks (ctxd.team.doctor), when a team database is configured."""
+    from ctxd.service.config import load_cli_config
+    from ctxd.setup.doctor import Check
+
+    config, _ = load_cli_config()
+    if not config.team.enabled:
+        return []
+    from ctxd.errors import CtxdError
+    from ctxd.service.service import Service
+    from ctxd.team import doctor as team_doctor
+
+    queued, error = None, None
+    try:
+        status = Service(config).team_status()
+        queued, error = status["queued"], status["lastError"]
+    except (CtxdError, OSError):
+        pass
+    return [Check("team", c.check, c.ok, c.detail, c.fix) for c in team_doctor.run(config.team, queued, error)]

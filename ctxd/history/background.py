@@ -34,6 +34,8 @@ class Indexer:
         """What the last finished pass did."""
         self.error: str | None = None
         """Why the last pass failed, if it did."""
+        self.after_pass: Callable[[], None] | None = None
+        """Called (in the worker) after each pass that wrote entries: team history publishes them."""
         self._lock = threading.Lock()
         self._stale = False
         self._touched: set[str] = set()
@@ -96,12 +98,14 @@ class Indexer:
                 databases = self.databases()
                 if full:
                     done = self.index.update(roots, archives, stop=lambda: self._stopping)
-                    self.last = done.add(self.index.update_databases(databases, stop=lambda: self._stopping))
+                    done = self.last = done.add(self.index.update_databases(databases, stop=lambda: self._stopping))
                 else:
                     named = _databases_named(touched, databases)
-                    self.index.update_files(sorted(touched - named), roots, archives)
-                    self.index.update_databases(sorted(named), stop=lambda: self._stopping)
+                    done = self.index.update_files(sorted(touched - named), roots, archives)
+                    done = done.add(self.index.update_databases(sorted(named), stop=lambda: self._stopping))
                 self.error = None
+                if done.entries and self.after_pass is not None:
+                    self.after_pass()
             except Exception as exc:  # the index is a cache: a failed pass is logged, searches go on
                 self.error = str(exc)
                 log.warning("history: indexing failed: %s", exc)

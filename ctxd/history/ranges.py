@@ -14,7 +14,7 @@ from typing import Any
 import attrs
 
 from ctxd.context.project import context_path
-from ctxd.history.extract import item_of
+from ctxd.history.extract import Item, item_of
 from ctxd.tree.index import NONE
 from ctxd.tree.session import Session
 
@@ -110,18 +110,30 @@ def read_page(session: Session, span: Span, cursor: str | None, max_chars: int) 
     """The span's messages from ``cursor`` on, their text within ``max_chars`` (at least
     :data:`MIN_CHARS`); a message cut short carries ``truncated`` and the cursor goes on inside it."""
     bodies = session.file.entries(span.indices)
-    items = [(i, item) for i, body in zip(span.indices, bodies, strict=True) if (item := item_of(body)) is not None]
-    start, offset = _parse_cursor(cursor)
+    items = [
+        (session.file.lines[i], item)
+        for i, body in zip(span.indices, bodies, strict=True)
+        if (item := item_of(body)) is not None
+    ]
+    return paginate(items, cursor, max_chars)
+
+
+def paginate(
+    items: list[tuple[int, Item]], cursor: str | None, max_chars: int, *, base: int = 0, total: int | None = None
+) -> Page:
+    """The page of ``(line, item)`` messages that starts at ``cursor``. ``items`` may be a slice of the span,
+    from its message ``base`` on (``total``: the span's length), as a server answers it."""
+    start, offset = parse_cursor(cursor)
     budget = max(MIN_CHARS, max_chars)
     out: list[dict[str, Any]] = []
     next_cursor = None
-    for k in range(start, len(items)):
-        i, item = items[k]
+    for k in range(max(start, base), base + len(items)):
+        line, item = items[k - base]
         text = item.text[offset:] if k == start else item.text
         skip = offset if k == start else 0
         message: dict[str, Any] = {
             "entryId": item.entry_id,
-            "line": session.file.lines[i],
+            "line": line,
             "role": item.role,
             "timestamp": item.timestamp or None,
             "toolName": item.tool or None,
@@ -135,13 +147,16 @@ def read_page(session: Session, span: Span, cursor: str | None, max_chars: int) 
             next_cursor = f"{k}:{skip + budget}"
             break
         budget -= len(text)
-        if budget <= 0 and k + 1 < len(items):
+        if budget <= 0 and k + 1 < (base + len(items) if total is None else total):
             next_cursor = f"{k + 1}:0"
             break
-    return Page(out, len(items), next_cursor)
+    else:
+        if total is not None and base + len(items) < total:  # the slice ended before the span did
+            next_cursor = f"{base + len(items)}:0"
+    return Page(out, base + len(items) if total is None else total, next_cursor)
 
 
-def _parse_cursor(cursor: str | None) -> tuple[int, int]:
+def parse_cursor(cursor: str | None) -> tuple[int, int]:
     if not cursor:
         return 0, 0
     message, _, offset = cursor.partition(":")

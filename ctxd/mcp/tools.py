@@ -13,7 +13,7 @@ import functools
 import logging
 import os
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, Literal
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
@@ -39,13 +39,16 @@ SEARCH_HELP = (
     "away. Use when the conversation summary lacks a detail from earlier: an exact figure, an error text, a "
     "command or its output, a path, a decision. Returns ranked hits with their entry ids; read one in full "
     "with expand. query: words or a quoted phrase (SQLite FTS5: OR, NOT, prefix*). session: a session id or "
-    "file; default the current session; 'all' for every session."
+    "file; default the current session; 'all' for every session. scope 'team': search every session your team "
+    "published (other people, other machines; needs a team database), by default all of them, narrowed by "
+    "project, agent or user; read a team hit with expand and scope 'team'."
 )
 EXPAND_HELP = (
     "Read the original messages behind a summary or around a search hit. Use after search_history, or when a "
     "compaction summary is too brief: entry_id of a compaction gives the messages it summarised; of any other "
     "entry, that entry in full; or give from_entry_id/to_entry_id for a range. Long answers come in pages: "
-    "pass cursor from the previous answer."
+    "pass cursor from the previous answer. scope 'team': read a team hit's session from the team database "
+    "(session: the hit's session id)."
 )
 FACTS_HELP = (
     "The must-keep facts of the current session (goal, latest request, the user's constraints and corrections, "
@@ -75,8 +78,22 @@ class Tools:
             raise SessionNotFoundError(f"no session was started in {cwd}; name one with session", cwd=cwd)
         return newest
 
-    async def search_history(self, query: str, session: str | None = None, limit: int = 10) -> str:
-        params = p.HistorySearchParams(query, await self.session(session), max(1, min(limit, 50)), SEARCH_WAIT_MS)
+    async def search_history(
+        self,
+        query: str,
+        session: str | None = None,
+        limit: int = 10,
+        scope: Literal["local", "team"] = "local",
+        project: str | None = None,
+        agent: str | None = None,
+        user: str | None = None,
+    ) -> str:
+        limit = max(1, min(limit, 50))
+        if scope == "team":  # the whole team's history unless a session is named
+            team = None if not session or session.strip().lower() == "all" else session
+            params = p.HistorySearchParams(query, team, limit, 0, "team", project, agent, user)
+        else:
+            params = p.HistorySearchParams(query, await self.session(session), limit, SEARCH_WAIT_MS)
         return search_text(await self.service.history_search(params))
 
     async def expand(
@@ -87,11 +104,17 @@ class Tools:
         to_entry_id: str | None = None,
         cursor: str | None = None,
         max_chars: int = 20_000,
+        scope: Literal["local", "team"] = "local",
     ) -> str:
-        target = await self.session(session)
+        if scope == "team":
+            if not session:
+                raise SessionNotFoundError("expand with scope team reads one session: name it (the hit's session id)")
+            target: str | None = session
+        else:
+            target = await self.session(session)
         if target is None:
             raise SessionNotFoundError("expand reads one session: name it (a session id or file)")
-        params = p.HistoryExpandParams(target, entry_id, from_entry_id, to_entry_id, max(1, max_chars), cursor)
+        params = p.HistoryExpandParams(target, entry_id, from_entry_id, to_entry_id, max(1, max_chars), cursor, scope)
         return expand_text(await self.service.history_expand(params))
 
     async def session_facts(self, session: str | None = None) -> str:
@@ -135,6 +158,7 @@ async def _serve() -> None:
     for problem in problems:
         log.warning("configuration: %s", problem)
     service.history_kick()  # the first search finds the index warm
+    service.team_start()  # publish to the team database, if one is configured (one publisher at a time)
     try:
         await build(service).run_stdio_async()
     finally:

@@ -255,6 +255,7 @@ def create_server(config: Config | None = None) -> CtxdServer:
             ls.service.run_task(ls.watcher.run(), "watcher")
             ls.service.history_watched = True
         ls.service.history_kick()  # index in the background from the start: searches answer at once
+        ls.service.team_start()  # and publish to the team database, if one is configured
 
     @server.feature(lsp.SHUTDOWN)
     async def shutdown(ls: CtxdServer, params: Any) -> None:

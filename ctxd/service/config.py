@@ -19,6 +19,7 @@ from ctxd.store.dirs import default_archive_roots
 from ctxd.store.listing import default_roots, default_transcript_roots
 from ctxd.store.opencode import default_databases
 from ctxd.store.session_file import Durability
+from ctxd.team.settings import TeamSettings, team_from_env, team_from_json
 
 
 @attrs.define
@@ -45,6 +46,8 @@ class Config:
     opencodeDatabases: list[str] = attrs.field(factory=default_databases)
     """opencode's SQLite databases (read-only); by default ``$XDG_DATA_HOME/opencode/opencode.db`` if it exists.
     A session in one is named ``<database>#<session id>``."""
+    team: TeamSettings = attrs.field(factory=TeamSettings)
+    """Team history on PostgreSQL (:mod:`ctxd.team`): off without a DSN."""
 
     @property
     def all_roots(self) -> list[str]:
@@ -59,6 +62,7 @@ class Config:
     def to_json(self) -> dict[str, Any]:
         out = attrs.asdict(self)
         out["compaction"]["apiKey"] = "***" if self.compaction.apiKey else None
+        out["team"] = self.team.to_json()
         return out
 
 
@@ -84,7 +88,11 @@ def config_from_json(data: Any, problems: list[str] | None = None, *, base: Conf
 
     ``model``/``apiBase``/``apiKey`` may sit at the top level too."""
     problems = problems if problems is not None else []
-    cfg = attrs.evolve(base, compaction=attrs.evolve(base.compaction)) if base is not None else Config()
+    cfg = (
+        attrs.evolve(base, compaction=attrs.evolve(base.compaction), team=attrs.evolve(base.team))
+        if base is not None
+        else Config()
+    )
     if data is None:
         return cfg
     if not isinstance(data, dict):
@@ -139,6 +147,8 @@ def config_from_json(data: Any, problems: list[str] | None = None, *, base: Conf
         if key in data and key not in compaction:
             compaction[key] = data[key]
     cfg.compaction = CompactionSettings.from_json(compaction, problems, base=cfg.compaction)
+    if "team" in data:
+        cfg.team = team_from_json(data["team"], problems, base=cfg.team)
     add_secret(cfg.compaction.apiKey)  # never shown in any answer, notification or log
     known = {f.name for f in attrs.fields(Config)} | {"sessionRoots", "model", "apiBase", "apiKey", "hooks", "client"}
     known.add("claudeCode")  # read by `ctxd hook` (ctxd/cli/hook.py), not by the daemon
@@ -183,6 +193,7 @@ def load_cli_config(path: str | None = None, environ: dict[str, str] | None = No
     for env, key in ENV_KEYS.items():
         if environ.get(env):
             data[key] = environ[env].split(os.pathsep) if key in PATH_LISTS else environ[env]
+    team_from_env(environ, data)
     for env, key in (("CTXD_AUTO_COMPACT", "autoCompact"), ("CTXD_WATCH", "watch")):
         if env in environ:
             data[key] = environ[env].lower() not in ("0", "false", "no", "off")

@@ -12,7 +12,8 @@ def _hit_head(hit: dict[str, Any]) -> str:
     role = hit["role"] + (f" ({hit['toolName']})" if hit.get("toolName") else "")
     away = "  [summarised away]" if hit.get("summarized") else ""
     when = f"  {hit['timestamp']}" if hit.get("timestamp") else ""
-    return f"{session['path']}:{hit['line']}  {role}  entry {hit['entryId']}  session {session['id']}{when}{away}"
+    who = f"  {hit['user']}@{hit['machine']}  project {hit['project']}" if hit.get("project") else ""
+    return f"{session['path']}:{hit['line']}  {role}  entry {hit['entryId']}  session {session['id']}{when}{who}{away}"
 
 
 def search_text(result: dict[str, Any]) -> str:
@@ -23,6 +24,8 @@ def search_text(result: dict[str, Any]) -> str:
         lines.append("   " + " ".join(str(hit["snippet"]).split()))
     if not result["hits"]:
         lines.append(f"no matches for {result['query']!r}")
+    if result.get("queued"):
+        lines.append(f"({result['queued']} entries of this machine are still waiting to be published)")
     if result.get("indexing"):
         lines.append("(indexing is still in progress: sessions written since the last pass may be missing)")
     return "\n".join(lines)
@@ -43,4 +46,8 @@ def expand_text(result: dict[str, Any]) -> str:
         lines.append(f"(more: expand again with cursor {result['nextCursor']!r})")
     if result.get("previousCompactionId"):
         lines.append(f"(earlier history: expand the previous compaction {result['previousCompactionId']})")
+    facts = result.get("facts")
+    if isinstance(facts, dict) and facts.get("text"):
+        lines.append("--- the session's must-keep facts, as published")
+        lines.append(str(facts["text"]))
     return "\n".join(lines)

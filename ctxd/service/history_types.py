@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 import attrs
 
@@ -24,6 +24,19 @@ class HistorySearchParams:
     """At most this many hits (capped at 200)."""
     waitMs: int = attrs.field(default=0, metadata={"min": 0})
     """Wait up to this long (capped at 10 s) for indexing in progress before answering."""
+    scope: Literal["local", "team"] = "local"
+    """``local``: this machine's index (SQLite FTS5); ``team``: the team database (PostgreSQL, :mod:`ctxd.team`),
+    where ``query`` is a web-search query (words, "a phrase", or, -word)."""
+    project: str | None = None
+    """``team`` only: hits of this project."""
+    agent: str | None = None
+    """``team`` only: hits of this agent's sessions (pi, claude, codex, opencode)."""
+    user: str | None = None
+    """``team`` only: hits of this user's sessions."""
+    since: str | None = None
+    """``team`` only: hits at or after this time (ISO 8601)."""
+    until: str | None = None
+    """``team`` only: hits before this time (ISO 8601)."""
 
 
 @attrs.define
@@ -73,6 +86,8 @@ class HistoryExpandParams:
     """Text per page (capped at 100,000; at least 1,000)."""
     cursor: str | None = None
     """``nextCursor`` of the previous page."""
+    scope: Literal["local", "team"] = "local"
+    """``team``: read the session from the team database (``session`` is its id)."""
 
 
 @attrs.define
@@ -101,6 +116,48 @@ class HistoryExpandResult:
     nextCursor: str | None
     previousCompactionId: str | None = None
     """For a compaction: the one before it on its path (expand it to read further back)."""
+
+
+@attrs.define
+class TeamHistoryHit:
+    """A hit in the team database (``history/search`` with ``scope: "team"``)."""
+
+    session: HistorySession
+    """Its id, and its path on the machine it was published from."""
+    entryId: str
+    line: int
+    role: str
+    snippet: str
+    timestamp: str
+    toolName: str | None
+    agent: str
+    project: str
+    user: str
+    machine: str
+    score: float
+
+
+@attrs.define
+class TeamSearchResult:
+    query: str
+    hits: list[TeamHistoryHit]
+    scope: str = "team"
+    queued: int | None = None
+    """Entries of this machine still waiting to be published (null: this process does not publish)."""
+
+
+@attrs.define
+class TeamExpandResult:
+    session: HistorySession
+    kind: str
+    """``entry`` or ``range`` (the team database holds messages, not the session's tree)."""
+    messages: list[HistoryMessage]
+    totalMessages: int
+    truncated: bool
+    nextCursor: str | None
+    scope: str = "team"
+    facts: Any = None
+    """The session's must-keep facts as last published (redacted), or null."""
 
 
 def messages_of(raw: list[dict[str, Any]]) -> list[HistoryMessage]:

@@ -24,10 +24,10 @@ from ctxd.service.archiving import Archiving
 from ctxd.service.base import ServiceBase
 from ctxd.service.compacting import Compacting
 from ctxd.service.composing import Composing
-from ctxd.service.history import History
 from ctxd.service.live import Live
 from ctxd.service.registry import OpenSession, Registry, inside, only_inside
 from ctxd.service.summarize import Summarizing
+from ctxd.service.team import Team
 from ctxd.service.writer import Writing
 from ctxd.store.archive import link_archives
 from ctxd.store.create import create_session
@@ -38,7 +38,7 @@ from ctxd.tree.session import session_name
 log = logging.getLogger(__name__)
 
 
-class Service(Writing, Compacting, Live, Summarizing, Composing, History, Archiving, ServiceBase):
+class Service(Writing, Compacting, Live, Summarizing, Composing, Team, Archiving, ServiceBase):
     """Every daemon method (the server's handlers call these)."""
 
     # --- sessions -----------------------------------------------------------------------------
