@@ -297,6 +297,25 @@ async def compact(
     )
 
 
+def anchors(plan: CompactionPlan, made: PlanFacts) -> dict[str, Any]:
+    """Where the plan's messages lie (entry ids and lines, parallel to the summarised messages and to the turn
+    prefix; empty when unknown), as :class:`SummaryRequest` takes them: a summary can name its entries."""
+    count, prefix = len(plan.messagesToSummarize), len(plan.turnPrefixMessages)
+    where = made.where if len(made.where) == count + prefix else []
+    if not where:  # no session to read lines from: the plan's ids, when they are parallel
+        ids = plan.summarizeEntryIds if len(plan.summarizeEntryIds) == count else []
+        more = plan.turnPrefixEntryIds if len(plan.turnPrefixEntryIds) == prefix else []
+        return {"entry_ids": list(ids), "turn_prefix_entry_ids": list(more)}
+    ids = [(seen.entryId or "") if seen is not None else "" for seen in where]
+    lines = [(seen.line or 0) if seen is not None else 0 for seen in where]
+    return {
+        "entry_ids": ids[:count],
+        "entry_lines": lines[:count],
+        "turn_prefix_entry_ids": ids[count:],
+        "turn_prefix_entry_lines": lines[count:],
+    }
+
+
 @attrs.define
 class Summarized:
     """A summary made for a plan, before anything is written: the text (file blocks appended), the
@@ -351,6 +370,7 @@ async def summarize_plan(
             first_request=goal,
             must_keep=sheet.render(PROMPT_FACT_CHARS, heading="") or None,
             plan_texts=made.plan_base or None,
+            **anchors(plan, made),
         )
         try:
             result = await chosen.summarize(request, _scaled(progress, 0.05, 0.85))
@@ -389,6 +409,7 @@ async def summarize_plan(
                 custom_instructions=instructions,
                 first_request=goal,
                 plan_texts=made.plan_base or None,
+                **anchors(plan, made),
             )
         )
         path = "fallback-keep-last-turns" if replan is not None else "fallback-offline"
