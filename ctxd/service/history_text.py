@@ -12,7 +12,8 @@ def _hit_head(hit: dict[str, Any]) -> str:
     role = hit["role"] + (f" ({hit['toolName']})" if hit.get("toolName") else "")
     away = "  [summarised away]" if hit.get("summarized") else ""
     when = f"  {hit['timestamp']}" if hit.get("timestamp") else ""
-    return f"{session['path']}:{hit['line']}  {role}  entry {hit['entryId']}  session {session['id']}{when}{away}"
+    anchor = hit.get("anchor") or hit["entryId"] or f"L{hit['line']}"
+    return f"{session['path']}:{hit['line']}  {role}  entry {anchor}  session {session['id']}{when}{away}"
 
 
 def search_text(result: dict[str, Any]) -> str:
