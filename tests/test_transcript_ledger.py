@@ -75,7 +75,13 @@ class Replay:
         facts = session_facts(str(self.path), state_dir=settings.state_dir)
         pre = self.run("PreCompact", settings, trigger="auto")
         notes = json.loads(self.notes(settings).read_text())
-        start = self.run("SessionStart", settings, source="compact")
+        self.run("SessionStart", settings, source="compact")
+        # The agent's summary (Claude Code's PostCompact brings it; Codex's is read from the rollout), then the
+        # next prompt gets the facts it lacks.
+        own = settings._replace(state_dir=str(Path(settings.state_dir, "codex"))) if self.agent == "codex" else settings
+        payload = {"session_id": SESSION, "transcript_path": str(self.path), "compact_summary": "Work went on."}
+        claude_hooks.handle("PostCompact", payload, own)
+        start = self.run("UserPromptSubmit", settings, prompt="Go on.")
         return {
             "session/facts": facts.to_json(),
             "instructions": pre.stdout,

@@ -55,13 +55,24 @@ class Session:
     def session_id(self) -> str:
         return str(self.results[0]["session_id"])
 
-    def firsts_after_compactions(self) -> list[RecordedRequest]:
-        """The first main request after each summary request."""
+    def handed_over(self) -> list[tuple[RecordedRequest, str]]:
+        """For each compaction, the request that brought the model ctxd's block, and the block: the first main
+        request after it whose newest message carries one. After a manual ``/compact`` that is the next prompt's
+        request; after an automatic one (Claude Code adds nothing to the request that follows it at once) the
+        next one, with the next tool result or prompt."""
         requests = self.server.requests
         out = []
         for i, request in enumerate(requests):
-            if request.kind == "summary":
-                out.append(next(r for r in requests[i + 1 :] if r.kind == "main"))
+            if request.kind != "summary":
+                continue
+            after = []
+            for later in requests[i + 1 :]:
+                if later.kind == "summary":
+                    break
+                if later.kind == "main":
+                    after.append(later)
+            found = [(r, _block(r, newest=True)) for r in after[:2]]
+            out.append(next(((r, b) for r, b in found if b), (after[0], "")))
         return out
 
 
@@ -187,13 +198,12 @@ def test_five_compactions_manual_and_automatic_ran(session: Session) -> None:
 
 
 def test_every_planted_fact_reaches_the_first_request_after_each_compaction(session: Session) -> None:
-    firsts = session.firsts_after_compactions()
-    assert len(firsts) == 6
-    for n, request in enumerate(firsts[:5], 1):
+    handed = session.handed_over()
+    assert len(handed) == 6
+    for n, (request, block) in enumerate(handed[:5], 1):
         text = request.text
         for fact in FACTS:
-            assert fact in text, f"compaction {n}: {fact!r} is not in the next request"
-        block = _block(request)
+            assert fact in text, f"compaction {n}: {fact!r} is not in the request after it"
         assert block, f"compaction {n}: no ctxd block"
         # The goal stays the session's first request (the fake summary lacks it, so ctxd sends it).
         assert f"- Goal: {GOAL}" in block, f"compaction {n}:\n{block}"
@@ -287,13 +297,13 @@ def test_a_wiped_state_changes_nothing_the_model_gets_after_a_compaction(session
     """Each first request after a compaction holds the same ctxd block as in the session whose state was kept."""
     assert [r.get("result") for r in wiped.results] == [r.get("result") for r in session.results]
     assert "error" not in wiped.claude.log_text().lower()
-    kept, rebuilt = session.firsts_after_compactions(), wiped.firsts_after_compactions()
+    kept, rebuilt = [b for _, b in session.handed_over()], [b for _, b in wiped.handed_over()]
     assert len(kept) == len(rebuilt) == 6
     for n, (one, other) in enumerate(zip(kept, rebuilt, strict=True), 1):
-        assert _block(other) == _block(one), f"compaction {n}"
+        assert other == one, f"compaction {n}"
     # The first summary kept the error; the second did not, and the state was lost between them.
-    assert "ERR_ZETA_4711" not in _block(rebuilt[0])
-    assert f"- Error: User reported: {ERROR}" in _block(rebuilt[1])
+    assert "ERR_ZETA_4711" not in rebuilt[0]
+    assert f"- Error: User reported: {ERROR}" in rebuilt[1]
 
 
 def test_after_the_user_says_the_error_is_fixed_and_takes_the_constraint_back_neither_comes_back(
@@ -307,14 +317,16 @@ def test_after_the_user_says_the_error_is_fixed_and_takes_the_constraint_back_ne
     assert error["status"] == "resolved" and "ERR_ZETA_4711" in error["why"]
     constraint = next(f for f in ledger["facts"] if f["kind"] == "constraint" and f["text"] == NEVER)
     assert constraint["status"] == "superseded" and constraint["why"].startswith("withdrawn: ")
-    block = _block(session.firsts_after_compactions()[5])
+    block = session.handed_over()[5][1]
     assert f"- Goal: {GOAL}" in block and f"- Latest request: {CLOSING}" in block
     assert "- Error:" not in block and f"- User constraint: {NEVER}" not in block
     assert "make verify-zeta" in block and "deploy/zeta/manifest.toml" in block  # still open
 
 
-def _block(request: RecordedRequest) -> str:
-    for text in _texts(request):
+def _block(request: RecordedRequest, *, newest: bool = False) -> str:
+    """ctxd's block in the request (``newest``: in its newest message only, where a hook's context goes)."""
+    texts = _texts(request) if not newest else _texts(attrs.evolve(request, body={"messages": request.messages[-1:]}))
+    for text in texts:
         if "## Must keep (ctxd)" in text:
             return text[text.index("## Must keep (ctxd)") :].split("\n\n")[0]
     return ""
@@ -324,7 +336,7 @@ def _transcript(made: Session) -> str:
     """The conversation as markdown: prompts, compactions, what ctxd re-injected, the ledger after each."""
     from ctxd.compaction.ledger import Ledger
 
-    firsts = made.firsts_after_compactions()
+    handed = made.handed_over()
     lines = [
         f"# One Claude Code {made.claude.binary.split('claude-code-')[-1].split('/')[0]} session, 6 compactions",
         "",
@@ -353,9 +365,9 @@ def _transcript(made: Session) -> str:
                     "```",
                     "",
                 ]
-            if compaction <= len(firsts):
-                lines += ["First request after it: ctxd's block, as the model got it:", "", "```"]
-                lines += [_block(firsts[compaction - 1])[:2_500], "```", ""]
+            if compaction <= len(handed):
+                lines += ["ctxd's block after it, as the model got it:", "", "```"]
+                lines += [handed[compaction - 1][1][:2_500], "```", ""]
         if result:
             lines += [f"Answer: {result}", ""]
     return "\n".join(lines)
