@@ -75,13 +75,13 @@ class Replay:
         facts = session_facts(str(self.path), state_dir=settings.state_dir)
         pre = self.run("PreCompact", settings, trigger="auto")
         notes = json.loads(self.notes(settings).read_text())
-        self.run("SessionStart", settings, source="compact")
-        # The agent's summary (Claude Code's PostCompact brings it; Codex's is read from the rollout), then the
-        # next prompt gets the facts it lacks.
+        # Claude Code: the facts wait for the summary PostCompact brings, and go with the next prompt. Codex: this
+        # rollout holds no summary of the compaction yet, so every fact goes at SessionStart.
+        start = self.run("SessionStart", settings, source="compact")
         own = settings._replace(state_dir=str(Path(settings.state_dir, "codex"))) if self.agent == "codex" else settings
         payload = {"session_id": SESSION, "transcript_path": str(self.path), "compact_summary": "Work went on."}
         claude_hooks.handle("PostCompact", payload, own)
-        start = self.run("UserPromptSubmit", settings, prompt="Go on.")
+        prompt = self.run("UserPromptSubmit", settings, prompt="Go on.")
         return {
             "session/facts": facts.to_json(),
             "instructions": pre.stdout,
@@ -89,7 +89,7 @@ class Replay:
             "compactions": notes["precompact"]["compactions"],
             "ledger": notes["ledger"],
             "plans": (notes.get("plans"), notes.get("plansThrough")),
-            "reinjected": start.stdout,
+            "reinjected": start.stdout + prompt.stdout,
         }
 
 

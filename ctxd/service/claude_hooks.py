@@ -68,6 +68,9 @@ class HookSettings(NamedTuple):
     instructions_chars: int = 6_000
     """Cap of PreCompact's instructions (Claude Code cuts them at 10,000 characters)."""
     archive: bool = True
+    all_when_unread: bool = False
+    """When SessionStart(compact) cannot read the new summary, re-inject every fact at once instead of waiting
+    for it (Codex: its summary is in the rollout by then unless the compaction ran remotely, encrypted)."""
 
 
 class HookResult(NamedTuple):
@@ -123,6 +126,8 @@ def session_start(payload: Mapping[str, Any], settings: HookSettings) -> HookRes
             missing = sheet.missing(summary)
             notes.pop("awaiting", None)
             return _context("SessionStart", missing, FACTS_HEADING, settings, f"{len(sheet)} facts checked")
+        if settings.all_when_unread:
+            return _context("SessionStart", sheet, ALL_FACTS_HEADING, settings, "the summary cannot be read")
         # Claude Code writes the summary after this hook: the facts wait for PostCompact, which has it, and go
         # with the next tool result or prompt (after an automatic compaction too: only what the summary lacks).
         notes["awaiting"] = True

@@ -12,9 +12,9 @@ PreCompact          archives the rollout (``<data>/archive/codex/...``), works o
 SessionStart        ``compact``: re-injects (``additionalContext``) the facts the new summary lacks, with one
                     sentence on how to read the rest (:data:`ctxd.compaction.recall.RECALL_HINT`); Codex writes
                     the summary into the rollout first and places them as a developer message right after it,
-                    in the very next request. When the summary cannot be read yet, the facts wait for the next
-                    prompt. Other sources: hand over facts still waiting
-UserPromptSubmit    hands over facts still waiting (reading the summary from the rollout when they wait for it)
+                    in the very next request. A summary it cannot read then (a remote, encrypted compaction)
+                    never becomes readable: every fact goes. Other sources: hand over facts still waiting
+UserPromptSubmit    hands over facts still waiting
 PostCompact         nothing: Codex 0.169 passes no summary (the rollout's ``compacted`` line has it)
 PostToolUse         nothing: Codex 0.169 has no ``updatedToolOutput`` (set ``tool_output_token_limit`` instead)
 Stop, SessionEnd    archive the rollout
@@ -43,7 +43,9 @@ __all__ = ["COMPACT_PROMPT_HEAD", "compact_prompt", "handle"]
 
 def handle(event: str, payload: Mapping[str, Any], settings: HookSettings) -> HookResult:
     """Run ctxd's part of one Codex hook event."""
-    own = settings._replace(state_dir=os.path.join(settings.state_dir, "codex"), archive=False)
+    # Codex writes its summary into the rollout before SessionStart(compact); one it cannot read then is a
+    # remote (encrypted) compaction, which no later hook can read either: every fact goes at once.
+    own = settings._replace(state_dir=os.path.join(settings.state_dir, "codex"), archive=False, all_when_unread=True)
     if event == "PreCompact":
         archived = _archive(payload, settings)
         result = claude_hooks.pre_compact(payload, own)
