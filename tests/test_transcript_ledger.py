@@ -1,6 +1,6 @@
 """The same must-keep facts from a transcript whatever ctxd's state dir holds (issue 28, item 5).
 
-Real transcripts (Claude Code with one and with two compactions, Codex with three) are replayed as the agent wrote
+Real transcripts (Claude Code with one compaction, Codex with three) are replayed as the agent wrote
 them: the hooks run PreCompact before each compaction line. At the next compaction the facts must be the same
 (the instructions printed, the fact sheet and the ledger saved in the notes, the block re-injected after it, and
 ``session/facts``) whether the notes were kept all along (present), are ``{}`` (empty), the state dir is gone
@@ -24,10 +24,11 @@ from ctxd.service.facts import session_facts
 
 SESSION = "s-0001"
 CASES = [
-    ("claude", "claude-2.1.330-compact.jsonl"),  # one compaction (manual /compact)
-    ("claude", "session-624a4a58.jsonl"),  # two
+    ("claude", "claude-2.1.330-compact.jsonl"),  # one compaction (manual /compact), Claude Code 2.1.330
+    ("claude", "session-624a4a58.jsonl"),  # one, in a real user's 2.6 MB session
     ("codex", "rollout-0.169-compactions.jsonl"),  # three (automatic)
 ]
+"""Claude Code with several compactions: tests/claude_code/test_ledger.py (six, in the real Claude Code)."""
 Handle = Callable[[str, Mapping[str, Any], HookSettings], HookResult]
 
 
