@@ -297,23 +297,14 @@ async def compact(
     )
 
 
-def anchors(plan: CompactionPlan, made: PlanFacts) -> dict[str, Any]:
-    """Where the plan's messages lie (entry ids and lines, parallel to the summarised messages and to the turn
-    prefix; empty when unknown), as :class:`SummaryRequest` takes them: a summary can name its entries."""
-    count, prefix = len(plan.messagesToSummarize), len(plan.turnPrefixMessages)
-    where = made.where if len(made.where) == count + prefix else []
-    if not where:  # no session to read lines from: the plan's ids, when they are parallel
-        ids = plan.summarizeEntryIds if len(plan.summarizeEntryIds) == count else []
-        more = plan.turnPrefixEntryIds if len(plan.turnPrefixEntryIds) == prefix else []
-        return {"entry_ids": list(ids), "turn_prefix_entry_ids": list(more)}
-    ids = [(seen.entryId or "") if seen is not None else "" for seen in where]
-    lines = [(seen.line or 0) if seen is not None else 0 for seen in where]
-    return {
-        "entry_ids": ids[:count],
-        "entry_lines": lines[:count],
-        "turn_prefix_entry_ids": ids[count:],
-        "turn_prefix_entry_lines": lines[count:],
-    }
+def plan_lines(plan: CompactionPlan, made: PlanFacts) -> tuple[list[int] | None, list[int] | None]:
+    """The line of each of the plan's messages in the session file, then of its turn prefix (0 where unknown;
+    None when not known at all), read where its facts were: a summary can name its entries as ``L<line>``."""
+    count = len(plan.messagesToSummarize)
+    lines = [(seen.line or 0) if seen is not None else 0 for seen in made.where]
+    if len(lines) != count + len(plan.turnPrefixMessages):
+        return None, None
+    return lines[:count], lines[count:]
 
 
 @attrs.define
@@ -361,16 +352,20 @@ async def summarize_plan(
     chosen = summarizer or summarizer_for(settings)
     if result is None:
         file_context = format_file_blocks(plan.readFiles, plan.modifiedFiles).strip() or None
+        lines, prefix_lines = plan_lines(plan, made)
         request = SummaryRequest(
             messages=plan.messagesToSummarize,
             previous_summary=strip_patch(plan.previousSummary),
             turn_prefix=plan.turnPrefixMessages,
             custom_instructions=instructions,
             file_context=file_context,
+            entry_ids=list(plan.summarizeEntryIds),
+            turn_prefix_entry_ids=list(plan.turnPrefixEntryIds),
+            entry_lines=lines,
+            turn_prefix_entry_lines=prefix_lines,
             first_request=goal,
             must_keep=sheet.render(PROMPT_FACT_CHARS, heading="") or None,
             plan_texts=made.plan_base or None,
-            **anchors(plan, made),
         )
         try:
             result = await chosen.summarize(request, _scaled(progress, 0.05, 0.85))
@@ -400,6 +395,8 @@ async def summarize_plan(
         _report(progress, stage, 0.85)
         if replan is not None:
             plan = await replan(plan)
+        remade = await facts(plan) if replan is not None else made  # the re-cut plan's facts (checked below)
+        lines, prefix_lines = plan_lines(plan, remade)
         offline = OfflineSummarizer()
         result = await offline.summarize(
             SummaryRequest(
@@ -408,13 +405,16 @@ async def summarize_plan(
                 turn_prefix=plan.turnPrefixMessages,
                 custom_instructions=instructions,
                 first_request=goal,
+                entry_ids=list(plan.summarizeEntryIds),
+                turn_prefix_entry_ids=list(plan.turnPrefixEntryIds),
+                entry_lines=lines,
+                turn_prefix_entry_lines=prefix_lines,
                 plan_texts=made.plan_base or None,
-                **anchors(plan, made),
             )
         )
         path = "fallback-keep-last-turns" if replan is not None else "fallback-offline"
         if replan is not None:
-            made = await facts(plan)
+            made = remade
             sheet, goal = made.sheet, made.goal
 
     # Every summary, however made, is checked as it will be written (its file blocks appended: they keep the

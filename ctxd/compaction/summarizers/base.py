@@ -42,17 +42,16 @@ class SummaryRequest:
     must_keep: str | None = None
     """The fact sheet of ``messages`` (see :mod:`ctxd.compaction.mustkeep`), rendered: a model is told up
     front what its summary must keep (the engine checks and patches afterwards either way)."""
-    entry_ids: list[str] = attrs.field(factory=list)
-    """Parallel to ``messages`` when known (else empty): each message's entry id in its session ("" for one
-    without), so a summary can name where details live (anchors ``history/expand`` takes, see
-    :mod:`ctxd.history.anchors`: an id or its first 8 characters)."""
-    entry_lines: list[int] = attrs.field(factory=list)
-    """Parallel to ``messages`` when known (else empty): each message's 1-based line in the session file (0
-    when unknown): the anchor ``L<line>`` for files whose entries have no ids."""
-    turn_prefix_entry_ids: list[str] = attrs.field(factory=list)
-    """As ``entry_ids``, for ``turn_prefix``."""
-    turn_prefix_entry_lines: list[int] = attrs.field(factory=list)
-    """As ``entry_lines``, for ``turn_prefix``."""
+    entry_ids: list[str] | None = None
+    """The entry id of each of ``messages`` (parallel to it; "" where an entry has none): a summary names where
+    each task's details live, for ``expand``."""
+    turn_prefix_entry_ids: list[str] | None = None
+    """The entry id of each of ``turn_prefix``."""
+    entry_lines: list[int] | None = None
+    """The 1-based line of each of ``messages`` in the session file (parallel to it; 0 where unknown): the anchor
+    ``L<line>`` that ``expand`` takes for files whose entries have no ids (see :mod:`ctxd.history.anchors`)."""
+    turn_prefix_entry_lines: list[int] | None = None
+    """The line of each of ``turn_prefix``."""
 
 
 @attrs.frozen
