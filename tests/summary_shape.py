@@ -1,19 +1,30 @@
-"""The shape ctxd asks every summariser for (litellm's prompt, Codex's and opencode's compaction prompts)."""
+"""The shape ctxd asks every summariser for (litellm's prompt, Codex's and opencode's compaction prompts): the
+offline summary's sections, in its order."""
 
 from __future__ import annotations
 
+HEADINGS = (
+    "## State now",
+    "## Goal",
+    "## What the user said",
+    "## Constraints & Preferences",
+    "## Tasks",
+    "## How to build, test and run",
+)
+
 
 def assert_summary_shape(prompt: str) -> None:
-    """The shape ctxd asks every summariser for, the offline summary's: the state now first (uncommitted, failing,
-    blocked, next step), then task by task (asked, done, errors, decisions, final state), then the commands, the
-    user's constraints and messages."""
-    headings = ("## State now", "## Tasks", "## How to build, test and run", "## User constraints", "## User messages")
-    at = [prompt.index(h) for h in headings]
-    assert at == sorted(at)
+    """The state now first (the task under way, uncommitted, failing, blocked, next step), the goal, the user's
+    messages and constraints, then task by task (asked, done with commits and checks, errors and their fix or
+    still open, decisions with reason, alternative and correction, final state), then the commands."""
+    at = [prompt.index(h) for h in HEADINGS]
+    assert at == sorted(at), at
     state = prompt[at[0] : at[1]]
-    for item in ("Uncommitted:", "Failing:", "Blocked:", "Next step:"):
-        assert item in state
-    task = prompt[at[1] : at[2]]
-    for item in ("Asked:", "own words", "Done:", "commits", "hash", "Errors:", "still open", "Decisions:", "reason"):
-        assert item in task
-    assert "Final state:" in task and "pushed" in task
+    for item in ("Task under way:", "not committed:", "Still failing:", "Blocked:", "Next step:"):
+        assert item in state, item
+    task = prompt[at[4] : at[5]]
+    for item in ("Asked:", "own words", "Done:", "commits", "hash", "checks that passed", "Problem:", "still open"):
+        assert item in task, item
+    for item in ("Decision:", "reason", "alternative rejected", "correction", "Closed:", "pushed"):
+        assert item in task, item
+    assert "last outcome" in prompt[at[5] :]

@@ -73,7 +73,7 @@ def _context(stdout: str) -> str:
 def test_precompact_archives_and_asks_the_summary_to_keep_the_facts(live: Path, settings: HookSettings) -> None:
     result = handle("PreCompact", _payload(live, "PreCompact", trigger="manual", custom_instructions=None), settings)
     assert result.stdout.startswith(f"{INSTRUCTIONS} {SHAPE_INSTRUCTIONS}\n\n## Must keep\n")
-    assert 'first a "State now" section' in result.stdout and "task by task" in result.stdout
+    assert 'First "## State now"' in result.stdout and "task by task" in result.stdout
     for fact in ("Build a tiny HTTP service", "Also add a /health endpoint", "Never modify config.yaml", "py_compile"):
         assert fact in result.stdout
     assert len(result.stdout) <= settings.instructions_chars

@@ -25,43 +25,49 @@ SYSTEM_PROMPT = (
 )
 
 SUMMARY_FORMAT = """## State now
-- Uncommitted: files changed but not committed, or "nothing".
-- Failing: what still fails at the end (check, test or command, with its exact error), or "nothing".
-- Blocked: what stops progress and on whom or what, or "nothing".
+- Task under way: the task being worked on at the end, or "none".
+- Changed and not committed: files changed but not committed, or "nothing".
+- Still failing: what fails at the end (check, test or command, with its exact error), or "nothing".
+- Blocked: what stops progress, and on whom or what, or "nothing".
 - Next step: the one concrete action that comes next (the tracker's or the plan's next open item, else the
   agent's own last stated plan), as a full sentence.
 
-## Tasks
-### 1. <short title> (<committed | pushed | closed | abandoned | in progress>)
-- Asked: what the user asked, quoted in their own words.
-- Done: files changed; commits as `<hash> <message>`; checks that passed, with their command.
-- Errors: each error as printed, then what fixed it, or "still open" (an error that came back is open).
-- Decisions: what was chosen and the reason given; the alternative rejected; the user's correction, if any.
-- Final state: committed? pushed? closed, and with what reason?
+## Goal
+- What the user is ultimately after: their first request, quoted.
 
-## How to build, test and run
-- `<command>`: what it does; its last outcome (passed, or failed with the key line).
+## What the user said (oldest first)
+- Every message the user typed, quoted (long ones trimmed); not tool output, and not text an agent or a tool
+  put into the user's turn.
 
-## User constraints
+## Constraints & Preferences
 - Every requirement, restriction or preference the user stated, in their own words.
 
-## User messages
-- Every message the user typed, oldest first, quoted (long ones trimmed); not tool output, not text an agent
-  or tool inserted into the user's turn."""
-"""The shape of every summary ctxd asks a model for, the same the offline summary has: the state first, then
-task by task (oldest first), then the commands, constraints and the user's own messages."""
+## Tasks (oldest first)
+### T1 · <short title> (<committed | pushed | closed | abandoned | in progress>)
+- Asked: what the user asked for this task, quoted in their own words.
+- Done: files changed; commits as `<hash> <message>`; checks that passed, with their command.
+- Problem: each error as printed, then what fixed it, or "still open" (an error that came back is open).
+- Decision: what was chosen and the reason given; the alternative rejected; the user's correction, if any.
+- Closed: the final state: committed? pushed? closed, and with what reason?
+
+## How to build, test and run
+- `<command>`: what it does; its last outcome (passed, or failed with the key line)."""
+"""The shape of every summary ctxd asks a model for, the offline summary's (its section titles, in its order):
+the state now first, then the goal and the user's own words and constraints, then task by task (oldest first),
+then the commands that build, test and run the project."""
 
 SHAPE_INSTRUCTIONS = (
-    'Write the summary in this shape, whatever other format you were given: first a "State now" section (what '
-    "is uncommitted, what still fails, what blocks, the next step); then the work task by task, oldest first, "
-    "each with what the user asked (their own words), what was done (files; commits with hash and message; "
-    "checks that passed), each error and what fixed it or that it is still open, decisions with the reason "
-    "given, the alternative rejected and the user's correction, and its final state (committed? pushed? closed, "
-    "why?); then how to build, test and run (each command with its last outcome); then the user's constraints "
-    "and all the user's messages."
+    'Write the summary in this shape, whatever other format you were given. First "## State now": the task '
+    "under way, what is changed and not committed, what still fails, what blocks, and the next step. Then the "
+    "goal (the user's first request, quoted), every message the user typed (quoted, oldest first) and the "
+    "user's constraints in their own words. Then the work task by task, oldest first, each with what the user "
+    "asked (their words), what was done (files; commits with hash and message; checks that passed), each error "
+    "and what fixed it or that it is still open, decisions with the reason given, the alternative rejected and "
+    "the user's correction, and its final state (committed? pushed? closed, and why?). Last, how to build, "
+    "test and run: each command with its last outcome."
 )
 """The same shape in one paragraph, for an agent's own summariser whose prompt ctxd can only add to (Claude
-Code's PreCompact instructions)."""
+Code's PreCompact instructions, opencode's compaction prompt)."""
 
 _RULES = (
     "Rules:\n"
