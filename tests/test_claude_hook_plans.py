@@ -163,9 +163,12 @@ def test_the_second_compaction_names_the_plans_next_open_item(tmp_path: Path) ->
     ledger_next = [f for f in saved["ledger"]["facts"] if f["kind"] == "next"]
     assert [f["status"] for f in ledger_next if "Step 2" in f["text"]] == ["superseded"]
     assert [f["status"] for f in ledger_next if "Step 3" in f["text"]] == ["open"]
-    # An automatic compaction: SessionStart re-injects every fact, the plan's next item the current one.
-    start = json.loads(hook("SessionStart", t.path, tmp_path, source="compact"))
-    [line] = next_items(start["hookSpecificOutput"]["additionalContext"])
+    # An automatic compaction: the facts its summary lacks go with the next tool result, the plan's next item the
+    # current one.
+    assert hook("SessionStart", t.path, tmp_path, source="compact") == ""
+    hook("PostCompact", t.path, tmp_path, trigger="auto", compact_summary=SUMMARY)
+    after = json.loads(hook("PostToolUse", t.path, tmp_path, tool_name="Bash", tool_response="ok"))
+    [line] = next_items(after["hookSpecificOutput"]["additionalContext"])
     assert f"{NEXT}Step 3: write the docs" in line
     # PreCompact again for the same compaction (say it was cancelled): the ticks are not applied twice.
     assert hook("PreCompact", t.path, tmp_path, trigger="auto") == second

@@ -19,11 +19,13 @@ import pytest
 from conftest import reference
 
 from ctxd.cli.hook import load_settings, run
+from ctxd.compaction.recall import RECALL_HINT
+from ctxd.compaction.summarizers.prompts import SHAPE_INSTRUCTIONS
 from ctxd.service.claude_facts import transcript_facts
 from ctxd.service.claude_hooks import (
-    ALL_FACTS_HEADING,
     FACTS_HEADING,
     INSTRUCTIONS,
+    MAX_AWAITING_CHECKS,
     HookSettings,
     handle,
 )
@@ -70,7 +72,8 @@ def _context(stdout: str) -> str:
 
 def test_precompact_archives_and_asks_the_summary_to_keep_the_facts(live: Path, settings: HookSettings) -> None:
     result = handle("PreCompact", _payload(live, "PreCompact", trigger="manual", custom_instructions=None), settings)
-    assert result.stdout.startswith(INSTRUCTIONS + "\n\n## Must keep\n")
+    assert result.stdout.startswith(f"{INSTRUCTIONS} {SHAPE_INSTRUCTIONS}\n\n## Must keep\n")
+    assert 'First "## State now"' in result.stdout and "task by task" in result.stdout
     for fact in ("Build a tiny HTTP service", "Also add a /health endpoint", "Never modify config.yaml", "py_compile"):
         assert fact in result.stdout
     assert len(result.stdout) <= settings.instructions_chars
@@ -98,8 +101,10 @@ def test_after_a_manual_compact_the_missing_facts_wait_for_the_summary_then_go_o
     prompt = handle("UserPromptSubmit", _payload(live, "UserPromptSubmit", prompt="What is next?"), settings)
     assert json.loads(prompt.stdout)["hookSpecificOutput"]["hookEventName"] == "UserPromptSubmit"
     context = _context(prompt.stdout)
-    assert context == missing.render(settings.facts_chars, heading=FACTS_HEADING)
-    assert context.startswith(FACTS_HEADING + "\n")
+    assert context.startswith(FACTS_HEADING + "\n") and context.endswith(f"\n\n{RECALL_HINT}")
+    assert context.removesuffix(f"\n\n{RECALL_HINT}") == missing.render(
+        settings.facts_chars - len(RECALL_HINT) - 2, heading=FACTS_HEADING
+    )
     # What the summary left out ...
     assert "- Latest request: Also add a /health endpoint that answers ok." in context
     assert "- User constraint: Never modify config.yaml: it belongs to the ops team." in context
@@ -120,34 +125,67 @@ def test_a_resumed_session_gets_the_waiting_facts_at_its_start(live: Path, setti
     assert handle("UserPromptSubmit", _payload(live, "UserPromptSubmit"), settings).stdout == ""
 
 
-def test_after_an_automatic_compaction_every_fact_goes_at_once(live: Path, settings: HookSettings) -> None:
+def test_after_an_automatic_compaction_only_the_facts_its_summary_lacks_go_with_the_next_tool_result(
+    live: Path, settings: HookSettings
+) -> None:
+    """Claude Code runs SessionStart(compact) before it writes the summary and goes on at once: the facts wait for
+    PostCompact (which has the summary) and go with the first tool result after it, only those the summary lacks."""
     handle("PreCompact", _payload(live, "PreCompact", trigger="auto"), settings)
     start = handle("SessionStart", _payload(live, "SessionStart", source="compact"), settings)
-    context = _context(start.stdout)
-    assert context.startswith(ALL_FACTS_HEADING + "\n") and "Build a tiny HTTP service" in context
+    assert start.stdout == "" and "wait for PostCompact" in start.note
     handle("PostCompact", _payload(live, "PostCompact", trigger="auto", compact_summary=SUMMARY), settings)
+    tool = _payload(live, "PostToolUse", tool_name="Bash", tool_input={"command": "ls"}, tool_response="app.py")
+    after = json.loads(handle("PostToolUse", tool, settings).stdout)["hookSpecificOutput"]
+    assert after["hookEventName"] == "PostToolUse" and "updatedToolOutput" not in after
+    context = after["additionalContext"]
+    assert context.startswith(FACTS_HEADING + "\n") and "Never modify config.yaml" in context
+    assert "Build a tiny HTTP service" not in context and "py_compile" not in context  # the summary has them
+    assert context.endswith(RECALL_HINT)
+    assert handle("PostToolUse", tool, settings).stdout == ""  # once
     assert handle("UserPromptSubmit", _payload(live, "UserPromptSubmit"), settings).stdout == ""
 
 
-def test_a_summary_already_written_is_checked_at_once(live: Path, settings: HookSettings) -> None:
-    handle("PreCompact", _payload(live, "PreCompact", trigger="manual"), settings)
-    # As if Claude had written the boundary and the summary before SessionStart(compact).
-    shutil.copy(reference("claude", "claude-2.1.330-compact.jsonl"), live)
-    context = _context(handle("SessionStart", _payload(live, "SessionStart", source="compact"), settings).stdout)
-    assert context.startswith(FACTS_HEADING + "\n")
-    assert "Never modify config.yaml" in context and "Build a tiny HTTP service" not in context
-
-
-def test_a_summary_from_postcompact_before_sessionstart_is_used(live: Path, settings: HookSettings) -> None:
+def test_a_cut_tool_output_and_the_waiting_facts_go_in_one_answer(live: Path, settings: HookSettings) -> None:
     handle("PreCompact", _payload(live, "PreCompact", trigger="auto"), settings)
-    handle("PostCompact", _payload(live, "PostCompact", compact_summary=SUMMARY), settings)
-    context = _context(handle("SessionStart", _payload(live, "SessionStart", source="compact"), settings).stdout)
-    assert context.startswith(FACTS_HEADING + "\n") and "py_compile" not in context
+    handle("SessionStart", _payload(live, "SessionStart", source="compact"), settings)
+    handle("PostCompact", _payload(live, "PostCompact", trigger="auto", compact_summary=SUMMARY), settings)
+    big = _payload(live, "PostToolUse", tool_name="Read", tool_input={"file_path": "/x"}, tool_response="x\n" * 9_000)
+    out = json.loads(handle("PostToolUse", big, settings).stdout)["hookSpecificOutput"]
+    assert len(out["updatedToolOutput"]) < 18_000 and "Never modify config.yaml" in out["additionalContext"]
+
+
+def test_without_postcompact_the_next_prompt_reads_the_summary_from_the_transcript(
+    live: Path, settings: HookSettings
+) -> None:
+    handle("PreCompact", _payload(live, "PreCompact", trigger="manual"), settings)
+    assert handle("SessionStart", _payload(live, "SessionStart", source="compact"), settings).stdout == ""
+    # No PostCompact (an older Claude Code); the summary is in the transcript by the next prompt.
+    shutil.copy(reference("claude", "claude-2.1.330-compact.jsonl"), live)
+    prompt = handle("UserPromptSubmit", _payload(live, "UserPromptSubmit", prompt="What is next?"), settings)
+    context = _context(prompt.stdout)
+    assert context.startswith(FACTS_HEADING + "\n") and "Never modify config.yaml" in context
+    assert "Build a tiny HTTP service" not in context
+    assert handle("UserPromptSubmit", _payload(live, "UserPromptSubmit"), settings).stdout == ""
+
+
+def test_a_compaction_whose_summary_never_comes_leaves_nothing_waiting(live: Path, settings: HookSettings) -> None:
+    handle("PreCompact", _payload(live, "PreCompact", trigger="manual"), settings)
+    handle("SessionStart", _payload(live, "SessionStart", source="compact"), settings)
+    pending = Path(settings.state_dir) / "claude" / f"{SESSION}.pending"
+    tool = _payload(live, "PostToolUse", tool_name="Bash", tool_response="x")
+    for _ in range(MAX_AWAITING_CHECKS - 1):
+        assert handle("PostToolUse", tool, settings).stdout == "" and pending.exists()
+    last = handle("UserPromptSubmit", _payload(live, "UserPromptSubmit"), settings)
+    assert last.stdout == "" and "no facts wait for it any longer" in last.note
+    notes = json.loads((Path(settings.state_dir) / "claude" / f"{SESSION}.json").read_text())
+    assert "awaiting" not in notes and "awaitingChecks" not in notes and not pending.exists()
 
 
 def test_without_precompact_the_facts_come_from_the_transcript(live: Path, settings: HookSettings) -> None:
-    start = handle("SessionStart", _payload(live, "SessionStart", source="compact"), settings)
-    assert "Never modify config.yaml" in _context(start.stdout)  # treated as automatic: nothing to wait for
+    assert handle("SessionStart", _payload(live, "SessionStart", source="compact"), settings).stdout == ""
+    handle("PostCompact", _payload(live, "PostCompact", compact_summary=SUMMARY), settings)
+    prompt = handle("UserPromptSubmit", _payload(live, "UserPromptSubmit"), settings)
+    assert "Never modify config.yaml" in _context(prompt.stdout)
 
 
 def test_a_second_compaction_keeps_the_facts_of_the_first_and_the_goal(live: Path, settings: HookSettings) -> None:
@@ -165,8 +203,10 @@ def test_a_second_compaction_keeps_the_facts_of_the_first_and_the_goal(live: Pat
     notes = json.loads((Path(settings.state_dir) / "claude" / f"{SESSION}.json").read_text())
     ledger = notes["ledger"]
     assert ledger["compactions"] == 2 and ledger["goal"].startswith("Build a tiny HTTP service in app.py")
-    start = handle("SessionStart", _payload(live, "SessionStart", source="compact"), settings)
-    assert "Never modify config.yaml" in _context(start.stdout)  # automatic: every fact, the first range's too
+    handle("SessionStart", _payload(live, "SessionStart", source="compact"), settings)
+    handle("PostCompact", _payload(live, "PostCompact", trigger="auto", compact_summary=SUMMARY), settings)
+    prompt = handle("UserPromptSubmit", _payload(live, "UserPromptSubmit"), settings)
+    assert "Never modify config.yaml" in _context(prompt.stdout)  # the first range's fact, which the summary lacks
 
 
 def test_posttooluse_cuts_what_the_model_reads_and_leaves_edits_alone(live: Path, settings: HookSettings) -> None:
@@ -243,13 +283,14 @@ print(json.dumps(heavy))
 
 
 def test_the_pending_marker_exists_exactly_while_facts_wait(live: Path, settings: HookSettings) -> None:
-    """The shell wrapper skips UserPromptSubmit without ``<session>.pending``: it must follow the notes."""
+    """The shell wrapper skips UserPromptSubmit and PostToolUse without ``<session>.pending``: it must follow the
+    notes (facts waiting to be handed over, or for the summary to check them against)."""
     notes = Path(settings.state_dir) / "claude" / f"{SESSION}.json"
     marker = notes.with_suffix(".pending")
 
     def agrees() -> bool:
-        waiting = bool(json.loads(notes.read_text()).get("pending")) if notes.exists() else False
-        return marker.exists() is waiting
+        saved = json.loads(notes.read_text()) if notes.exists() else {}
+        return marker.exists() is bool(saved.get("pending") or saved.get("awaiting"))
 
     steps: list[tuple[str, dict[str, Any]]] = [
         ("UserPromptSubmit", {"prompt": "hi"}),

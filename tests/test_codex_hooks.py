@@ -11,6 +11,7 @@ from pathlib import Path
 from conftest import LOCAL
 
 from ctxd.cli.hook import run
+from ctxd.compaction.recall import RECALL_HINT
 from ctxd.store.archive import archive_codex_rollout, codex_archive_path
 from ctxd.store.listing import list_sessions
 
@@ -48,10 +49,14 @@ def test_events_print_what_codex_takes(tmp_path: Path, monkeypatch) -> None:  # 
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
     monkeypatch.setenv("CTXD_CONFIG", str(tmp_path / "none.json"))
     path = live(tmp_path)
+    lines = ROLLOUT.read_bytes().splitlines(keepends=True)
+    last = max(i for i, line in enumerate(lines) if json.loads(line).get("type") == "compacted")
+    path.write_bytes(b"".join(lines[:last]))  # as the rollout was when Codex ran PreCompact
     payload = {"session_id": "01a2149d-8f0f-74c1-8dfa-7129af1db7c5", "transcript_path": str(path), "trigger": "auto"}
     assert hook("PreCompact", payload) == ""  # Codex ignores PreCompact output
     archived = tmp_path / "data" / "ctxd" / "archive" / "codex" / "2026" / "11" / "25" / NAME
     assert archived.read_bytes() == path.read_bytes()
+    path.write_bytes(b"".join(lines))  # Codex wrote the compaction before SessionStart(compact)
     printed = json.loads(hook("SessionStart", {**payload, "source": "compact"}))
     context = printed["hookSpecificOutput"]["additionalContext"]
     assert printed["hookSpecificOutput"]["hookEventName"] == "SessionStart"
@@ -68,9 +73,9 @@ def test_events_print_what_codex_takes(tmp_path: Path, monkeypatch) -> None:  # 
     assert listed[archived].archiveOf == str(path) and listed[path].archives == [str(archived)]
 
 
-def test_a_summary_not_yet_in_the_rollout_sends_every_fact(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    """A manual /compact whose compacted line is not written when SessionStart runs: all facts go, none wait for a
-    PostCompact that Codex would give no summary."""
+def test_a_summary_it_cannot_read_sends_every_fact(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """A compaction whose summary is not in the rollout when SessionStart runs (the built-in provider compacts
+    remotely, encrypted: no later hook can read it either): every fact goes at once, none wait."""
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
     monkeypatch.setenv("CTXD_CONFIG", str(tmp_path / "none.json"))
@@ -81,4 +86,5 @@ def test_a_summary_not_yet_in_the_rollout_sends_every_fact(tmp_path: Path, monke
     printed = json.loads(hook("SessionStart", {**payload, "source": "compact"}))
     context = printed["hookSpecificOutput"]["additionalContext"]
     assert context.startswith("## Must keep (ctxd): facts from before the compaction\n")
-    assert "never edit README.md" in context
+    assert "never edit README.md" in context and context.endswith(RECALL_HINT)
+    assert hook("UserPromptSubmit", {**payload, "prompt": "go on"}) == ""

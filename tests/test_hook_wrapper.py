@@ -195,3 +195,18 @@ def test_a_damaged_settings_file_leaves_the_decision_to_ctxd(hook: Hook) -> None
     assert hook("PostToolUse", _bash(100)) == ""  # no shell error on stderr (Hook asserts it), ctxd judged it
     assert hook.starts() == first + 1
     assert "ctxd_limit='30000'" in settings.read_text()  # and rewrote the file
+
+
+def test_waiting_facts_start_ctxd_for_a_tool_result_and_go_with_it(hook: Hook) -> None:
+    """After an automatic compaction no prompt comes: the facts its summary lacks go with the next tool result."""
+    hook("UserPromptSubmit", {"prompt": "hello"})
+    assert hook("PostToolUse", _bash(10)) == ""
+    first = hook.starts()
+    notes = hook.state / "claude" / f"{SESSION}.json"
+    facts = [{"kind": "constraint", "text": "Never modify config.yaml.", "probes": ["config.yaml"]}]
+    notes.write_text(json.dumps({"pending": {"facts": facts}}))
+    (hook.state / "claude" / f"{SESSION}.pending").touch()
+    out = json.loads(hook("PostToolUse", _bash(10)))["hookSpecificOutput"]
+    assert out["hookEventName"] == "PostToolUse" and "Never modify config.yaml." in out["additionalContext"]
+    assert hook.starts() == first + 1 and not (hook.state / "claude" / f"{SESSION}.pending").exists()
+    assert hook("PostToolUse", _bash(10)) == "" and hook.starts() == first + 1

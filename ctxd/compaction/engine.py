@@ -296,6 +296,16 @@ async def compact(
     )
 
 
+def plan_lines(plan: CompactionPlan, made: PlanFacts) -> tuple[list[int] | None, list[int] | None]:
+    """The line of each of the plan's messages in the session file, then of its turn prefix (0 where unknown;
+    None when not known at all), read where its facts were: a summary can name its entries as ``L<line>``."""
+    count = len(plan.messagesToSummarize)
+    lines = [(seen.line or 0) if seen is not None else 0 for seen in made.where]
+    if len(lines) != count + len(plan.turnPrefixMessages):
+        return None, None
+    return lines[:count], lines[count:]
+
+
 @attrs.define
 class Summarized:
     """A summary made for a plan, before anything is written: the text (file blocks appended), the
@@ -341,6 +351,7 @@ async def summarize_plan(
     chosen = summarizer or summarizer_for(settings)
     if result is None:
         file_context = format_file_blocks(plan.readFiles, plan.modifiedFiles).strip() or None
+        lines, prefix_lines = plan_lines(plan, made)
         request = SummaryRequest(
             messages=plan.messagesToSummarize,
             previous_summary=strip_patch(plan.previousSummary),
@@ -350,6 +361,8 @@ async def summarize_plan(
             entry_ids=list(plan.summarizeEntryIds),
             turn_prefix_entry_ids=list(plan.turnPrefixEntryIds),
             cwd=plan.cwd,
+            entry_lines=lines,
+            turn_prefix_entry_lines=prefix_lines,
             first_request=goal,
             must_keep=sheet.render(PROMPT_FACT_CHARS, heading="") or None,
             plan_texts=made.plan_base or None,
@@ -382,6 +395,8 @@ async def summarize_plan(
         _report(progress, stage, 0.85)
         if replan is not None:
             plan = await replan(plan)
+        remade = await facts(plan) if replan is not None else made  # the re-cut plan's facts (checked below)
+        lines, prefix_lines = plan_lines(plan, remade)
         offline = OfflineSummarizer(max_tokens=settings.summary_limit())
         result = await offline.summarize(
             SummaryRequest(
@@ -393,12 +408,14 @@ async def summarize_plan(
                 entry_ids=list(plan.summarizeEntryIds),
                 turn_prefix_entry_ids=list(plan.turnPrefixEntryIds),
                 cwd=plan.cwd,
+                entry_lines=lines,
+                turn_prefix_entry_lines=prefix_lines,
                 plan_texts=made.plan_base or None,
             )
         )
         path = "fallback-keep-last-turns" if replan is not None else "fallback-offline"
         if replan is not None:
-            made = await facts(plan)
+            made = remade
             sheet, goal = made.sheet, made.goal
 
     # Every summary, however made, is checked as it will be written (its file blocks appended: they keep the

@@ -86,8 +86,10 @@ def plan_from_preparation(prep: Preparation) -> CompactionPlan:
         previousCompactionId=None,
         readFiles=read_files,
         modifiedFiles=modified_files,
-        summarizeEntryIds=[],
-        turnPrefixEntryIds=[],
+        summarizeEntryIds=list(prep.entry_ids) if len(prep.entry_ids) == len(prep.messages) else [],
+        turnPrefixEntryIds=list(prep.turn_prefix_entry_ids)
+        if len(prep.turn_prefix_entry_ids) == len(prep.turn_prefix)
+        else [],
         keptMessages=0,
     )
 

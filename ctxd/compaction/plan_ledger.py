@@ -35,6 +35,8 @@ class PlanFacts:
     """The plan documents as the previous compaction left them (the summariser applies the range's edits)."""
     plans: dict[str, str] = attrs.field(factory=dict)
     """The plan documents once this range is summarised (``details.ctxd.plans``, for the next compaction)."""
+    where: list[Seen | None] = attrs.field(factory=list)
+    """Where each message of the plan (summarised, then the turn prefix) lies, when known (entry id, line)."""
 
 
 def previous_plans(details: Any) -> dict[str, str]:
@@ -146,4 +148,4 @@ def plan_ledger(
         plans=plans,
     )
     known = previous.goal if previous is not None else None
-    return PlanFacts(advanced.sheet, known or goal, advanced.ledger, dict(plans or {}), advanced.plans)
+    return PlanFacts(advanced.sheet, known or goal, advanced.ledger, dict(plans or {}), advanced.plans, list(where))

@@ -14,6 +14,7 @@ from typing import Any
 import attrs
 
 from ctxd.context.project import context_path
+from ctxd.history.anchors import resolve
 from ctxd.history.extract import Item, item_of
 from ctxd.tree.index import NONE
 from ctxd.tree.session import Session
@@ -23,7 +24,8 @@ MIN_CHARS = 1000
 
 
 def summarized_ids(session: Session) -> set[str]:
-    """Ids of the entries on the active path that the current context holds only as a summary."""
+    """Ids of the entries on the active path that the current context holds only as a summary, and their
+    ``L<line>`` anchors (a search hit in a file without ids carries one)."""
     leaf = session.leaf()
     if leaf is None:
         return set()
@@ -31,7 +33,8 @@ def summarized_ids(session: Session) -> set[str]:
     if projected.compaction == NONE:
         return set()
     kept = set(projected.indices)
-    return {session.tree.id_of(i) for i in session.tree.path_to_root(leaf) if i not in kept}
+    away = [i for i in session.tree.path_to_root(leaf) if i not in kept]
+    return {session.tree.id_of(i) for i in away} | {f"L{session.file.lines[i]}" for i in away}
 
 
 @attrs.define
@@ -69,10 +72,11 @@ def compaction_span(session: Session, comp: int) -> Span:
 def span_of(session: Session, entry_id: str | None, from_id: str | None, to_id: str | None) -> Span:
     """What to expand: the entries behind ``entry_id``'s summary (a compaction or a branch summary),
     that entry alone (any other entry), or the path from ``from_id`` (default: the root) down to
-    ``to_id`` (default: the leaf). Raises EntryNotFoundError / ValueError for ids that do not fit."""
+    ``to_id`` (default: the leaf). Each is an anchor (:mod:`ctxd.history.anchors`: an id, a unique prefix of
+    one, or ``L<line>``). Raises EntryNotFoundError / ValueError (AnchorError) for anchors that do not fit."""
     file, tree = session.file, session.tree
     if entry_id:
-        i = file.require(entry_id)
+        i = resolve(session, entry_id)
         kind = file.heads[i].type
         if kind == "compaction":
             return compaction_span(session, i)
@@ -86,11 +90,11 @@ def span_of(session: Session, entry_id: str | None, from_id: str | None, to_id: 
             return Span(branch[1:] if branch and branch[0] == top else branch, "branchSummary")
         return Span([i], "entry")
     leaf = session.leaf()
-    end = file.require(to_id) if to_id else leaf
+    end = resolve(session, to_id, name="toEntryId") if to_id else leaf
     if end is None:
         return Span([], "range")
     if from_id:
-        start = file.require(from_id)
+        start = resolve(session, from_id, name="fromEntryId")
         if not tree.is_ancestor(start, end):
             raise ValueError(f"fromEntryId {from_id} is not on the path to {tree.id_of(end)}")
         return Span(tree.path_until(end, start), "range")

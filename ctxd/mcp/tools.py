@@ -19,6 +19,7 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 
 from ctxd import __version__
+from ctxd.compaction.recall import RECALL_HINT
 from ctxd.errors import CtxdError, SessionNotFoundError
 from ctxd.service import protocol as p
 from ctxd.service.config import load_cli_config
@@ -32,23 +33,24 @@ SEARCH_WAIT_MS = 5000
 INSTRUCTIONS = (
     "ctxd keeps every session's full history. When the conversation summary lacks a detail from earlier "
     "(an exact number, an error message, a command's output, a file's content), search_history finds it "
-    "and expand reads the original messages; session_facts lists what must not be forgotten."
+    f"and expand reads the original messages; session_facts lists what must not be forgotten. {RECALL_HINT}"
 )
 SEARCH_HELP = (
     "Search the full history of this session (or all sessions), including what earlier compactions summarised "
     "away. Use when the conversation summary lacks a detail from earlier: an exact figure, an error text, a "
-    "command or its output, a path, a decision. Returns ranked hits with their entry ids; read one in full "
-    "with expand. query: words or a quoted phrase (SQLite FTS5: OR, NOT, prefix*). session: a session id or "
-    "file; default the current session; 'all' for every session. scope 'team': search every session your team "
-    "published (other people, other machines; needs a team database), by default all of them, narrowed by "
-    "project, agent or user; read a team hit with expand and scope 'team'."
+    "command or its output, a path, a decision. Returns ranked hits, each with the entry to give expand (an "
+    "entry id, or L<line> for a file without ids). query: words or a quoted phrase (SQLite FTS5: OR, NOT, "
+    "prefix*). session: a session id or file; default the current session; 'all' for every session. scope "
+    "'team': search every session your team published (other people, other machines; needs a team database), "
+    "by default all of them, narrowed by project, agent or user; read a team hit with expand and scope 'team'."
 )
 EXPAND_HELP = (
     "Read the original messages behind a summary or around a search hit. Use after search_history, or when a "
-    "compaction summary is too brief: entry_id of a compaction gives the messages it summarised; of any other "
-    "entry, that entry in full; or give from_entry_id/to_entry_id for a range. Long answers come in pages: "
-    "pass cursor from the previous answer. scope 'team': read a team hit's session from the team database "
-    "(session: the hit's session id)."
+    "summary names entries: entry_id of a compaction gives the messages it summarised; of any other entry, that "
+    "entry in full; or give from_entry_id/to_entry_id for a range. Each names an entry by its id, by the first "
+    "8 or more characters of it (as summaries write them), or as L<line> (its line in the session file). Long "
+    "answers come in pages: pass cursor from the previous answer. scope 'team': read a team hit's session from "
+    "the team database (session: the hit's session id)."
 )
 FACTS_HELP = (
     "The must-keep facts of the current session (goal, latest request, the user's constraints and corrections, "

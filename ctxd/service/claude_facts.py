@@ -4,8 +4,8 @@ The transcript is mapped like any Claude transcript (read-only) and the facts co
 its leaf: what Claude's next request holds, so what a compaction is about to summarise. They move the session's
 fact ledger on (:mod:`ctxd.compaction.ledger_update`): the hooks keep the ledger in the session's notes, so facts
 of every earlier range stay must-keep whatever Claude's latest summary kept. Without a ledger (notes lost, a
-session compacted before ctxd was installed) one is seeded from the newest summary, the blocks of facts ctxd
-re-injected into the transcript, and the session's first request (the goal).
+session compacted before ctxd was installed) the compactions the transcript holds are replayed from it
+(:mod:`ctxd.service.transcript_ledger`), so the facts are the same whatever ctxd's state dir holds.
 
 The plan documents the session follows (:mod:`ctxd.compaction.summarizers.plans`) are carried the same way, as
 ``details.ctxd.plans`` carries them for ctxd's own compactions: the hooks keep them in the notes with the last
@@ -15,21 +15,34 @@ starts with them again; only the calls after that message change the documents o
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 import attrs
 
-from ctxd.compaction.fileops import extract_file_ops, file_lists
-from ctxd.compaction.goal import first_request
-from ctxd.compaction.ledger import Ledger, Seen
-from ctxd.compaction.ledger_update import advance, seed
+from ctxd.compaction.ledger import Ledger
 from ctxd.compaction.mustkeep import FactSheet
-from ctxd.formats.injected import CTXD_MARK, ctxd_blocks
+from ctxd.service.transcript_ledger import (
+    MAX_BLOCK_ENTRIES,
+    Carried,
+    applied_through,
+    caught_up,
+    notes_carried,
+    reinjected_blocks,
+    since_compaction,
+    take_in,
+)
 from ctxd.tree.session import Session
 
-MAX_BLOCK_ENTRIES = 2_000
-"""Attachment entries read (the newest) when looking for ctxd's re-injected blocks (only without a ledger)."""
+__all__ = [
+    "MAX_BLOCK_ENTRIES",
+    "TranscriptFacts",
+    "applied_through",
+    "compaction_summaries",
+    "notes_plans",
+    "reinjected_blocks",
+    "transcript_facts",
+]
 
 
 @attrs.frozen
@@ -52,72 +65,21 @@ def transcript_facts(
 ) -> TranscriptFacts:
     """The fact sheet of the context at the transcript's leaf with ``ledger`` (the session's, from the notes)
     carried, and what the transcript says of its compactions. ``plans`` are the plan documents as the messages
-    up to the entry ``through`` left them (both from the notes); the calls of the messages after it change them."""
-    from ctxd.service.facts import since_compaction
-
+    up to the entry ``through`` left them (both from the notes); the calls of the messages after it change them.
+    Compactions the ledger has not taken in (none, when the notes are lost) are replayed from the transcript
+    first (:func:`ctxd.service.transcript_ledger.caught_up`)."""
     session = Session.open(path)
-    since = since_compaction(session)
-    previous, messages = since.summary, since.messages
     compactions, newest = compaction_summaries(session)
-    goal: str | None = None
-    if ledger is None and compactions:
-        leaf = session.leaf_id()
-        goal = first_request(session, leaf) if leaf else None
-        ledger = seed(previous, goal, reinjected_blocks(session))
-        ledger.compactions = compactions
-    read, modified = file_lists(extract_file_ops(messages))
-    ids = [seen.entryId if seen is not None else None for seen in since.where]
-    advanced = advance(
-        ledger,
-        messages,
-        where=since.where,
-        previous_summary=previous,
-        read_files=read,
-        modified_files=modified,
-        goal=goal,
-        compaction=compactions + 1,
-        plans=plans,
-        plans_from=applied_through(since.where, through),
-    )
-    last = next((i for i in reversed(ids) if i is not None), through)
-    return TranscriptFacts(advanced.sheet, compactions, newest, advanced.ledger, advanced.plans, last)
+    carried = caught_up(session, Carried(ledger, dict(plans) if plans is not None else None, through))
+    advanced, carried = take_in(carried, since_compaction(session), compactions + 1)
+    return TranscriptFacts(advanced.sheet, compactions, newest, advanced.ledger, advanced.plans, carried.through)
 
 
 def notes_plans(notes: Mapping[str, Any]) -> tuple[dict[str, str] | None, str | None]:
     """The plan documents kept in a session's notes (``plans``) and the entry id of the last message applied to
     them (``plansThrough``); None for what the notes lack (notes written before plans were kept)."""
-    plans, through = notes.get("plans"), notes.get("plansThrough")
-    kept = (
-        {k: v for k, v in plans.items() if isinstance(k, str) and isinstance(v, str)}
-        if isinstance(plans, dict)
-        else None
-    )
-    return kept, through if isinstance(through, str) else None
-
-
-def applied_through(where: Sequence[Seen | None], through: str | None) -> int:
-    """The index of the first message after the entry ``through`` (its calls are in the notes' plan documents);
-    0 when the messages do not hold it."""
-    ids = [seen.entryId if seen is not None else None for seen in where]
-    return len(ids) - ids[::-1].index(through) if through is not None and through in ids else 0
-
-
-def reinjected_blocks(session: Session) -> list[str]:
-    """The blocks of facts ctxd re-injected into the transcript (Claude Code records a hook's
-    ``additionalContext`` as an attachment entry), oldest first."""
-    heads = session.file.heads
-    found = [i for i, head in enumerate(heads) if head.type == "custom"][-MAX_BLOCK_ENTRIES:]
-    blocks: list[str] = []
-    for body in session.file.entries(found):
-        data = body.get("data")
-        attachment = data.get("attachment") if isinstance(data, dict) else None
-        if not isinstance(attachment, dict) or attachment.get("type") != "hook_additional_context":
-            continue
-        content = attachment.get("content")
-        for text in content if isinstance(content, list) else [content]:
-            if isinstance(text, str) and CTXD_MARK in text:
-                blocks.extend(ctxd_blocks(text))
-    return blocks
+    carried = notes_carried(notes)
+    return carried.plans, carried.through
 
 
 def compaction_summaries(session: Session) -> tuple[int, str | None]:

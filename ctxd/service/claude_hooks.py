@@ -5,18 +5,25 @@ event               what ctxd does
 ==================  ===========================================================================================
 PreCompact          archives the transcript, moves the session's fact ledger on by the conversation since the
                     last compaction (every open fact of earlier ranges stays must-keep), saves it and this
-                    compaction's facts in the session's notes and prints them: Claude Code adds a PreCompact
-                    hook's output to the summarisation request as "Additional Instructions"
+                    compaction's facts in the session's notes and prints them, after the summary's shape (the
+                    offline summary's: state first, then task by task): Claude Code adds a PreCompact hook's
+                    output to the summarisation request as "Additional Instructions"
 SessionStart        ``compact``: re-injects (``additionalContext``) the facts the new summary lacks, when the
                     summary can be read; Claude Code 2.1.330 runs this hook before it writes the summary or
-                    runs PostCompact, so after a manual ``/compact`` the check waits for PostCompact and the
-                    facts go with the next prompt, and after an automatic one (the next request follows at
-                    once) every fact is sent. Other sources: hands over facts still waiting (a resumed session)
+                    runs PostCompact (and adds nothing PostCompact prints), so the check waits for PostCompact
+                    and the facts go with the next tool result or prompt: after a manual ``/compact`` the next
+                    prompt, after an automatic one (whose next request follows at once) the request after it.
+                    Other sources: hands over facts still waiting (a resumed session)
 PostCompact         saves the summary (``compact_summary``); if facts wait for it, keeps those it lacks
-UserPromptSubmit    hands over the facts waiting since the last compaction (``additionalContext``), once; notes
-                    whether the prompt asks to see tool output whole (then nothing is cut until the next one)
+UserPromptSubmit    hands over the facts waiting since the last compaction (``additionalContext``), once, reading
+                    the summary from the transcript if PostCompact did not bring it; notes whether the prompt
+                    asks to see tool output whole (then nothing is cut until the next one)
 PostToolUse         replaces an oversized tool output (``updatedToolOutput``, same shape, strings cut by
-                    :mod:`ctxd.context.cut_rules`) before the model sees it
+                    :mod:`ctxd.context.cut_rules`) before the model sees it; hands over facts waiting, as
+                    UserPromptSubmit does
+
+Every block of facts ends with one sentence on how to read what a summary left out
+(:data:`ctxd.compaction.recall.RECALL_HINT`).
 SessionEnd          archives the transcript
 ==================  ===========================================================================================
 
@@ -47,6 +54,8 @@ INSTRUCTIONS = (
     "ctxd (context keeper): the summary must keep every fact below, quoting paths, commands, numbers and the "
     "user's own words exactly; they are checked after the compaction."
 )
+MAX_AWAITING_CHECKS = 5
+"""Hooks (tool results, prompts) that look for a summary PostCompact did not bring before the facts stop waiting."""
 _SESSION_ID = re.compile(r"^[A-Za-z0-9_.-]{1,128}$")
 
 
@@ -59,6 +68,9 @@ class HookSettings(NamedTuple):
     instructions_chars: int = 6_000
     """Cap of PreCompact's instructions (Claude Code cuts them at 10,000 characters)."""
     archive: bool = True
+    all_when_unread: bool = False
+    """When SessionStart(compact) cannot read the new summary, re-inject every fact at once instead of waiting
+    for it (Codex: its summary is in the rollout by then unless the compaction ran remotely, encrypted)."""
 
 
 class HookResult(NamedTuple):
@@ -85,9 +97,13 @@ def pre_compact(payload: Mapping[str, Any], settings: HookSettings) -> HookResul
     with _notes(settings, payload) as notes:
         facts = _take_in(notes, transcript, _str(payload, "trigger") or "manual")
         notes.pop("awaiting", None)
+        notes.pop("awaitingChecks", None)
         facts_waiting(notes, None)
-    text = facts.sheet.render(settings.instructions_chars - len(INSTRUCTIONS) - 2)
-    out = f"{INSTRUCTIONS}\n\n{text}" if text else ""
+    from ctxd.compaction.summarizers.prompts import SHAPE_INSTRUCTIONS
+
+    head = f"{INSTRUCTIONS} {SHAPE_INSTRUCTIONS}"
+    text = facts.sheet.render(settings.instructions_chars - len(head) - 2)
+    out = f"{head}\n\n{text}" if text else ""
     return HookResult(out, f"PreCompact: {archived}; {len(facts.sheet)} facts, {len(out)} characters of instructions")
 
 
@@ -110,9 +126,10 @@ def session_start(payload: Mapping[str, Any], settings: HookSettings) -> HookRes
             missing = sheet.missing(summary)
             notes.pop("awaiting", None)
             return _context("SessionStart", missing, FACTS_HEADING, settings, f"{len(sheet)} facts checked")
-        if before.get("trigger") == "auto":
-            # The next request follows at once: send every fact rather than none.
-            return _context("SessionStart", sheet, ALL_FACTS_HEADING, settings, "summary not written yet")
+        if settings.all_when_unread:
+            return _context("SessionStart", sheet, ALL_FACTS_HEADING, settings, "the summary cannot be read")
+        # Claude Code writes the summary after this hook: the facts wait for PostCompact, which has it, and go
+        # with the next tool result or prompt (after an automatic compaction too: only what the summary lacks).
         notes["awaiting"] = True
     return HookResult(note="SessionStart(compact): summary not written yet; the facts wait for PostCompact")
 
@@ -124,6 +141,7 @@ def post_compact(payload: Mapping[str, Any], settings: HookSettings) -> HookResu
     with _notes(settings, payload) as notes:
         notes["postcompact"] = {"at": time.time(), "summary": summary}
         before = notes.get("precompact")
+        notes.pop("awaitingChecks", None)
         if not notes.pop("awaiting", False) or not isinstance(before, dict):
             return HookResult(note="PostCompact: summary saved")
         sheet = FactSheet.from_json(before.get("facts") or [])
@@ -142,7 +160,16 @@ def user_prompt_submit(payload: Mapping[str, Any], settings: HookSettings) -> Ho
 def post_tool_use(payload: Mapping[str, Any], settings: HookSettings) -> HookResult:
     from ctxd.service.claude_cuts import cut_tool_output
 
-    return HookResult(*cut_tool_output(payload, settings.tool_output_limit, _notes_path(settings, payload)))
+    out, note = cut_tool_output(payload, settings.tool_output_limit, _notes_path(settings, payload))
+    handed = _hand_over("PostToolUse", payload, settings)
+    if not handed.stdout:
+        return HookResult(out, note)
+    # The facts a summary lacks go with the first tool result after an automatic compaction (no prompt comes).
+    merged = json.loads(out) if out else {"hookSpecificOutput": {"hookEventName": "PostToolUse"}}
+    merged["hookSpecificOutput"]["additionalContext"] = json.loads(handed.stdout)["hookSpecificOutput"][
+        "additionalContext"
+    ]
+    return HookResult(json.dumps(merged, ensure_ascii=False), "; ".join(n for n in (note, handed.note) if n))
 
 
 def session_end(payload: Mapping[str, Any], settings: HookSettings) -> HookResult:
@@ -199,7 +226,11 @@ def _summary_of_this_compaction(transcript: str, notes: dict[str, Any], before: 
 
 
 def _context(event: str, sheet: Any, heading: str, settings: HookSettings, why: str) -> HookResult:
-    text = sheet.render(settings.facts_chars, heading=heading) if sheet else ""
+    from ctxd.compaction.recall import RECALL_HINT
+
+    text = sheet.render(settings.facts_chars - len(RECALL_HINT) - 2, heading=heading) if sheet else ""
+    if text:
+        text += f"\n\n{RECALL_HINT}"
     if not text:
         return HookResult(note=f"{event}: nothing to re-inject ({why})")
     out = {"hookSpecificOutput": {"hookEventName": event, "additionalContext": text}}
@@ -207,20 +238,39 @@ def _context(event: str, sheet: Any, heading: str, settings: HookSettings, why: 
 
 
 def _hand_over(event: str, payload: Mapping[str, Any], settings: HookSettings) -> HookResult:
-    """The facts waiting since the last compaction, as ``additionalContext`` (once)."""
+    """The facts waiting since the last compaction, as ``additionalContext`` (once). When they wait for a summary
+    PostCompact never brought, the summary is read from the transcript now; after :data:`MAX_AWAITING_CHECKS`
+    hooks without it (the compaction never finished), nothing waits for it any longer."""
     path = _notes_path(settings, payload)
     if path is None:
         return HookResult()
     try:  # the common case, nothing waits: one small read, no lock, no further imports
         with open(path, encoding="utf-8") as f:
-            if '"pending"' not in f.read():
-                return HookResult()
+            text = f.read()
+        if '"pending"' not in text and '"awaiting"' not in text:
+            return HookResult()
     except FileNotFoundError:
         return HookResult()
     from ctxd.compaction.mustkeep import FactSheet
 
     with _notes(settings, payload) as notes:
         pending = notes.get("pending")
+        before = notes.get("precompact")
+        if notes.get("awaiting") and not isinstance(pending, dict) and isinstance(before, dict):
+            transcript = _str(payload, "transcript_path")
+            summary = _summary_of_this_compaction(transcript, notes, before) if transcript else None
+            if summary is None:
+                checks = int(notes.get("awaitingChecks") or 0) + 1
+                if checks < MAX_AWAITING_CHECKS:
+                    notes["awaitingChecks"] = checks
+                    return HookResult()
+                notes.pop("awaiting", None)
+                notes.pop("awaitingChecks", None)
+                return HookResult(note=f"{event}: no summary after {checks} checks; no facts wait for it any longer")
+            notes.pop("awaiting", None)
+            notes.pop("awaitingChecks", None)
+            sheet = FactSheet.from_json(before.get("facts") or [])
+            return _context(event, sheet.missing(summary), FACTS_HEADING, settings, f"{len(sheet)} facts checked")
         facts_waiting(notes, None)
     if not isinstance(pending, dict):
         return HookResult()

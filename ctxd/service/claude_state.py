@@ -7,7 +7,8 @@
   ``ctxd hook`` run whose content differs (:func:`write_shell_settings`); the wrapper ignores it when it names
   another config file, or when the config file is newer (then it runs ``ctxd hook``, which rewrites it).
 - ``<state>/claude/<session>.pending``: exists exactly while the session's notes hold facts waiting to be handed
-  over; :func:`sync_pending` derives it from the notes each time they are saved.
+  over (or waiting for the summary to check them against); :func:`sync_pending` derives it from the notes each
+  time they are saved. The wrapper then runs ctxd for a prompt and for every tool result.
 - ``<state>/claude/<session>.whole``: exists from a prompt asking to see tool output whole until the next prompt
   (:func:`set_whole`); no output is cut meanwhile.
 
@@ -43,8 +44,9 @@ def _ensure(path: str, present: bool) -> None:
 
 
 def sync_pending(notes_path: str, notes: Mapping[str, Any]) -> None:
-    """Make ``<session>.pending`` exist exactly when ``notes`` hold facts waiting to be handed over."""
-    _ensure(marker(notes_path, "pending"), bool(notes.get("pending")))
+    """Make ``<session>.pending`` exist exactly when ``notes`` hold facts waiting to be handed over, or waiting for
+    the summary they are checked against."""
+    _ensure(marker(notes_path, "pending"), bool(notes.get("pending") or notes.get("awaiting")))
 
 
 def set_whole(notes_path: str, whole: bool) -> None:

@@ -14,22 +14,23 @@ import json
 import os
 from typing import Any
 
-import attrs
-
 from ctxd.compaction.fileops import extract_file_ops, file_lists
 from ctxd.compaction.goal import first_request
-from ctxd.compaction.ledger import Ledger, Seen
+from ctxd.compaction.ledger import Ledger
 from ctxd.compaction.ledger_update import advance, seed
-from ctxd.compaction.plan_ledger import iso_time, plans_before, previous_ledger
-from ctxd.context.build import build_context
+from ctxd.compaction.plan_ledger import plans_before, previous_ledger
 from ctxd.formats.lazy_re import lazy_compile
-from ctxd.service.claude_facts import applied_through, notes_plans, reinjected_blocks
+from ctxd.service.transcript_ledger import SinceCompaction, applied_through, caught_up, notes_carried, since_compaction
 from ctxd.store.dirs import state_dir as default_state_dir
 from ctxd.tree.session import Session
 
 RENDER_CHARS = 9_000
 """The rendered open facts (``text``) are at most this long, as the hooks' re-injected block."""
+__all__ = ["SinceCompaction", "facts_json", "notes_ledger", "read_notes", "session_facts", "since_compaction"]
 _ID_RE = lazy_compile(r"^[A-Za-z0-9_.-]{1,128}$")
+_NOTES_FOLDERS = {"codex": ("codex", "claude")}
+"""Where an agent's hooks keep the notes under the state dir, when not in ``<agent>/``
+(:mod:`ctxd.service.codex_hooks`)."""
 
 
 def notes_ledger(state: str, agent: str, session_id: str) -> Ledger | None:
@@ -39,45 +40,18 @@ def notes_ledger(state: str, agent: str, session_id: str) -> Ledger | None:
 
 
 def read_notes(state: str, agent: str, session_id: str) -> dict[str, Any] | None:
-    """A session's notes (``<state>/<agent>/<session id>.json``), None when there are none."""
+    """A session's notes (``<state>/<agent>/<session id>.json``; Codex's hooks keep Claude Code's notes under a
+    folder of their own, ``<state>/codex/claude/``), None when there are none."""
     if not _ID_RE.match(agent) or not _ID_RE.match(session_id) or session_id in (".", ".."):
         return None
     try:
-        with open(os.path.join(state, agent, f"{session_id}.json"), encoding="utf-8") as f:
+        with open(
+            os.path.join(state, *_NOTES_FOLDERS.get(agent, (agent,)), f"{session_id}.json"), encoding="utf-8"
+        ) as f:
             notes = json.load(f)
     except (OSError, ValueError):
         return None
     return notes if isinstance(notes, dict) else None
-
-
-@attrs.frozen
-class SinceCompaction:
-    """The context at the leaf, split at its newest compaction."""
-
-    summary: str | None
-    compaction_id: str | None
-    messages: list[dict[str, Any]]
-    """The messages after the summary, oldest first."""
-    where: list[Seen | None]
-    """Where each of ``messages`` lies in the session."""
-
-
-def since_compaction(session: Session) -> SinceCompaction:
-    """The newest compaction's summary in the context at the leaf, and the messages after it with where each is."""
-    ctx = build_context(session.file, session.tree, estimates=session.estimates)
-    summary: str | None = None
-    compaction_id: str | None = None
-    messages: list[dict[str, Any]] = []
-    where: list[Seen | None] = []
-    for m in ctx.messages:
-        if m.role == "compactionSummary":
-            text = m.message.get("summary")
-            summary, compaction_id = (text if isinstance(text, str) else None), m.entryId
-            messages, where = [], []
-        else:
-            messages.append(m.message)
-            where.append(Seen(entryId=m.entryId, line=m.line, time=iso_time(m.message.get("timestamp"))))
-    return SinceCompaction(summary, compaction_id, messages, where)
 
 
 def session_facts(path: str, *, state_dir: str | None = None, session: Session | None = None) -> Ledger:
@@ -92,9 +66,10 @@ def session_facts(path: str, *, state_dir: str | None = None, session: Session |
     plans: dict[str, str] | None = None
     through: str | None = None
     if agent != "pi":
+        # The hooks' notes, with the compactions they did not take in (all, when the notes are lost) replayed.
         notes = read_notes(state_dir or default_state_dir(), agent, session_id) or {}
-        ledger = Ledger.from_json(notes.get("ledger"))
-        plans, through = notes_plans(notes)
+        carried = caught_up(session, notes_carried(notes))
+        ledger, plans, through = carried.ledger, carried.plans, carried.through
     elif compaction_id is not None:
         plans = plans_before(session, compaction_id)
     if ledger is None and compaction_id is not None and compaction_id in session.file.index:
@@ -105,7 +80,7 @@ def session_facts(path: str, *, state_dir: str | None = None, session: Session |
             goal = ctxd.get("goal") if isinstance(ctxd, dict) and isinstance(ctxd.get("goal"), str) else None
             leaf = session.leaf_id()
             goal = goal or (first_request(session, leaf) if leaf else None)
-            ledger = seed(summary, goal, reinjected_blocks(session) if agent != "pi" else ())
+            ledger = seed(summary, goal)
             ledger.compactions = sum(1 for h in session.file.heads if h.type == "compaction")
     if ledger is not None and not messages:
         return ledger

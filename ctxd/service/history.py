@@ -15,6 +15,7 @@ import os
 from typing import Any
 
 from ctxd.errors import CtxdError
+from ctxd.history.anchors import AnchorError, anchor_of
 from ctxd.history.background import Indexer
 from ctxd.history.db import check_fts5
 from ctxd.history.index import HistoryIndex, Hit
@@ -108,7 +109,7 @@ class History(ServiceBase):
                     h.role,
                     h.snippet,
                     h.timestamp or None,
-                    None if (ids := away[h.path]) is None else h.entryId in ids,
+                    None if (ids := away[h.path]) is None else anchor_of(h.entryId, h.line) in ids,
                     h.toolName or None,
                     h.agent,
                     h.archived,
@@ -147,6 +148,8 @@ class History(ServiceBase):
             try:
                 span = span_of(s, params.entryId, params.fromEntryId, params.toEntryId)
                 page = read_page(s, span, params.cursor, min(params.maxChars, p.EXPAND_MAX_CHARS))
+            except AnchorError as exc:
+                raise p.InvalidParams(str(exc), str(exc).split(" ", 1)[0]) from None
             except ValueError as exc:
                 raise p.InvalidParams(str(exc), "cursor" if "cursor" in str(exc) else "fromEntryId") from None
             result = p.HistoryExpandResult(

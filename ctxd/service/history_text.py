@@ -13,7 +13,8 @@ def _hit_head(hit: dict[str, Any]) -> str:
     away = "  [summarised away]" if hit.get("summarized") else ""
     when = f"  {hit['timestamp']}" if hit.get("timestamp") else ""
     who = f"  {hit['user']}@{hit['machine']}  project {hit['project']}" if hit.get("project") else ""
-    return f"{session['path']}:{hit['line']}  {role}  entry {hit['entryId']}  session {session['id']}{when}{who}{away}"
+    anchor = hit.get("anchor") or hit["entryId"] or f"L{hit['line']}"
+    return f"{session['path']}:{hit['line']}  {role}  entry {anchor}  session {session['id']}{when}{who}{away}"
 
 
 def search_text(result: dict[str, Any]) -> str:

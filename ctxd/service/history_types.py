@@ -6,6 +6,8 @@ from typing import Any, Literal
 
 import attrs
 
+from ctxd.history.anchors import anchor_of
+
 SEARCH_LIMIT = 200
 """The most hits one ``history/search`` answers."""
 EXPAND_MAX_CHARS = 100_000
@@ -61,6 +63,9 @@ class HistoryHit:
     agent: str = "pi"
     archived: bool = False
     """A hit in ctxd's archived copy of a transcript (only when the live transcript lacks the entry)."""
+    anchor: str = attrs.field(default=attrs.Factory(lambda hit: anchor_of(hit.entryId, hit.line), takes_self=True))
+    """What ``history/expand`` takes to read the entry: its id, or ``L<line>`` when the session file gives its
+    entries none (pi v1 files: ``entryId`` is then empty)."""
 
 
 @attrs.define
@@ -77,7 +82,10 @@ class HistorySearchResult:
 class HistoryExpandParams:
     session: str
     entryId: str | None = None
-    """A compaction or branch summary: the messages behind it; any other entry: that entry."""
+    """A compaction or branch summary: the messages behind it; any other entry: that entry. This and the two
+    below are anchors (:mod:`ctxd.history.anchors`): an entry id, a unique prefix of one of at least 8
+    characters, or ``L<line>`` (the entry on that line of the session file); an ambiguous prefix is invalid
+    params, naming the entries it could be."""
     fromEntryId: str | None = None
     """Without ``entryId``: the range's first entry (default: the root) ..."""
     toEntryId: str | None = None

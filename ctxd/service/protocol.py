@@ -69,6 +69,11 @@ class SessionListParams:
 
 
 @attrs.define
+class CompactPromptParams:
+    """``compact/prompt`` takes nothing."""
+
+
+@attrs.define
 class SessionParams:
     session: str
     """A session file path (absolute or relative to a root) or a session id."""

@@ -18,6 +18,9 @@ import attrs
 import pytest
 from fakes.anthropic_server import FakeAnthropicServer, RecordedRequest, ToolUse, Turn, call, say
 
+from ctxd.compaction.recall import RECALL_HINT
+from ctxd.compaction.summarizers.prompts import SHAPE_INSTRUCTIONS
+
 from .harness import ClaudeCode
 
 FIRST = (
@@ -115,6 +118,8 @@ def test_the_summarisation_request_carries_ctxds_facts(conversation: Conversatio
     assert "Additional Instructions:" in text and "ctxd (context keeper)" in text
     for fact in ("config.yaml", "/health", "port 8123", "py_compile"):
         assert fact in text, fact
+    # The shape of ctxd's own summaries: the state first, then task by task.
+    assert json.dumps(SHAPE_INSTRUCTIONS)[1:-1] in text
 
 
 def test_the_first_request_after_the_compaction_carries_the_facts_the_summary_lacks(
@@ -168,12 +173,15 @@ def test_ctxd_reads_the_transcript_across_the_boundary(conversation: Conversatio
     assert FIRST in texts and "compiled-ok" in texts
 
 
-def test_after_an_automatic_compaction_every_fact_reaches_the_next_request(
+def test_after_an_automatic_compaction_the_facts_its_summary_lacks_go_with_the_next_tool_result(
     claude: ClaudeCode, anthropic: FakeAnthropicServer
 ) -> None:
-    """Claude compacts by itself when a response reports a context near its window; the turn goes on at once."""
+    """Claude compacts by itself when a response reports a context near its window; the turn goes on at once.
+    Claude Code 2.1.330 runs SessionStart(compact) before it writes the summary and adds nothing PostCompact says,
+    so ctxd checks the summary PostCompact brings and hands what it lacks over with the next tool result: the
+    facts the summary lacked reach the model, those it had do not come again."""
     claude.extra_env["CLAUDE_CODE_AUTO_COMPACT_WINDOW"] = "200000"
-    anthropic.summary_text = "<summary>Ran some echo commands.</summary>"
+    anthropic.summary_text = "<summary>Ran some echo commands. The user said: Never touch config.yaml.</summary>"
     anthropic.script(
         call("Bash", command="echo one"),
         Turn(tools=(ToolUse("Bash", {"command": "echo two"}),), input_tokens=195_000),  # near the window
@@ -186,12 +194,16 @@ def test_after_an_automatic_compaction_every_fact_reaches_the_next_request(
     kinds = [r.kind for r in anthropic.requests]
     assert kinds == ["main", "main", "summary", "main", "main"]
     assert "ctxd (context keeper)" in json.dumps(anthropic.requests[2].messages[-1])
-    after = anthropic.requests[3]
-    block = next(t for t in _texts(after) if "## Must keep (ctxd)" in t)
-    block = block[block.index("## Must keep (ctxd)") :].split("\n\n")[0]
-    assert block.splitlines()[0] == "## Must keep (ctxd): facts from before the compaction"
-    assert "- User constraint: Never touch config.yaml." in block and "`echo two`" in block
-    assert f"SessionStart session={run.result['session_id']} SessionStart: re-injected" in claude.log_text()
+    assert not [t for t in _texts(anthropic.requests[3]) if "## Must keep (ctxd)" in t]
+    (text,) = [t for t in _texts(anthropic.requests[4]) if "## Must keep (ctxd)" in t]
+    assert "PostToolUse:Bash hook additional context: ## Must keep (ctxd)" in text
+    block = text[text.index("## Must keep (ctxd)") :].split("\n\n")[0]
+    assert block.splitlines()[0] == "## Must keep (ctxd): facts from before the compaction that its summary left out"
+    assert "`echo two`" in block and "- Goal: Never touch config.yaml. Run echo one, two, three." in block
+    assert "- User constraint" not in block  # the summary has it
+    assert RECALL_HINT in text
+    log = claude.log_text()
+    assert "PostCompact: the summary lacks" in log and "PostToolUse: re-injected" in log
 
 
 def test_in_one_session_the_next_prompt_after_compact_carries_the_missing_facts(

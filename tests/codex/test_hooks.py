@@ -10,6 +10,7 @@ from pathlib import Path
 
 from codex_match import assert_context_matches_request, leaves_after_compactions
 from fakes.responses_server import COMPACTION_MARK, FakeResponsesServer
+from summary_shape import assert_summary_shape
 
 from ctxd.service.claude_hooks import ALL_FACTS_HEADING, FACTS_HEADING
 
@@ -90,4 +91,5 @@ def test_ctxd_compact_prompt_replaces_codexs(codex: Codex, responses: FakeRespon
     assert len(compactions) == 2
     for request in compactions:
         assert request.texts()[-1].strip() == compact_prompt()
+        assert_summary_shape(request.texts()[-1])
         assert not any(t.startswith(COMPACTION_MARK) for t in request.texts())

@@ -16,6 +16,8 @@ from typing import Any
 
 from fakes.openai_server import FakeOpenAIServer
 
+from ctxd.compaction.recall import RECALL_HINT
+from ctxd.compaction.summarizers.prompts import SHAPE_INSTRUCTIONS
 from ctxd.store.opencode import session_path
 from ctxd.store.transcript import open_session_file
 
@@ -65,10 +67,12 @@ def assert_the_plugin_acted(home: OpencodeHome, bodies: list[dict[str, Any]]) ->
     assert len(compactions) == 1, [text_of(b["messages"][-1])[:80] for b in bodies]
     prompt = text_of(bodies[compactions[0]]["messages"][-1])
     assert "## What this compaction must keep" in prompt and "src/parser.py" in prompt
+    assert SHAPE_INSTRUCTIONS in prompt  # the summary's shape: ctxd's own (state first, then task by task)
     after = bodies[compactions[0] + 1]  # the first request after the compaction
     systems = [text_of(m) for m in after["messages"] if m["role"] == "system"]
     injected = [s for s in systems if "Facts the compaction summary left out" in s]
     assert injected and "src/parser.py" in injected[0] and "public API of parse()" in injected[0]
+    assert injected[0].endswith(RECALL_HINT)
     assert any(SUMMARY in text_of(m) for m in after["messages"])  # opencode's own summary is there too
     # The bash output reached the model cut, and opencode stored the cut version.
     tool = next(m for b in bodies for m in b["messages"] if m["role"] == "tool")

@@ -627,6 +627,9 @@ async def record_history(rec: Recorder) -> None:
     rec.start("history/expand")
     await client.request("history/expand", {"session": str(session), "entryId": "b2000006", "maxChars": 1000})
     rec.stop()
+    rec.start("compact/prompt")
+    await client.request("compact/prompt", {})
+    rec.stop()
     await client.close()
 
 

@@ -54,6 +54,7 @@ import {
   type PinResult,
   type LedgerResult,
   type SessionArchiveResult,
+  type CompactPromptResult,
   type SessionEntryResult,
   type SessionInfo,
   type SessionListResult,
@@ -556,6 +557,11 @@ export class CtxdClient {
   /** session/archive: copy an opencode session into ctxd's archive (daemons that advertise it). */
   archiveSession(session: string): Promise<SessionArchiveResult> {
     return this.request(Method.sessionArchive, { session });
+  }
+
+  /** compact/prompt: the summary's shape and ctxd's compaction prompt, for an agent's own summariser. */
+  compactPrompt(): Promise<CompactPromptResult> {
+    return this.request(Method.compactPrompt, {});
   }
 
   /** history/expand: the original messages behind a summary, of an entry, or of a range, in pages. */

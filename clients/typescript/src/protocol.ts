@@ -29,6 +29,7 @@ export const Method = {
   historyExpand: 'history/expand',
   sessionFacts: 'session/facts',
   sessionArchive: 'session/archive',
+  compactPrompt: 'compact/prompt',
 } as const;
 
 export const Notification = {
@@ -380,6 +381,16 @@ export interface SessionArchiveResult {
   rotated: string | null;
 }
 
+/** compact/prompt: what ctxd asks an agent's own summariser for (ctxd/compaction/summarizers/prompts.py). */
+export interface CompactPromptResult {
+  /** A paragraph to add to the agent's compaction prompt: the summary's shape (state first, task by task). */
+  shape: string;
+  /** A whole compaction prompt in that shape (Codex's compact_prompt takes it). */
+  prompt: string;
+  /** One sentence on how to read what a summary left out (search_history, expand, ctxd search). */
+  recall: string;
+}
+
 export interface SessionFactsResult {
   session: string;
   version: number;
@@ -678,6 +689,8 @@ export interface HistoryHit {
   toolName: string | null;
   agent: string;
   archived: boolean;
+  /** What history/expand takes to read it: the entry id, or `L<line>` when the file gives its entries none. */
+  anchor?: string;
 }
 
 export interface HistorySearchResult {

@@ -49,6 +49,11 @@ class SummaryRequest:
     """The entry id of each of ``turn_prefix``."""
     cwd: str | None = None
     """The session's working directory, when known: a summary names paths relative to it."""
+    entry_lines: list[int] | None = None
+    """The 1-based line of each of ``messages`` in the session file (parallel to it; 0 where unknown): the anchor
+    ``L<line>`` that ``expand`` takes for files whose entries have no ids (see :mod:`ctxd.history.anchors`)."""
+    turn_prefix_entry_lines: list[int] | None = None
+    """The line of each of ``turn_prefix``."""
 
 
 @attrs.frozen

@@ -3,7 +3,8 @@
  *
  * - `experimental.session.compacting`: ctxd reads the session from opencode's database (read-only,
  *   `<database>#<session id>`), works out the must-keep facts of what is about to be summarised
- *   (`compact` with `dryRun`) and adds them to opencode's compaction prompt.
+ *   (`compact` with `dryRun`) and adds them to opencode's compaction prompt, after the summary's shape
+ *   (`compact/prompt`: state first, then task by task, as ctxd's own summaries).
  * - `experimental.compaction.autocontinue` (after the summary is written): the facts the summary still
  *   lacks are kept, and `experimental.chat.system.transform` re-injects them into every request until
  *   the next compaction.
@@ -51,6 +52,8 @@ export const CtxdPlugin: Plugin = async () => {
   let started: Promise<CtxdClient> | undefined;
   const factsAtCompaction = new Map<string, Fact[]>();
   const reinject = new Map<string, string>();
+  /** How to read what a summary left out (ctxd's one sentence), added to the facts re-injected after it. */
+  let recall = '';
   const ref = (sessionID: string) => `${settings.database}#${sessionID}`;
 
   function ctxd(): Promise<CtxdClient> {
@@ -87,6 +90,10 @@ export const CtxdPlugin: Plugin = async () => {
         const plan = await (await ctxd()).previewCompaction(ref(input.sessionID), { keepRecentTokens: 0 });
         const facts = (plan.mustKeep ?? []) as Fact[];
         factsAtCompaction.set(input.sessionID, facts);
+        // The summary's shape, the one ctxd's own summaries have (opencode's prompt and previous summary stay).
+        const asked = await (await ctxd()).compactPrompt();
+        recall = asked.recall;
+        output.context.push(asked.shape);
         if (plan.mustKeepText) {
           output.context.push(
             `${plan.mustKeepText}\n\nThe summary must keep every fact above (file paths, commands and values word for word).`,
@@ -105,7 +112,7 @@ export const CtxdPlugin: Plugin = async () => {
         const summaries = built.messages.filter((m) => m.role === 'compactionSummary');
         const newest = summaries[summaries.length - 1]?.message as { summary?: string } | undefined;
         const missing = missingFacts(facts, newest?.summary ?? '');
-        if (missing.length > 0) reinject.set(input.sessionID, renderMissing(missing));
+        if (missing.length > 0) reinject.set(input.sessionID, `${renderMissing(missing)}${recall ? `\n\n${recall}` : ''}`);
       } catch (error) {
         log(`cannot check the summary of ${input.sessionID}: ${String(error)}`);
       }

@@ -14,11 +14,14 @@ const SEARCH_WAIT_MS = 5_000;
 const SEARCH_HELP =
   'Search the full history of this session (or all sessions), including what earlier compactions summarised ' +
   'away. Use when the conversation summary lacks a detail from earlier: an exact figure, an error text, a ' +
-  'command or its output, a path, a decision. Returns ranked hits with entry ids; read one in full with expand.';
+  'command or its output, a path, a decision. Returns ranked hits, each with the anchor to give expand (an ' +
+  'entry id, or L<line> for a file without ids).';
 const EXPAND_HELP =
   'Read the original messages behind a summary or around a search hit. Use after search_history, or when a ' +
-  'compaction summary is too brief: entry_id of a compaction gives the messages it summarised; of any other ' +
-  'entry, that entry in full. Long answers come in pages: pass cursor from the previous answer.';
+  'summary names entries: entry_id of a compaction gives the messages it summarised; of any other entry, that ' +
+  'entry in full; or from_entry_id/to_entry_id for a range. Each names an entry by its id, by the first 8 or ' +
+  'more characters of it (as summaries write them), or as L<line> (its line in the session file). Long answers ' +
+  'come in pages: pass cursor from the previous answer.';
 const FACTS_HELP =
   "The must-keep facts of this session (goal, latest request, the user's constraints and corrections, errors, " +
   'files, commands with their outcome). Use after a compaction, or before finishing a task, to check that ' +
@@ -73,7 +76,9 @@ export function registerRecall(pi: ExtensionAPI, ready: Ready): void {
     label: 'ctxd: expand',
     description: EXPAND_HELP,
     parameters: Type.Object({
-      entry_id: Type.Optional(Type.String({ description: 'a compaction, branch summary or any entry id' })),
+      entry_id: Type.Optional(
+        Type.String({ description: 'a compaction, branch summary or any entry: its id, 8+ characters of it, or L<line>' }),
+      ),
       session: Type.Optional(Type.String({ description: 'a session id or file; default this session' })),
       from_entry_id: Type.Optional(Type.String()),
       to_entry_id: Type.Optional(Type.String()),
