@@ -130,3 +130,64 @@ def test_the_task_block_names_the_dependency_added() -> None:
         asst(text("Added the dependency.")),
     ]
     assert "mix.exs (opentelemetry ~> 1.5)" in task(build(messages), 1)
+
+
+def test_each_task_names_where_its_details_live() -> None:
+    messages = [
+        user("Rename the loader."),
+        asst(call("e", "edit", path="a.py", oldText="load", newText="read")),
+        result("e", "edit", "ok"),
+        asst(text("Renamed.")),
+        user("Now document it."),
+        asst(call("w", "write", path="README.md", content="# Reading")),
+        result("w", "write", "ok"),
+        asst(text("Documented.")),
+    ]
+    ids = [f"{n:08x}deadbeef" for n in range(1, 9)]
+    out = OfflineSummarizer(scale=False).build(SummaryRequest(messages=messages, entry_ids=ids))
+    assert "- Details: entries 00000001..00000004" in task(out, 1)
+    assert "- Details: entries 00000005..00000008" in task(out, 2)
+    # A pi v1 file has no entry ids: the anchors are the lines expand takes.
+    lines = list(range(3, 11))
+    out = OfflineSummarizer(scale=False).build(SummaryRequest(messages=messages, entry_ids=[""] * 8, entry_lines=lines))
+    assert "- Details: entries L3..L6" in task(out, 1)
+    assert "- Details: entries L7..L10" in task(out, 2)
+
+
+def test_a_setting_taken_out_later_is_not_told_as_the_files() -> None:
+    messages = [
+        user("Configure the exporter."),
+        asst(
+            call(
+                "w", "write", path="config/dev.exs", content="config :otel, processors: [batch: [exporter: :stdout]]\n"
+            )
+        ),
+        result("w", "write", "ok"),
+        asst(
+            call(
+                "e",
+                "edit",
+                path="config/dev.exs",
+                oldText="config :otel, processors: [batch: [exporter: :stdout]]",
+                newText="config :otel, traces_exporter: :stdout",
+            )
+        ),
+        result("e", "edit", "ok"),
+        asst(text("The exporter is set at the top level now.")),
+    ]
+    block = task(build(messages), 1)
+    assert "`config :otel, traces_exporter: :stdout`" in block
+    assert "processors" not in block.split("Files:", 1)[1].split("\n", 1)[0]
+
+
+def test_what_a_tool_reported_and_what_the_agent_did_about_it_is_a_finding() -> None:
+    messages = [
+        user("Tidy the renderer."),
+        asst(call("w", "edit", path="lib/renderer.ex", oldText="a", newText="b")),
+        result("w", "edit", "ok"),
+        asst(text("Credo reports nesting too deep in `classify_lines`. Let me extract the inner case into a helper.")),
+    ]
+    assert (
+        "- Found: Credo reports nesting too deep in `classify_lines`. -> Let me extract the inner case into a helper."
+        in task(build(messages), 1)
+    )

@@ -13,6 +13,8 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+import attrs
+
 from ctxd.formats.lazy_re import lazy_compile
 
 _DEF_RE = lazy_compile(
@@ -159,26 +161,50 @@ def _settings(text: str) -> list[str]:
     return out
 
 
-def added_names(path: str, arguments: Mapping[str, Any]) -> list[str]:
-    """What a write or edit of ``path`` adds that a resuming agent needs named: definitions (see
-    :func:`definitions`), then dependencies with their versions (``opentelemetry ~> 1.5``), then for a
-    configuration file its new settings lines, else the naming literals of its new code (``"terminal_scrolled"``,
-    ``"/api/hooks/session-start"``); each only when the old text did not have it."""
-    new, old = _texts(arguments)
-    if len(new) < 4:
-        return []
-    body = new[:DEF_CHARS]
+@attrs.frozen
+class Change:
+    """What a write or an edit does to a file's names (see :func:`changed_names`)."""
+
+    added: list[str]
+    removed: list[str]
+    """Names the old text had and the new one has not (an edit that took a setting out)."""
+    whole: bool
+    """The write gives the whole file (its names are the file's, whatever was known before)."""
+
+
+def _names(path: str, text: str) -> list[str]:
+    body = text[:DEF_CHARS]
     found = definitions(body) if _MAY_DEFINE_RE.search(body) else []
     found += _dependencies(body)
     config = _CONFIG_PATH_RE.search(path) is not None
-    named = _settings(body)[: MAX_SETTINGS * 3] if config else _literals(body)
-    if old:
-        before = set(definitions(old) if _MAY_DEFINE_RE.search(old) else []) | set(_dependencies(old))
-        before |= set(_settings(old) if config else _literals(old))
-        found = [d for d in found if d not in before]
-        named = [n for n in named if n not in before]
-    unique = list(dict.fromkeys(named))
-    return found + unique[: MAX_SETTINGS if config else MAX_NAMED]
+    named = list(dict.fromkeys(_settings(body)[: MAX_SETTINGS * 3] if config else _literals(body)))
+    return found + named
+
+
+def changed_names(path: str, arguments: Mapping[str, Any]) -> Change:
+    """What a write or edit of ``path`` adds that a resuming agent needs named: definitions (see
+    :func:`definitions`), then dependencies with their versions (``opentelemetry ~> 1.5``), then for a
+    configuration file its new settings, else the naming literals of its new code (``"terminal_scrolled"``,
+    ``"/api/hooks/session-start"``); each only when the old text did not have it. And what it takes out."""
+    new, old = _texts(arguments)
+    whole = bool(arguments.get("content"))
+    if len(new) < 4 and not old:
+        return Change([], [], whole)
+    now = _names(path, new) if len(new) >= 4 else []
+    before = _names(path, old) if old else []
+    known = set(before)
+    added = [n for n in now if n not in known]
+    kept = set(now)
+    removed = [n for n in before if n not in kept]
+    config = _CONFIG_PATH_RE.search(path) is not None
+    defs = [n for n in added if not n.startswith(('"', "`"))]
+    named = [n for n in added if n.startswith(('"', "`"))]
+    return Change(defs + named[: MAX_SETTINGS if config else MAX_NAMED], removed, whole)
+
+
+def added_names(path: str, arguments: Mapping[str, Any]) -> list[str]:
+    """The names a write or edit of ``path`` adds (see :func:`changed_names`)."""
+    return changed_names(path, arguments).added
 
 
 def _texts(arguments: Mapping[str, Any]) -> tuple[str, str]:

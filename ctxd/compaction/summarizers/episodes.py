@@ -30,7 +30,7 @@ import attrs
 from ctxd.compaction.fileops import tool_kind
 from ctxd.compaction.shell import command_matters, looks_only, parse_shell
 from ctxd.compaction.summarizers.actions import Action, actions_of, segments
-from ctxd.compaction.summarizers.artifacts import DEF_CHARS, MAX_NAMES, added_names
+from ctxd.compaction.summarizers.artifacts import DEF_CHARS, MAX_NAMES, changed_names
 from ctxd.compaction.summarizers.calls import Call
 from ctxd.compaction.summarizers.facts import Facts, scan
 from ctxd.compaction.summarizers.mining import (
@@ -66,7 +66,7 @@ MAX_WORK = 14
 MAX_FINDINGS = 6
 _FINDING_START_RE = lazy_compile(
     r"I see|[Tt]urns out|Found|Looks like|It seems|Apparently|Interesting|Aha|"
-    r"The (?:issue|problem|cause|culprit|reason)|doesn't|does not|isn't|is not|only|Good"
+    r"The (?:issue|problem|cause|culprit|reason)|doesn't|does not|isn't|is not|only|Good|reports|complains|flags|warns"
 )
 """A cheap test before :func:`~.mining.findings`."""
 MAX_TRIED = 4
@@ -272,13 +272,24 @@ def _on_plan(call: Call) -> bool:
     return tool_kind(call.name) in PLAN_KINDS
 
 
+_GO_ON_RE = lazy_compile(
+    r"\b(?:again|continue|continuing|go on|go ahead|keep going|keep at it|proceed|retry|resume|carry on|once more|"
+    r"finish(?: it| up)?|try harder|do it|fix (?:it|that|this)|commit|push|test (?:it|that|this)|check (?:it|that)|"
+    r"verify|run (?:it|them|the tests?))\b",
+    re.I,
+)
+
+
 def _follow_up(text: str) -> bool:
-    """Whether a user's message only tells the agent to go on with the task under way: a few words that name
-    nothing new (no path, `code`, issue id, or request of several clauses)."""
+    """Whether a user's message only tells the agent to go on with the task under way ("continue", "try again",
+    "commit it", "run the tests"): a few words that say so and name nothing new (no path, `code`, issue id); "now document it" is a
+    new request."""
     words = text.rstrip(".!").split()
     if len(words) > 3 or "\n" in text or "?" in text or TOKEN_RE.search(text) is not None:
         return False
-    return not any(ch in word for word in words for ch in "./_:#")  # a file, a module, an id: something new
+    if any(ch in word for word in words for ch in "./_:#"):  # a file, a module, an id: something new
+        return False
+    return _GO_ON_RE.search(text) is not None
 
 
 def _lasting(key: str) -> bool:
@@ -644,10 +655,15 @@ class _Builder:
                     if len(problems) < 6:
                         problems.append(f"changed {path.rsplit('/', 1)[-1]}")
             if kind != "deleted" and (type(arguments) is dict or isinstance(arguments, Mapping)):
-                added = added_names(path, arguments)
-                if added:
+                change = changed_names(path, arguments)
+                known = episode.defs.get(path)
+                if known is not None and (change.whole or change.removed):
+                    # A whole file written again, or names taken out: what it held before is not what it holds.
+                    gone = set(change.removed)
+                    known[:] = [] if change.whole else [d for d in known if d not in gone]
+                if change.added:
                     known = episode.defs.setdefault(path, [])
-                    known.extend(d for d in added if d not in known)
+                    known.extend(d for d in change.added if d not in known)
                     del known[MAX_NAMES:]
 
     def command(self, index: int, episode: Episode, command: str, output: str, ok: bool) -> None:

@@ -627,7 +627,8 @@ def _with_reason(sentence: str, found: list[str], n: int) -> str:
 FINDING_RE = lazy_compile(
     r"^(?:I see\b|Good[!.,]? (?:I (?:can )?see|so)\b|(?:It )?[Tt]urns out\b|Found\b|Looks like\b|It seems\b|"
     r"Apparently\b|Interesting\b|Aha\b|So the\b|The (?:issue|problem|cause|culprit|reason) (?:is|was)\b|"
-    r"[\w.`]+ (?:doesn't|does not|isn't|is not|only) (?:exist|take|accept|support|return|work)s?\b)"
+    r"[\w.`]+ (?:doesn't|does not|isn't|is not|only) (?:exist|take|accept|support|return|work)s?\b|"
+    r"[\w.`-]+ (?:reports|complains|flags|warns)\b)"
 )
 """A sentence of the agent's that tells what it found out about the code (how the code or a tool really is)."""
 
@@ -635,13 +636,19 @@ FINDING_RE = lazy_compile(
 def findings(text: str, limit: int = 2) -> list[str]:
     """The agent's findings in ``text``: sentences that say what it found out, naming something of the code."""
     out: list[str] = []
-    for sentence in plain_sentences(text[:MINE_CHARS]):
+    said = plain_sentences(text[:MINE_CHARS])
+    for n, sentence in enumerate(said):
         found = FINDING_RE.match(sentence)
         if found is not None and ARTIFACT_RE.search(sentence) and len(sentence) >= 30:
-            out.append(short(sentence, 260))
+            then = said[n + 1] if n + 1 < len(said) else ""
+            # What the agent does about it, when it says so next ("Let me extract the inner logic into a helper.")
+            out.append(short(sentence, 260) + (f" -> {short(then, 160)}" if _ABOUT_IT_RE.match(then) else ""))
             if len(out) >= limit:
                 break
     return out
+
+
+_ABOUT_IT_RE = lazy_compile(r"(?:Let me|I'll|I will|So I(?:'ll| will)?|The fix is|Fix:|Instead,?) \w")
 
 
 def diagnosis(text: str) -> str | None:

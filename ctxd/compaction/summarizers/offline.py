@@ -250,7 +250,12 @@ class OfflineSummarizer:
 
 
 def _ids(request: SummaryRequest, count: int) -> list[str] | None:
+    """The anchor of each message for ``expand``: its entry id, or ``L<line>`` in a file whose entries have none
+    (pi's v1 sessions)."""
     ids = [*(request.entry_ids or ()), *(request.turn_prefix_entry_ids or ())]
+    lines = [*(request.entry_lines or ()), *(request.turn_prefix_entry_lines or ())]
+    if len(lines) == len(ids):
+        ids = [entry or (f"L{line}" if line else "") for entry, line in zip(ids, lines, strict=True)]
     return ids if len(ids) == count else None
 
 
