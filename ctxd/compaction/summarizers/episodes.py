@@ -282,8 +282,8 @@ _GO_ON_RE = lazy_compile(
 
 def _follow_up(text: str) -> bool:
     """Whether a user's message only tells the agent to go on with the task under way ("continue", "try again",
-    "commit it", "run the tests"): a few words that say so and name nothing new (no path, `code`, issue id); "now document it" is a
-    new request."""
+    "commit it", "run the tests"): a few words that say so and name nothing new (no path, `code`, issue id);
+    "now document it" is a new request."""
     words = text.rstrip(".!").split()
     if len(words) > 3 or "\n" in text or "?" in text or TOKEN_RE.search(text) is not None:
         return False
