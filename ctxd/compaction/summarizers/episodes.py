@@ -866,9 +866,35 @@ def _work_note(text: str, written: str) -> str | None:
         if len(sentence) < 30 or _TRIVIAL_RE.match(sentence) or not _ACTION_RE.search(sentence):
             continue
         names = [m.group(1).strip("<>/:()") for m in _QUOTED_RE.finditer(sentence)]
-        if all(name in written for name in names if name):
+        if all(name in written for name in names if name) and (any(names) or _names_what(sentence, written)):
             return short(sentence, 220)
     return None
+
+
+_IDENT_RE = lazy_compile(r"\b[A-Z][a-z0-9]+[A-Z]\w*|\b[a-z]\w*_\w+|\b[\w-]+\.[a-z]{1,5}\b")
+_GENERIC = frozenset(
+    re.findall(
+        r"[a-z]+",
+        """
+        about again change changes check class code correct correctly error errors everything file files
+        first fixed function functions handle issue logic method methods module modules other place places
+        properly really right should something still thing things those these update updates which while
+        would
+        """,
+    )
+)
+
+
+def _names_what(sentence: str, written: str) -> bool:
+    """Whether a sentence names what it changes: an identifier, a file, or a word of the change itself ("Let me
+    update the code to do this properly." names nothing)."""
+    if _IDENT_RE.search(sentence):
+        return True
+    low = written.lower()
+    return any(
+        len(word) >= 5 and word not in _GENERIC and _ACTION_RE.fullmatch(word) is None and word in low
+        for word in re.findall(r"[a-z]+", sentence.lower())
+    )
 
 
 def note(text: str) -> str:
