@@ -88,7 +88,7 @@ _DEP_RE = lazy_compile(
 )
 _LITERAL_RE = lazy_compile(r"(?<![\w\\])([\"'`])([A-Za-z/][\w.:/-]{2,60})\1")
 _NAMING_RE = lazy_compile(r"[_:/.-]|^[A-Z][A-Z0-9_]+$")
-"""A literal that names something (``terminal_scrolled``, ``/api/hooks``, ``x-trace-id``, ``OTEL_ENDPOINT``);
+"""A literal that names something (``terminal_scrolled``, ``/api/hooks``, ``x-trace-id``, ``API_TOKEN``);
 a plain word (``ok``, ``error``) is not told."""
 _NOT_NAMING_RE = lazy_compile(
     r"^(?:https?:|\./|\.\./)|\.(?:ex|exs|py|ts|js|tsx|jsx|rs|go|rb|md|json|css|html?|svg|png)$|^\w+\.\w+\(|//"
@@ -183,7 +183,7 @@ def _names(path: str, text: str) -> list[str]:
 
 def changed_names(path: str, arguments: Mapping[str, Any]) -> Change:
     """What a write or edit of ``path`` adds that a resuming agent needs named: definitions (see
-    :func:`definitions`), then dependencies with their versions (``opentelemetry ~> 1.5``), then for a
+    :func:`definitions`), then dependencies with their versions (``plug_cowboy ~> 2.7``), then for a
     configuration file its new settings, else the naming literals of its new code (``"terminal_scrolled"``,
     ``"/api/hooks/session-start"``); each only when the old text did not have it. And what it takes out."""
     new, old = _texts(arguments)
