@@ -53,7 +53,7 @@ def transcript_facts(
     """The fact sheet of the context at the transcript's leaf with ``ledger`` (the session's, from the notes)
     carried, and what the transcript says of its compactions. ``plans`` are the plan documents as the messages
     up to the entry ``through`` left them (both from the notes); the calls of the messages after it change them."""
-    from ctxd.service.facts import since_compaction
+    from ctxd.compaction.ledger_replay import since_compaction
 
     session = Session.open(path)
     since = since_compaction(session)

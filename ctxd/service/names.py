@@ -24,6 +24,7 @@ HISTORY_SEARCH = "history/search"
 HISTORY_EXPAND = "history/expand"
 SESSION_FACTS = "session/facts"
 SESSION_ARCHIVE = "session/archive"
+COMPACT_FACTS = "compact/facts"
 METHODS = (
     SESSION_LIST,
     SESSION_OPEN,
@@ -48,6 +49,7 @@ METHODS = (
     HISTORY_EXPAND,
     SESSION_FACTS,
     SESSION_ARCHIVE,
+    COMPACT_FACTS,
 )
 
 DID_CHANGE = "session/didChange"
@@ -66,6 +68,7 @@ __all__ = [
     "BRANCH_SUMMARIZE",
     "COMPACT",
     "COMPACTION_STATUS",
+    "COMPACT_FACTS",
     "COMPACT_SUMMARIZE",
     "COMPACT_WILL_RUN",
     "COMPOSITION_CHANGED",

@@ -26,6 +26,7 @@ from ctxd.service.compacting import Compacting
 from ctxd.service.composing import Composing
 from ctxd.service.history import History
 from ctxd.service.live import Live
+from ctxd.service.opencode_facts import OpencodeFacts
 from ctxd.service.registry import OpenSession, Registry, inside, only_inside
 from ctxd.service.summarize import Summarizing
 from ctxd.service.writer import Writing
@@ -38,7 +39,7 @@ from ctxd.tree.session import session_name
 log = logging.getLogger(__name__)
 
 
-class Service(Writing, Compacting, Live, Summarizing, Composing, History, Archiving, ServiceBase):
+class Service(Writing, Compacting, Live, Summarizing, Composing, History, Archiving, OpencodeFacts, ServiceBase):
     """Every daemon method (the server's handlers call these)."""
 
     # --- sessions -----------------------------------------------------------------------------

@@ -22,6 +22,7 @@ import {
   type BranchResult,
   type BranchSummarizeParams,
   type BranchSummarizeResult,
+  type CompactFactsResult,
   type CompactSummarizeParams,
   type CompactSummarizeResult,
   type ContextTruncateParams,
@@ -557,6 +558,12 @@ export class CtxdClient {
   /** session/archive: copy an opencode session into ctxd's archive (daemons that advertise it). */
   archiveSession(session: string): Promise<SessionArchiveResult> {
     return this.request(Method.sessionArchive, { session });
+  }
+
+  /** compact/facts: an opencode session's must-keep facts around opencode's own compactions (daemons that
+   * advertise it). */
+  compactFacts(session: string): Promise<CompactFactsResult> {
+    return this.request(Method.compactFacts, { session });
   }
 
   /** history/expand: the original messages behind a summary, of an entry, or of a range, in pages. */

@@ -29,6 +29,7 @@ export const Method = {
   historyExpand: 'history/expand',
   sessionFacts: 'session/facts',
   sessionArchive: 'session/archive',
+  compactFacts: 'compact/facts',
 } as const;
 
 export const Notification = {
@@ -105,6 +106,8 @@ export interface InitializationOptions {
   client?: { name: string; version: string };
   /** opencode's SQLite databases, read-only; a session in one is named `<database>#<session id>`. */
   opencodeDatabases?: string[];
+  /** The share of the model's window one tool output may fill (context/truncate); default 0.3. */
+  toolOutputShare?: number;
 }
 
 export interface CtxdCapabilities {
@@ -320,6 +323,30 @@ export interface SessionArchiveResult {
   copied: number;
   /** Where the previous copy went when it held rows the database no longer has, else null. */
   rotated: string | null;
+}
+
+/** One fact a summary must keep (a fact sheet's: ctxd/compaction/mustkeep.py). */
+export interface MustKeepFact {
+  kind: string;
+  text: string;
+  probes: string[];
+}
+
+/** compact/facts: an opencode session's facts around opencode's own compactions (ctxd/service/opencode_facts.py). */
+export interface CompactFactsResult {
+  session: string;
+  /** Compactions on the session's path the ledger has taken in. */
+  compactions: number;
+  /** The newest of them (its entry id), or null. */
+  compactionId: string | null;
+  /** What the next compaction must keep. */
+  mustKeep: MustKeepFact[];
+  /** The same as Markdown ('' when there is nothing). */
+  mustKeepText: string;
+  /** What the newest compaction's summary lacks of what it had to keep. */
+  missing: MustKeepFact[];
+  /** The same as Markdown, to re-inject until the next compaction ('' when nothing is missing). */
+  missingText: string;
 }
 
 export interface SessionFactsResult {
@@ -568,7 +595,10 @@ export interface BranchSummarizeResult {
 
 export interface ContextTruncateParams {
   messages: unknown[];
-  contextWindow: number;
+  /** The model's window (tokens); absent when unknown (the fixed 30,000-character limit applies). */
+  contextWindow?: number;
+  /** A limit the user set (characters), instead of the window's share. */
+  limitChars?: number;
 }
 
 export interface ContextTruncateResult {
