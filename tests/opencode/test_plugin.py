@@ -67,17 +67,19 @@ def assert_the_plugin_acted(home: OpencodeHome, bodies: list[dict[str, Any]]) ->
     assert "## What this compaction must keep" in prompt and "src/parser.py" in prompt
     after = bodies[compactions[0] + 1]  # the first request after the compaction
     systems = [text_of(m) for m in after["messages"] if m["role"] == "system"]
-    injected = [s for s in systems if "Facts the compaction summary left out" in s]
+    injected = [s for s in systems if s.startswith("## Must keep (ctxd): facts from before the compaction")]
     assert injected and "src/parser.py" in injected[0] and "public API of parse()" in injected[0]
     assert any(SUMMARY in text_of(m) for m in after["messages"])  # opencode's own summary is there too
-    # The bash output reached the model cut, and opencode stored the cut version.
+    # The bash output reached the model cut (its head and tail, by ctxd's rules for a log), and opencode stored
+    # the cut version.
     tool = next(m for b in bodies for m in b["messages"] if m["role"] == "tool")
-    assert "chars omitted" in text_of(tool) and len(text_of(tool)) < 3000
+    assert "ctxd truncated this tool result" in text_of(tool) and len(text_of(tool)) < 3000
+    assert text_of(tool).rstrip().endswith("hello-from-bash")
     with sqlite3.connect(f"file:{home.database}?mode=ro", uri=True) as conn:
         stored = [json.loads(d) for (d,) in conn.execute("SELECT data FROM part WHERE data LIKE '%\"tool\"%'")]
         (session_id,) = [row[0] for row in conn.execute("SELECT id FROM session")]
     output = next(p["state"]["output"] for p in stored if p.get("type") == "tool")
-    assert "chars omitted" in output and len(output) < 3000
+    assert "ctxd truncated this tool result" in output and len(output) < 3000
     # ctxd archived the session (after the compaction, and when it went idle): the copy reads as the live one.
     (copy,) = (home.data / "ctxd" / "archive" / "opencode").glob(f"*/{session_id}.jsonl")
     assert oct(copy.stat().st_mode & 0o777) == oct(0o600)
@@ -98,3 +100,31 @@ def test_the_plugin_type_checks_against_opencodes_plugin_api() -> None:
         [str(tsc), "-p", "tsconfig.json"], cwd=PLUGIN.parents[1], env=env, capture_output=True, text=True, timeout=300
     )
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_an_output_is_cut_at_a_share_of_the_models_window(tmp_path: Path) -> None:
+    """opencode's provider config gives each model's window: a 20,000-character bash output reaches a
+    16,000-token model cut (30% of its window: 19,200 characters), and a 200,000-token model whole (the fixed
+    30,000-character limit)."""
+    binary = opencode_binary()
+    command = "seq -f '%049.0f' 1 400"  # 400 lines of 50 characters: 20,000 (opencode cuts 2,000 lines itself)
+    with FakeOpenAIServer() as server:
+        server.responder = CompactingResponder(command=command)
+        env = {
+            "CTXD_OPENCODE_COMMAND": f"{Path(sys.executable).parent / 'ctxd'} serve",
+            "CTXD_CONFIG": str(tmp_path / "no-config.json"),
+        }
+        windows = {"small": 16_000, "large": 200_000}
+        home = OpencodeHome(tmp_path / "oc", server, binary, plugins=[PLUGIN.as_uri()], extra_env=env, windows=windows)
+        home.write_config()
+        seen: dict[str, str] = {}
+        for model in windows:
+            server.responder = CompactingResponder(command=command)
+            start = len(server.requests)
+            run = home.run("--model", f"fake/{model}", "Count", "to", "a", "big", "number.")
+            assert run.returncode == 0, run.stderr[-3000:]
+            tools = [m for r in server.requests[start:] for m in r.body["messages"] if m["role"] == "tool"]
+            seen[model] = text_of(tools[0])
+    assert "ctxd truncated this tool result" in seen["small"] and len(seen["small"]) <= 19_200
+    assert seen["large"].startswith("0" * 48 + "1\n") and len(seen["large"]) >= 20_000
+    assert "ctxd truncated" not in seen["large"]
