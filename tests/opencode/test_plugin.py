@@ -91,7 +91,7 @@ def assert_the_plugin_acted(home: OpencodeHome, bodies: list[dict[str, Any]]) ->
 
 def test_the_plugin_type_checks_against_opencodes_plugin_api() -> None:
     opencode_binary()  # installs @opencode-ai/plugin beside opencode
-    tsc = REPO / ".cache" / "pi-0.87.1" / "node_modules" / ".bin" / "tsc"
+    tsc = REPO / ".cache" / "pi" / "node_modules" / ".bin" / "tsc"
     if not tsc.exists():
         subprocess.run(["bash", str(REPO / "scripts" / "pi.sh")], check=True, capture_output=True, timeout=900)
     node = subprocess.run(["bash", str(REPO / "scripts" / "node24.sh")], check=True, capture_output=True, text=True)
