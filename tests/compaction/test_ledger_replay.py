@@ -14,7 +14,9 @@ from typing import Any
 from factories import assistant, compaction, header, tool_result, user, write
 from planted import ERROR, FACTS, GOAL, NEVER, PLANTED, VALIDATE
 
+from ctxd.compaction.engine import dry_run_json
 from ctxd.compaction.ledger_replay import Carried, carry, compactions_on_path, upcoming
+from ctxd.compaction.settings import CompactionSettings
 from ctxd.service.facts import session_facts
 from ctxd.service.opencode_facts import carried, compaction_facts
 from ctxd.tree.session import Session
@@ -128,3 +130,11 @@ def test_session_facts_of_an_opencode_session_carries_every_range(tmp_path: Path
     open_texts = "\n".join(f.text for f in ledger.open_facts())
     assert ledger.goal == GOAL and ledger.compactions == 3
     assert VALIDATE in open_texts and NEVER in open_texts and "ERR_ZETA_4711" in open_texts
+
+
+def test_a_dry_run_of_an_opencode_session_carries_its_ledger(tmp_path: Path) -> None:
+    """``compact`` with ``dryRun`` (``ctxd compact --dry-run``) on such a session: what it must keep holds the
+    facts of the first range, as ``compact/facts`` says."""
+    session = Session.open(opencode_like(tmp_path / "s.jsonl"))
+    plan = dry_run_json(session, CompactionSettings(keepRecentTokens=0))
+    assert all(fact in plan["mustKeepText"] for fact in (NEVER, "make verify-zeta", "ERR_ZETA_4711"))
