@@ -3,6 +3,10 @@ user planted before the first one (a path, a validation command, a hard constrai
 its own, after the goal) are in every compaction prompt and in the first request after every compaction, though
 opencode's (fake) summary keeps only the path.
 
+The first two turns run on other models of the same provider, a 16,000-token and a 200,000-token one (``--model``),
+each reading a 20,000-character bash output: the plugin cuts it at a share of the model's window, which opencode's
+provider config gives (30%: 19,200 characters for the small model; the fixed 30,000 for the large one).
+
 opencode keeps no ledger: ctxd keeps one per session in its state folder (``<state>/opencode/<session id>.json``),
 and rebuilds it from opencode's database when it is missing. The resume (``opencode run --session``, a new opencode
 process and a new ctxd) runs without those notes: its first request, a sixth compaction's prompt and the request
@@ -27,20 +31,26 @@ import pytest
 from fakes.openai_server import Action, FakeOpenAIServer, reply, tool_call
 from planted import ERROR, FACTS, GOAL, PLANTED
 
-from .harness import LARGE, REPO, OpencodeHome, is_compaction_request, is_title_request, opencode_binary
+from .harness import LARGE, REPO, WINDOW, OpencodeHome, is_compaction_request, is_title_request, opencode_binary
 
 PLUGIN = REPO / "integrations" / "opencode" / "src" / "index.ts"
 SUMMARY = "## Objective\n- Work on the loader goes on; the manifest is deploy/zeta/manifest.toml."
 """The fake summary: it keeps only the path."""
 NEAR_WINDOW = {"prompt_tokens": LARGE, "completion_tokens": 20, "total_tokens": LARGE + 20}
+WINDOWS = {"fake-model": WINDOW, "small": 16_000, "large": 200_000}
+"""The provider's models: the default one compacts (``LARGE`` is near its window), the others read a big output."""
+BIG_OUTPUT = "seq -f '%049.0f' 1 400"
+"""400 lines of 50 characters: 20,000 (opencode itself cuts a bash output at 2,000 lines)."""
 
 
 class Looping:
-    """Scripts the fake: while compactions are wanted, each turn's step runs bash and reports a prompt near the
-    window (opencode compacts, then goes on by itself); then a short answer."""
+    """Scripts the fake: a turn whose output is wanted runs :data:`BIG_OUTPUT` first; while compactions are
+    wanted, each step runs bash and reports a prompt near the window (opencode compacts, then goes on by
+    itself); then a short answer."""
 
     def __init__(self) -> None:
         self.compactions_left = 0
+        self.big_output = False
         self.steps = 0
 
     def __call__(self, body: dict[str, Any], index: int) -> Action:
@@ -49,6 +59,9 @@ class Looping:
         if is_compaction_request(body):
             return reply(SUMMARY)
         self.steps += 1
+        if self.big_output:
+            self.big_output = False
+            return tool_call("bash", {"command": BIG_OUTPUT, "description": "Count"})
         if self.compactions_left > 0:
             self.compactions_left -= 1
             call = tool_call("bash", {"command": f"echo check-{self.steps}", "description": "Check"})
@@ -65,6 +78,8 @@ class Conversation:
     notes: Path
     kept: dict[str, Any] | None
     """ctxd's notes on the session after the five compactions (deleted before the resume)."""
+    outputs: dict[str, str]
+    """The big bash output as each model received it."""
 
 
 def text(body: dict[str, Any]) -> str:
@@ -82,18 +97,29 @@ def conversation(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Conversat
             "CTXD_OPENCODE_COMMAND": f"{Path(sys.executable).parent / 'ctxd'} serve",
             "CTXD_CONFIG": str(tmp / "no-config.json"),
         }
-        home = OpencodeHome(tmp / "oc", server, binary, plugins=[PLUGIN.as_uri()], extra_env=env)
+        home = OpencodeHome(tmp / "oc", server, binary, plugins=[PLUGIN.as_uri()], extra_env=env, windows=WINDOWS)
         home.write_config()
+        outputs: dict[str, str] = {}
 
-        def run(*words: str) -> None:
-            done = home.run(*words, timeout=240)
+        def run(*words: str, model: str = "fake-model") -> None:
+            """One ``opencode run`` on ``model`` (a session goes on with the model of its last turn otherwise);
+            on the small and the large model the turn reads the big output."""
+            start = len(server.requests)
+            looping.big_output = model != "fake-model"
+            done = home.run("--model", f"fake/{model}", *words, timeout=240)
             assert done.returncode == 0, done.stderr[-3000:]
+            if looping.big_output is False and model != "fake-model":
+                # The newest tool result of the turn's last request (earlier turns' are in its history too).
+                tools = [m for m in server.requests[-1].body["messages"] if m["role"] == "tool"]
+                assert len(server.requests) > start and tools
+                content = tools[-1]["content"]
+                outputs[model] = content if isinstance(content, str) else json.dumps(content)
 
         # Words as a shell passes them (opencode quotes a single argument that holds spaces).
-        run(*GOAL.split())
+        run(*GOAL.split(), model="small")
         with sqlite3.connect(f"file:{home.database}?mode=ro", uri=True) as db:
             ((session,),) = db.execute("SELECT id FROM session").fetchall()
-        run("--session", session, *PLANTED.split())
+        run("--session", session, *PLANTED.split(), model="large")
         looping.compactions_left = 5
         run("--session", session, *ERROR.split())
         notes = home.root / "state" / "ctxd" / "opencode" / f"{session}.json"
@@ -102,7 +128,7 @@ def conversation(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Conversat
         resumed_from = len(server.requests)
         looping.compactions_left = 1
         run("--session", session, "Go", "on.")
-        yield Conversation(home, [r.body for r in server.requests], resumed_from, notes, kept)
+        yield Conversation(home, [r.body for r in server.requests], resumed_from, notes, kept, outputs)
 
 
 def compactions(conversation: Conversation) -> list[tuple[int, int]]:
@@ -149,3 +175,10 @@ def test_the_goal_stays_the_first_request(conversation: Conversation) -> None:
     assert ledger["goal"] == GOAL
     requests = [f for f in ledger["facts"] if f["kind"] == "request" and f["status"] == "open"]
     assert [f["text"] for f in requests] == ["Go on."]  # opencode's "Continue if you have next steps" is not one
+
+
+def test_an_output_is_cut_at_a_share_of_the_models_window(conversation: Conversation) -> None:
+    small, large = conversation.outputs["small"], conversation.outputs["large"]
+    assert "ctxd truncated this tool result" in small and len(small) <= 19_200  # 16,000 tokens x 0.3 x 4
+    assert small.startswith("0" * 48 + "1\n")  # a log keeps its head (and its tail)
+    assert large.startswith("0" * 48 + "1\n") and len(large) >= 20_000 and "ctxd truncated" not in large

@@ -100,31 +100,3 @@ def test_the_plugin_type_checks_against_opencodes_plugin_api() -> None:
         [str(tsc), "-p", "tsconfig.json"], cwd=PLUGIN.parents[1], env=env, capture_output=True, text=True, timeout=300
     )
     assert done.returncode == 0, done.stdout + done.stderr
-
-
-def test_an_output_is_cut_at_a_share_of_the_models_window(tmp_path: Path) -> None:
-    """opencode's provider config gives each model's window: a 20,000-character bash output reaches a
-    16,000-token model cut (30% of its window: 19,200 characters), and a 200,000-token model whole (the fixed
-    30,000-character limit)."""
-    binary = opencode_binary()
-    command = "seq -f '%049.0f' 1 400"  # 400 lines of 50 characters: 20,000 (opencode cuts 2,000 lines itself)
-    with FakeOpenAIServer() as server:
-        server.responder = CompactingResponder(command=command)
-        env = {
-            "CTXD_OPENCODE_COMMAND": f"{Path(sys.executable).parent / 'ctxd'} serve",
-            "CTXD_CONFIG": str(tmp_path / "no-config.json"),
-        }
-        windows = {"small": 16_000, "large": 200_000}
-        home = OpencodeHome(tmp_path / "oc", server, binary, plugins=[PLUGIN.as_uri()], extra_env=env, windows=windows)
-        home.write_config()
-        seen: dict[str, str] = {}
-        for model in windows:
-            server.responder = CompactingResponder(command=command)
-            start = len(server.requests)
-            run = home.run("--model", f"fake/{model}", "Count", "to", "a", "big", "number.")
-            assert run.returncode == 0, run.stderr[-3000:]
-            tools = [m for r in server.requests[start:] for m in r.body["messages"] if m["role"] == "tool"]
-            seen[model] = text_of(tools[0])
-    assert "ctxd truncated this tool result" in seen["small"] and len(seen["small"]) <= 19_200
-    assert seen["large"].startswith("0" * 48 + "1\n") and len(seen["large"]) >= 20_000
-    assert "ctxd truncated" not in seen["large"]
