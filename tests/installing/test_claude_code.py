@@ -1,6 +1,6 @@
-"""Real Claude Code 2.1.330 with ctxd's plugin installed by ``ctxd setup claude-code`` from the pipx-installed
-wheel: a turn with tools and a ``/compact`` against the fake Anthropic server, with no ctxd on Claude Code's
-PATH (the hook finds ctxd through the copy's ``ctxd.path``); ``--uninstall`` leaves the settings as before."""
+"""Real Claude Code (scripts/versions.env) with ctxd's plugin installed by ``ctxd setup claude-code`` from the
+pipx-installed wheel: a turn with tools and a ``/compact`` against the fake Anthropic server, with no ctxd on Claude
+Code's PATH (the hook finds ctxd through the copy's ``ctxd.path``); ``--uninstall`` leaves the settings as before."""
 
 from __future__ import annotations
 
