@@ -19,6 +19,7 @@ compaction (:mod:`ctxd.compaction.ledger_replay`). The database is never written
 from __future__ import annotations
 
 import json
+import logging
 import os
 from typing import Any
 
@@ -33,6 +34,7 @@ from ctxd.service.registry import OpenSession
 from ctxd.store.dirs import makedirs_private, state_dir
 from ctxd.tree.session import Session
 
+log = logging.getLogger(__name__)
 AGENT = "opencode"
 MUST_KEEP_HEADING = "## What this compaction must keep"
 PROMPT_CHARS = 12_000
@@ -52,12 +54,18 @@ def carried(session: Session, state: str | None = None, *, save: bool = True) ->
 
 
 def _write_notes(state: str, session_id: str, made: Carried) -> None:
+    """The notes are a cache: when they cannot be written (a full disk, a read-only folder), the answer stands and
+    the next call replays the session again."""
     from ctxd.store.files import atomic_write
 
     path = notes_path(state, AGENT, session_id)
-    if path is not None:
+    if path is None:
+        return
+    try:
         makedirs_private(os.path.dirname(path))
         atomic_write(path, json.dumps(made.to_json(), ensure_ascii=False).encode("utf-8"))
+    except OSError as exc:
+        log.warning("cannot keep the fact ledger of opencode session %s in %s: %s", session_id, path, exc)
 
 
 def compaction_facts(session: Session, state: str | None = None) -> dict[str, Any]:

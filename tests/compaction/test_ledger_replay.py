@@ -138,3 +138,10 @@ def test_a_dry_run_of_an_opencode_session_carries_its_ledger(tmp_path: Path) -> 
     session = Session.open(opencode_like(tmp_path / "s.jsonl"))
     plan = dry_run_json(session, CompactionSettings(keepRecentTokens=0))
     assert all(fact in plan["mustKeepText"] for fact in (NEVER, "make verify-zeta", "ERR_ZETA_4711"))
+
+
+def test_notes_that_cannot_be_written_leave_the_answer_as_it_is(tmp_path: Path) -> None:
+    session = Session.open(opencode_like(tmp_path / "s.jsonl"))
+    blocked = tmp_path / "state"
+    blocked.write_text("a file where the state folder would be")
+    assert compaction_facts(session, str(blocked)) == compaction_facts(session, str(tmp_path / "other"))
