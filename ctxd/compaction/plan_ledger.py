@@ -71,7 +71,8 @@ MAX_LOOKBACK = 50
 def ledger_before(session: Session, compaction_id: str) -> Ledger | None:
     """The ledger of the compaction ``compaction_id``; if it has none (made before ledgers, or by the agent
     when ctxd was not there), the newest ledger of an earlier compaction on its path with the must-keep facts
-    of the summaries since seeded into it; None when no compaction on the path has one."""
+    of the summaries since seeded into it; for an opencode session, whose compactions never hold one, the
+    ledger replayed from its messages (:mod:`ctxd.compaction.ledger_replay`); None when there is none."""
     file = session.file
     index = file.index.get(compaction_id)
     if index is None:
@@ -88,6 +89,11 @@ def ledger_before(session: Session, compaction_id: str) -> Ledger | None:
             return ledger
         text = body.get("summary")
         later.append(text if isinstance(text, str) else "")
+    if file.header.get("agent") == "opencode":  # opencode keeps every message: the ledger is replayed from them
+        from ctxd.compaction.ledger_replay import carry
+
+        replayed = carry(session)
+        return replayed.ledger if replayed.through == compaction_id else None
     return None
 
 

@@ -8,10 +8,13 @@ transcripts in ``tests/data/``):
   own preview is what the model reads, and a cut by ctxd would change nothing.
 - Read (Claude Code: up to 25,000 tokens; pi: 2,000 lines or 50 KB), Grep, Glob, WebFetch, WebSearch and MCP
   tools reach the model whole: ctxd's limit applies to them, :data:`DEFAULT_LIMIT` unless configured.
+- How much: where the model's window is known, a share of it (:func:`window_limit`: 30% by default, the
+  ``toolOutputShare`` setting), at most :data:`DEFAULT_LIMIT`; where it is not, :data:`DEFAULT_LIMIT`. A window
+  of 25,000 tokens or more gets the fixed limit; a small model's (16,000 tokens: 19,200 characters) less.
 - Never cut: a tool whose output echoes the model's own input or confirms a change (:data:`NEVER`), a
-  subagent's answer (``Task``/``Agent``: the whole point of the call), a Read that names a range (``offset``
-  or ``limit``: the model narrowed it already, as the cut's notice asks it to), and any output in a turn whose
-  prompt asks to see an output whole (:data:`WHOLE_PROMPT`).
+  subagent's answer (``Task``/``Agent``, opencode's ``task``: the whole point of the call), a Read that names a
+  range (``offset`` or ``limit``: the model narrowed it already, as the cut's notice asks it to), and any output
+  in a turn whose prompt asks to see an output whole (:data:`WHOLE_PROMPT`).
 - How: a shell's output (:data:`LOGS`) keeps its head, its tail and the error lines between them
   (:func:`~ctxd.context.truncate.truncate_log`); any other output keeps its head, cut at a line's end, with a
   notice saying how to read the rest.
@@ -29,7 +32,12 @@ from ctxd.formats.lazy_re import lazy_compile
 
 DEFAULT_LIMIT = 30_000
 """Characters of one tool output the model gets at most, by default: the size above which Claude Code itself
-stops sending a Bash output whole."""
+stops sending a Bash output whole. Also the limit when the model's window is unknown."""
+DEFAULT_SHARE = 0.3
+"""The share of the model's window one tool output may fill when the window is known (seed 004's)."""
+MIN_LIMIT = 2_000
+"""A window-relative limit never goes below this many characters (what a cut keeps at least)."""
+CHARS_PER_TOKEN = 4
 CLAUDE_PREVIEWED = {"Bash": 30_000}
 """Tools whose larger outputs Claude Code 2.1.330 replaces by its own preview, and from which size."""
 NEVER = frozenset(
@@ -50,6 +58,9 @@ NEVER = frozenset(
         # Codex
         "apply_patch",
         "update_plan",
+        # opencode
+        "task",
+        "todowrite",
     }
 )
 """Tools never cut: their output echoes the model's own input or confirms a change, or is a subagent's answer."""
@@ -72,6 +83,16 @@ class Cut(NamedTuple):
     style: Literal["head", "log"]
     hint: str | None = None
     """What the notice tells the model to do to see the rest (None: the generic hint)."""
+
+
+def window_limit(window: int | None, share: float = DEFAULT_SHARE) -> int:
+    """Characters one tool output may keep for a model whose window is ``window`` tokens: ``share`` of it (4
+    characters a token), never below :data:`MIN_LIMIT`, never above :data:`DEFAULT_LIMIT`; :data:`DEFAULT_LIMIT`
+    when the window is unknown (None or not positive). A 16,000-token window keeps 19,200 characters at the
+    default share; a window of 25,000 tokens or more keeps the fixed 30,000."""
+    if window is None or window <= 0 or not 0 < share <= 1:
+        return DEFAULT_LIMIT
+    return max(MIN_LIMIT, min(DEFAULT_LIMIT, int(window * share * CHARS_PER_TOKEN)))
 
 
 def asks_whole(prompt: str) -> bool:

@@ -191,6 +191,7 @@ def create_server(config: Config | None = None) -> CtxdServer:
     _method(server, s.HISTORY_EXPAND, s.HistoryExpandParams, lambda svc, a: svc.history_expand(a))
     _method(server, s.SESSION_ARCHIVE, s.SessionParams, lambda svc, a: svc.session_archive(a))
     _method(server, s.COMPACT_PROMPT, s.CompactPromptParams, lambda svc, a: svc.compact_prompt(a))
+    _method(server, s.COMPACT_FACTS, s.SessionParams, lambda svc, a: svc.compact_facts(a), own_text=True)
 
     @server.feature(s.SESSION_APPEND)
     async def append(ls: CtxdServer, params: Any) -> Any:

@@ -21,6 +21,7 @@ from typing import Any
 import attrs
 
 from ctxd.compaction.ledger import Ledger
+from ctxd.compaction.ledger_replay import since_compaction
 from ctxd.compaction.mustkeep import FactSheet
 from ctxd.service.transcript_ledger import (
     MAX_BLOCK_ENTRIES,
@@ -29,7 +30,6 @@ from ctxd.service.transcript_ledger import (
     caught_up,
     notes_carried,
     reinjected_blocks,
-    since_compaction,
     take_in,
 )
 from ctxd.tree.session import Session

@@ -22,8 +22,9 @@ from collections.abc import Mapping
 from typing import Any
 
 SHELL_SETTINGS = "hooks.env"
-SHELL_FORMAT = "1"
-"""Bumped when the wrapper must read the file differently (it then ignores an older one)."""
+SHELL_FORMAT = "2"
+"""Bumped when the wrapper must read the file differently (it then ignores an older one); 2: ``window_fixed`` and
+``share_permille``, for a window Claude Code is told (``CLAUDE_CODE_AUTO_COMPACT_WINDOW``)."""
 PRIVATE_MODE = 0o600
 
 

@@ -14,6 +14,7 @@ from typing import Any
 import attrs
 
 from ctxd.compaction.settings import CompactionSettings
+from ctxd.context.cut_rules import DEFAULT_SHARE
 from ctxd.redact import add_secret
 from ctxd.store.dirs import default_archive_roots
 from ctxd.store.listing import default_roots, default_transcript_roots
@@ -48,6 +49,9 @@ class Config:
     A session in one is named ``<database>#<session id>``."""
     team: TeamSettings = attrs.field(factory=TeamSettings)
     """Team history on PostgreSQL (:mod:`ctxd.team`): off without a DSN."""
+    toolOutputShare: float = DEFAULT_SHARE
+    """The share of the model's window one tool output may fill when the window is known (``context/truncate``:
+    window x share x 4 characters, at most 30,000); see :func:`ctxd.context.cut_rules.window_limit`."""
 
     @property
     def all_roots(self) -> list[str]:
@@ -135,6 +139,12 @@ def config_from_json(data: Any, problems: list[str] | None = None, *, base: Conf
                 setattr(cfg, key, data[key])
             else:
                 problems.append(f"{key}: expected a positive number, got {show(data[key])}")
+    if "toolOutputShare" in data:
+        share = data["toolOutputShare"]
+        if _positive(share) and share <= 1:
+            cfg.toolOutputShare = float(share)
+        else:
+            problems.append(f"toolOutputShare: expected a number above 0, at most 1, got {show(share)}")
     if "watchStepMs" in data:
         if _positive(data["watchStepMs"]):
             cfg.watchStepMs = int(data["watchStepMs"])
@@ -194,6 +204,11 @@ def load_cli_config(path: str | None = None, environ: dict[str, str] | None = No
         if environ.get(env):
             data[key] = environ[env].split(os.pathsep) if key in PATH_LISTS else environ[env]
     team_from_env(environ, data)
+    if environ.get("CTXD_TOOL_OUTPUT_SHARE"):
+        try:
+            data["toolOutputShare"] = float(environ["CTXD_TOOL_OUTPUT_SHARE"])
+        except ValueError:
+            problems.append(f"CTXD_TOOL_OUTPUT_SHARE: expected a number, got {show(environ['CTXD_TOOL_OUTPUT_SHARE'])}")
     for env, key in (("CTXD_AUTO_COMPACT", "autoCompact"), ("CTXD_WATCH", "watch")):
         if env in environ:
             data[key] = environ[env].lower() not in ("0", "false", "no", "off")

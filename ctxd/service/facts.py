@@ -3,9 +3,11 @@
 Where the ledger lives depends on who compacts the session: ``details.ctxd.ledger`` of the newest compaction on
 the active path (ctxd's own compactions, and pi's through the extension), or the session's notes in ctxd's state
 dir (``<state>/<agent>/<session id>.json``, ``"ledger"``) for agents whose compactions ctxd only watches (Claude
-Code). A compaction without a ledger seeds one from its summary's ``## Goal`` / ``## Must keep`` sections. The
-messages after the newest compaction are then taken in without writing anything, so the answer includes what
-the conversation said since (those facts are seen in compaction ``0``: not compacted yet).
+Code; for opencode, whose database keeps every message, the notes are where a replay of its compactions goes
+on from: :mod:`ctxd.compaction.ledger_replay`). A compaction without a ledger seeds one from its summary's
+``## Goal`` / ``## Must keep`` sections. The messages after the newest compaction are then taken in without
+writing anything, so the answer includes what the conversation said since (those facts are seen in compaction
+``0``: not compacted yet).
 """
 
 from __future__ import annotations
@@ -17,10 +19,11 @@ from typing import Any
 from ctxd.compaction.fileops import extract_file_ops, file_lists
 from ctxd.compaction.goal import first_request
 from ctxd.compaction.ledger import Ledger
+from ctxd.compaction.ledger_replay import Carried, SinceCompaction, carry, since_compaction
 from ctxd.compaction.ledger_update import advance, seed
 from ctxd.compaction.plan_ledger import plans_before, previous_ledger
 from ctxd.formats.lazy_re import lazy_compile
-from ctxd.service.transcript_ledger import SinceCompaction, applied_through, caught_up, notes_carried, since_compaction
+from ctxd.service.transcript_ledger import applied_through, caught_up, notes_carried
 from ctxd.store.dirs import state_dir as default_state_dir
 from ctxd.tree.session import Session
 
@@ -39,15 +42,21 @@ def notes_ledger(state: str, agent: str, session_id: str) -> Ledger | None:
     return Ledger.from_json(notes.get("ledger")) if notes is not None else None
 
 
-def read_notes(state: str, agent: str, session_id: str) -> dict[str, Any] | None:
-    """A session's notes (``<state>/<agent>/<session id>.json``; Codex's hooks keep Claude Code's notes under a
-    folder of their own, ``<state>/codex/claude/``), None when there are none."""
+def notes_path(state: str, agent: str, session_id: str) -> str | None:
+    """``<state>/<agent>/<session id>.json`` (Codex's hooks keep Claude Code's notes under a folder of their own,
+    ``<state>/codex/claude/``), None when the agent or the id cannot name a file."""
     if not _ID_RE.match(agent) or not _ID_RE.match(session_id) or session_id in (".", ".."):
         return None
+    return os.path.join(state, *_NOTES_FOLDERS.get(agent, (agent,)), f"{session_id}.json")
+
+
+def read_notes(state: str, agent: str, session_id: str) -> dict[str, Any] | None:
+    """A session's notes (``<state>/<agent>/<session id>.json``), None when there are none."""
+    path = notes_path(state, agent, session_id)
+    if path is None:
+        return None
     try:
-        with open(
-            os.path.join(state, *_NOTES_FOLDERS.get(agent, (agent,)), f"{session_id}.json"), encoding="utf-8"
-        ) as f:
+        with open(path, encoding="utf-8") as f:
             notes = json.load(f)
     except (OSError, ValueError):
         return None
@@ -65,7 +74,10 @@ def session_facts(path: str, *, state_dir: str | None = None, session: Session |
     ledger: Ledger | None = None
     plans: dict[str, str] | None = None
     through: str | None = None
-    if agent != "pi":
+    if agent == "opencode":  # opencode keeps every message: the ledger is replayed from where the notes left it
+        replayed = carry(session, Carried.from_json(read_notes(state_dir or default_state_dir(), agent, session_id)))
+        ledger, plans = replayed.ledger, replayed.plans
+    elif agent != "pi":
         # The hooks' notes, with the compactions they did not take in (all, when the notes are lost) replayed.
         notes = read_notes(state_dir or default_state_dir(), agent, session_id) or {}
         carried = caught_up(session, notes_carried(notes))

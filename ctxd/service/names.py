@@ -25,6 +25,7 @@ HISTORY_EXPAND = "history/expand"
 SESSION_FACTS = "session/facts"
 SESSION_ARCHIVE = "session/archive"
 COMPACT_PROMPT = "compact/prompt"
+COMPACT_FACTS = "compact/facts"
 METHODS = (
     SESSION_LIST,
     SESSION_OPEN,
@@ -50,6 +51,7 @@ METHODS = (
     SESSION_FACTS,
     SESSION_ARCHIVE,
     COMPACT_PROMPT,
+    COMPACT_FACTS,
 )
 
 DID_CHANGE = "session/didChange"
@@ -68,6 +70,7 @@ __all__ = [
     "BRANCH_SUMMARIZE",
     "COMPACT",
     "COMPACTION_STATUS",
+    "COMPACT_FACTS",
     "COMPACT_PROMPT",
     "COMPACT_SUMMARIZE",
     "COMPACT_WILL_RUN",

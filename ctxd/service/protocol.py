@@ -229,7 +229,10 @@ class ContextCompositionParams:
 @attrs.define
 class ContextTruncateParams:
     messages: list[dict[str, Any]]
-    contextWindow: int
+    contextWindow: int | None = None
+    """The model's window (tokens); None: unknown (the fixed limit applies)."""
+    limitChars: int | None = None
+    """A limit the user set (characters), instead of the window's share."""
 
 
 # --- notification payloads ---------------------------------------------------------------------

@@ -24,21 +24,21 @@ from ctxd.service.archiving import Archiving
 from ctxd.service.base import ServiceBase
 from ctxd.service.compacting import Compacting
 from ctxd.service.composing import Composing
+from ctxd.service.listing import list_served
 from ctxd.service.live import Live
-from ctxd.service.registry import OpenSession, Registry, inside, only_inside
+from ctxd.service.opencode_facts import OpencodeFacts
+from ctxd.service.registry import OpenSession, Registry, inside
 from ctxd.service.summarize import Summarizing
 from ctxd.service.team import Team
 from ctxd.service.writer import Writing
-from ctxd.store.archive import link_archives
 from ctxd.store.create import create_session
-from ctxd.store.listing import cwd_dirname, list_sessions
-from ctxd.store.opencode import list_databases
+from ctxd.store.listing import cwd_dirname
 from ctxd.tree.session import session_name
 
 log = logging.getLogger(__name__)
 
 
-class Service(Writing, Compacting, Live, Summarizing, Composing, Team, Archiving, ServiceBase):
+class Service(Writing, Compacting, Live, Summarizing, Composing, Team, Archiving, OpencodeFacts, ServiceBase):
     """Every daemon method (the server's handlers call these)."""
 
     # --- sessions -----------------------------------------------------------------------------
@@ -54,15 +54,7 @@ class Service(Writing, Compacting, Live, Summarizing, Composing, Team, Archiving
             if outside:
                 raise SessionNotFoundError(f"roots outside the configured roots: {outside}", roots=outside)
             roots = params.roots
-        found = await asyncio.to_thread(list_sessions, roots, params.cwd, self.config.archiveRoots)
-        # Real paths, as every other method and notification names sessions (symlinked roots);
-        # a link that leads outside the configured roots is neither listed nor remembered.
-        found = only_inside(found, self.config.all_roots)
-        if self.config.opencodeDatabases:  # opencode's sessions live in SQLite databases (ctxd.store.opencode)
-            databases = [d for d in self.config.opencodeDatabases if not params.roots or d in params.roots]
-            found.extend(await asyncio.to_thread(list_databases, databases, params.cwd))
-            found.sort(key=lambda s: s.modified, reverse=True)
-            link_archives(found, self.config.archiveRoots)  # ctxd's copies of opencode sessions beside them
+        found = await asyncio.to_thread(list_served, self.config, params.roots, params.cwd)
         for s in found:
             if not s.archived:  # a session id names the live transcript, not ctxd's copy of it
                 self.registry.remember(s.id, s.path)

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ctxd.compaction.settings import CompactionSettings
-from ctxd.context.truncate import is_oversized, limit_chars, truncate_tool_result
+from ctxd.context.truncate import is_oversized, truncate_tool_result
 from ctxd.service import protocol as p
 from ctxd.service.base import ServiceBase
 
@@ -76,13 +76,15 @@ class Summarizing(ServiceBase):
         return outcome.to_json()
 
     async def context_truncate(self, params: p.ContextTruncateParams) -> Any:
-        if params.contextWindow <= 0:
+        if params.contextWindow is not None and params.contextWindow <= 0:
             raise p.InvalidParams("contextWindow must be positive", "contextWindow")
-        from ctxd.context.cut_rules import DEFAULT_LIMIT, rule
+        if params.limitChars is not None and params.limitChars <= 0:
+            raise p.InvalidParams("limitChars must be positive", "limitChars")
+        from ctxd.context.cut_rules import rule, window_limit
 
-        # Agents pass tool results of up to ~50 KB (pi: 2,000 lines or 50 KB): a limit for the window alone
-        # (240,000 characters for 200,000 tokens) would never act; cut_rules says which tools and how.
-        limit = min(DEFAULT_LIMIT, limit_chars(params.contextWindow))
+        # A share of the window, at most 30,000 characters: agents pass tool results of up to ~50 KB (pi: 2,000
+        # lines or 50 KB), which a limit for the window alone (240,000 for 200,000 tokens) would never cut.
+        limit = params.limitChars or window_limit(params.contextWindow, self.config.toolOutputShare)
         messages = list(params.messages)
         truncated = []
         for i, m in enumerate(messages):

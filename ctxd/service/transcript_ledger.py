@@ -20,46 +20,14 @@ import attrs
 from ctxd.compaction.fileops import extract_file_ops, file_lists
 from ctxd.compaction.goal import first_request
 from ctxd.compaction.ledger import Ledger, Seen
+from ctxd.compaction.ledger_replay import SinceCompaction, since_compaction
 from ctxd.compaction.ledger_update import Advanced, absorb, advance, seed
-from ctxd.compaction.plan_ledger import iso_time
-from ctxd.context.build import build_context
 from ctxd.formats.injected import CTXD_MARK, ctxd_blocks
 from ctxd.tree.index import NONE
 from ctxd.tree.session import Session
 
 MAX_BLOCK_ENTRIES = 2_000
 """Attachment entries read (the newest) when looking for ctxd's re-injected blocks (only to seed a ledger)."""
-
-
-@attrs.frozen
-class SinceCompaction:
-    """The context at a leaf, split at its newest compaction."""
-
-    summary: str | None
-    compaction_id: str | None
-    messages: list[dict[str, Any]]
-    """The messages after the summary, oldest first."""
-    where: list[Seen | None]
-    """Where each of ``messages`` lies in the session."""
-
-
-def since_compaction(session: Session, leaf_id: str | None = None) -> SinceCompaction:
-    """The newest compaction's summary in the context at ``leaf_id`` (default: the session's leaf), and the
-    messages after it with where each is."""
-    ctx = build_context(session.file, session.tree, leaf_id, estimates=session.estimates)
-    summary: str | None = None
-    compaction_id: str | None = None
-    messages: list[dict[str, Any]] = []
-    where: list[Seen | None] = []
-    for m in ctx.messages:
-        if m.role == "compactionSummary":
-            text = m.message.get("summary")
-            summary, compaction_id = (text if isinstance(text, str) else None), m.entryId
-            messages, where = [], []
-        else:
-            messages.append(m.message)
-            where.append(Seen(entryId=m.entryId, line=m.line, time=iso_time(m.message.get("timestamp"))))
-    return SinceCompaction(summary, compaction_id, messages, where)
 
 
 @attrs.frozen

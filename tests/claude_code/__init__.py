@@ -1,1 +1,2 @@
-"""Claude Code 2.1.330 from npm with the ctxd plugin, offline against a fake Anthropic server."""
+"""Claude Code from npm (the release scripts/versions.env pins) with the ctxd plugin, offline against a fake
+Anthropic server."""

@@ -23,10 +23,12 @@ from typing import Any
 
 import attrs
 import pytest
+from agent_versions import CLAUDE_CODE
 from fakes.anthropic_server import FakeAnthropicServer
 
 REPO = Path(__file__).resolve().parents[2]
-VERSION = "2.1.330"
+VERSION = CLAUDE_CODE
+"""The release the tests run (scripts/versions.env)."""
 PLUGIN = REPO / "integrations" / "claude-code"
 TOOLS = "Bash Edit Write Read"
 """Allowed without a prompt (``--allowedTools``): -p mode cannot ask, and root may not skip permissions."""

@@ -1,4 +1,4 @@
-"""Recall over MCP in the real Claude Code 2.1.330 with the ctxd plugin installed as the README says.
+"""Recall over MCP in the real Claude Code with the ctxd plugin installed as the README says.
 
 A benchmark's exact figure lives only in a tool result; ``/compact`` summarises it away (the fake summary keeps
 the request, not the number). Asked for the figure, the fake model does what a model would: it calls the

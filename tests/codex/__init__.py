@@ -1,1 +1,1 @@
-"""Codex 0.169.0 from npm, offline against a fake Responses API server."""
+"""Codex from npm (the release scripts/versions.env pins), offline against a fake Responses API server."""

@@ -19,11 +19,13 @@ from pathlib import Path
 
 import attrs
 import pytest
+from agent_versions import CODEX
 from claude_code.harness import ctxd_bin_dir, npm_agent
 from fakes.responses_server import FakeResponsesServer
 
 REPO = Path(__file__).resolve().parents[2]
-VERSION = "0.169.0"
+VERSION = CODEX
+"""The release the tests run (scripts/versions.env)."""
 
 
 def codex_binary() -> str:

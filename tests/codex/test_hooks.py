@@ -1,4 +1,4 @@
-"""ctxd's hooks inside real Codex 0.169.0 (``ctxd hook --agent codex EVENT`` from ``$CODEX_HOME/hooks.json``,
+"""ctxd's hooks inside real Codex (``ctxd hook --agent codex EVENT`` from ``$CODEX_HOME/hooks.json``,
 trusted with ``--dangerously-bypass-hook-trust``): the facts the fake summaries leave out reach the first request
 after each compaction, the rollout is archived, and ctxd's context still matches what Codex sent."""
 
@@ -9,7 +9,7 @@ import subprocess
 from pathlib import Path
 
 from codex_match import assert_context_matches_request, leaves_after_compactions
-from fakes.responses_server import COMPACTION_MARK, FakeResponsesServer
+from fakes.responses_server import COMPACTION_MARK, Answer, FakeResponsesServer, RecordedRequest, call, reply
 from summary_shape import assert_summary_shape
 
 from ctxd.service.claude_hooks import ALL_FACTS_HEADING, FACTS_HEADING
@@ -93,3 +93,40 @@ def test_ctxd_compact_prompt_replaces_codexs(codex: Codex, responses: FakeRespon
         assert request.texts()[-1].strip() == compact_prompt()
         assert_summary_shape(request.texts()[-1])
         assert not any(t.startswith(COMPACTION_MARK) for t in request.texts())
+
+
+def test_a_session_resumed_after_a_compaction_still_gets_its_facts(
+    codex: Codex, responses: FakeResponsesServer
+) -> None:
+    """``codex exec`` compacts once (its summary leaves the constraint out) and ends; ``codex exec resume --last``,
+    a new Codex process with no compaction of its own, still sends the facts ctxd re-injected after the summary."""
+    steps = [
+        call("exec_command", {"cmd": "echo hello > notes.txt"}, "call_write", input_tokens=scenario.BIG),
+        reply("notes.txt now says hello.", input_tokens=100),
+        reply("Appended nothing yet: what line?", input_tokens=100),
+    ]
+
+    def answer(request: RecordedRequest, index: int) -> Answer:
+        if request.is_compaction:
+            return reply(scenario.summary_text(1), input_tokens=100)
+        turn = sum(not r.is_compaction for r in responses.model_requests[:index])
+        return steps[min(turn, len(steps) - 1)]
+
+    responses.responder = answer
+    install_hooks(codex)
+    codex.extra_env.update(XDG_DATA_HOME=str(codex.base / "data"), XDG_STATE_HOME=str(codex.base / "state"))
+    first = codex.exec(scenario.PROMPTS[0], "--dangerously-bypass-hook-trust")
+    assert first.returncode == 0, first.stderr[-2000:]
+    compactions = sum(r.is_compaction for r in responses.model_requests)
+    assert compactions == 1
+    resumed_from = len(responses.model_requests)
+    second = codex.exec(scenario.PROMPTS[1], "--dangerously-bypass-hook-trust", resume=True)
+    assert second.returncode == 0, second.stderr[-2000:]
+    resumed = responses.model_requests[resumed_from:]
+    assert resumed and not any(r.is_compaction for r in resumed)
+    texts = resumed[0].texts()
+    summary = next(i for i, t in enumerate(texts) if scenario.summary_text(1)[:10] in t)
+    facts = [i for i, t in enumerate(texts) if FACTS_HEADING in t or ALL_FACTS_HEADING in t]
+    assert facts and facts[0] > summary and scenario.CONSTRAINT in texts[facts[0]]
+    assert resumed[0].input[facts[0]]["role"] == "developer"
+    assert scenario.PROMPTS[1] in texts[-1]

@@ -1,4 +1,4 @@
-"""Real Codex 0.169.0 writes a rollout with compactions; ctxd reads it live and its context after each compaction
+"""Real Codex writes a rollout with compactions; ctxd reads it live and its context after each compaction
 is what Codex sent in the request that followed."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """Codex set up the way a user sets it up: ``ctxd setup codex --compact-prompt`` into a private HOME /
-CODEX_HOME, then real Codex 0.169.0 without ``--dangerously-bypass-hook-trust`` and without ctxd on PATH. The
+CODEX_HOME, then real Codex without ``--dangerously-bypass-hook-trust`` and without ctxd on PATH. The
 hooks run only because setup recorded Codex's trust for them; Codex compacts with ctxd's prompt; the facts reach
 the first request after each compaction; the MCP server's tools reach the model; ``--uninstall`` puts hooks.json
 and config.toml back byte for byte."""

@@ -6,6 +6,7 @@ installed with pip into a temporary venv when missing). pip's downloads are cach
 from __future__ import annotations
 
 import fcntl
+import json
 import os
 import re
 import shutil
@@ -157,3 +158,9 @@ def tool_dir(base: Path, name: str, argv: list[str]) -> Path:
     script.write_text("#!/bin/sh\nexec " + " ".join(f"'{a}'" for a in argv) + ' "$@"\n')
     script.chmod(0o755)
     return folder
+
+
+def installed_plugins(listed: str) -> list[str]:
+    """The plugins ``claude plugin list --json`` lists as installed by the user: Claude Code 2.1.332 also lists the
+    ones it brings (``...@builtin``), which no setup installs or removes; 2.1.330 listed none of them."""
+    return [p["id"] for p in json.loads(listed) if not str(p.get("id", "")).endswith("@builtin")]

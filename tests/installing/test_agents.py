@@ -1,6 +1,6 @@
 """Codex and opencode set up by the ctxd that pipx installed from the wheel (the integrations' files come from
 the wheel's ``ctxd/bundled``, not this checkout): the same end-to-end scenarios as tests/codex/test_setup.py and
-tests/opencode/test_setup.py, with real Codex 0.169.0 and real opencode 1.18.33 from npm."""
+tests/opencode/test_setup.py, with the real Codex and opencode from npm (scripts/versions.env)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
-"""Real Claude Code 2.1.330 with ctxd's plugin installed by ``ctxd setup claude-code`` from the pipx-installed
-wheel: a turn with tools and a ``/compact`` against the fake Anthropic server, with no ctxd on Claude Code's
-PATH (the hook finds ctxd through the copy's ``ctxd.path``); ``--uninstall`` leaves the settings as before."""
+"""Real Claude Code (scripts/versions.env) with ctxd's plugin installed by ``ctxd setup claude-code`` from the
+pipx-installed wheel: a turn with tools and a ``/compact`` against the fake Anthropic server, with no ctxd on Claude
+Code's PATH (the hook finds ctxd through the copy's ``ctxd.path``); ``--uninstall`` leaves the settings as before."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pathlib import Path
 from claude_code.harness import ClaudeCode, claude_binary
 from fakes.anthropic_server import FakeAnthropicServer, call, say
 
-from .conftest import SYSTEM_PATH, Installed, tool_dir
+from .conftest import SYSTEM_PATH, Installed, installed_plugins, tool_dir
 
 SETTINGS = b'{"model": "claude-sonnet-4-5",\n "env": {"FOO": "bar"}}\n'
 
@@ -51,4 +51,4 @@ def test_a_turn_and_a_compaction_through_the_plugin_ctxd_setup_installed(install
         assert "restore " in removed, removed
         assert (claude.config / "settings.json").read_bytes() == SETTINGS
         listed = claude._run(["plugin", "list", "--json"], cwd=claude.home)
-        assert json.loads(listed.stdout) == []
+        assert installed_plugins(listed.stdout) == []

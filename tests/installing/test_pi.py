@@ -1,7 +1,7 @@
-"""Real pi 0.87.1 with ctxd's extension installed by ``ctxd setup pi`` from the pipx-installed wheel (the
-self-contained package, ctxd's TypeScript client vendored): a conversation that crosses pi's threshold compacts
-through ctxd against the fake OpenAI server; ``--uninstall`` leaves pi's settings as before. Also: the npm
-tarball ``make dist`` packs from the same package installs with ``pi install``."""
+"""Real pi (scripts/versions.env) with ctxd's extension installed by ``ctxd setup pi`` from the pipx-installed wheel
+(the self-contained package, ctxd's TypeScript client vendored): a conversation that crosses pi's threshold compacts
+through ctxd against the fake OpenAI server; ``--uninstall`` leaves pi's settings as before. Also: the npm tarball
+``make dist`` packs from the same package installs with ``pi install``."""
 
 from __future__ import annotations
 

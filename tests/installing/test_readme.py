@@ -10,7 +10,7 @@ from pathlib import Path
 
 from claude_code.harness import claude_binary
 
-from .conftest import REPO, Installed, readme_install_lines, tool_dir
+from .conftest import REPO, Installed, installed_plugins, readme_install_lines, tool_dir
 
 SETTINGS = b'{\n    "theme": "dark",\n    "permissions": {"allow": ["Bash(ls)"]}\n}\n'
 """A user's Claude Code settings, in a layout Claude Code itself would not write (so a rewrite shows)."""
@@ -87,7 +87,7 @@ def test_ctxd_setup_claude_code_dry_run_then_real_then_uninstall(installed: Inst
     assert (config / "settings.json").read_bytes() == SETTINGS
     assert not copy.exists()
     listed = subprocess.run([claude, "plugin", "list", "--json"], env=env, capture_output=True, text=True, check=True)
-    assert json.loads(listed.stdout) == []
+    assert installed_plugins(listed.stdout) == []
     assert installed.run("doctor", env=env).stdout.startswith("no integration is installed")
 
 

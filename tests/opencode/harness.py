@@ -48,6 +48,8 @@ class OpencodeHome:
     binary: str
     plugins: list[str] = attrs.field(factory=list)
     extra_env: dict[str, str] = attrs.field(factory=dict)
+    windows: dict[str, int] = attrs.field(factory=lambda: {"fake-model": WINDOW})
+    """The provider's models (``fake/<name>``) and each one's context window (tokens); the first is the default."""
 
     @property
     def data(self) -> Path:
@@ -86,8 +88,8 @@ class OpencodeHome:
             "$schema": "https://opencode.ai/config.json",
             "autoupdate": False,
             "share": "disabled",
-            "model": "fake/fake-model",
-            "small_model": "fake/fake-model",
+            "model": f"fake/{next(iter(self.windows))}",
+            "small_model": f"fake/{next(iter(self.windows))}",
             "permission": {"bash": "allow", "edit": "allow", "webfetch": "deny"},
             "provider": {
                 "fake": {
@@ -95,11 +97,8 @@ class OpencodeHome:
                     "name": "Fake",
                     "options": {"baseURL": self.server.url, "apiKey": "fake-key"},
                     "models": {
-                        "fake-model": {
-                            "name": "Fake model",
-                            "tool_call": True,
-                            "limit": {"context": WINDOW, "output": 2_000},
-                        }
+                        name: {"name": f"Fake {name}", "tool_call": True, "limit": {"context": window, "output": 2_000}}
+                        for name, window in self.windows.items()
                     },
                 }
             },

@@ -62,6 +62,7 @@ def test_the_real_session_maps_messages_the_tool_call_and_the_compaction() -> No
     assert compaction["tokensBefore"] == LARGE + 20
     assert compaction["details"] == {"source": "opencode", "auto": True, "overflow": False}
     assert resumed["message"].get("opencodeSynthetic") is True
+    assert resumed["message"].get("ctxdInjected") == "opencode.synthetic"  # opencode's words, not the user's
     assert last["message"]["content"] == [{"type": "text", "text": "Done (turn 3)."}]
     assert t.leaf_id == last["id"]
     assert [e["parentId"] for e in t.entries[1:]] == [e["id"] for e in t.entries[:-1]]

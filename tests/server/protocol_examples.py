@@ -549,7 +549,8 @@ async def record_archives(rec: Recorder) -> None:
 
 
 async def record_opencode_archive(rec: Recorder) -> None:
-    """``session/archive`` of the real opencode session (tests/data/opencode), twice: the copy, then no change."""
+    """``session/archive`` of the real opencode session (tests/data/opencode), twice: the copy, then no change; and
+    ``compact/facts`` of it (one compaction, by opencode)."""
     from opencode.rows import DATA, SESSION
 
     base = BASE / "opencode"
@@ -562,6 +563,7 @@ async def record_opencode_archive(rec: Recorder) -> None:
         "CTXD_CONFIG": str(BASE / "none.json"),
         "LITELLM_LOCAL_MODEL_COST_MAP": "True",
         "XDG_DATA_HOME": str(base / "data"),
+        "XDG_STATE_HOME": str(base / "state"),
     }
     client = CtxdClient(initialization_options=options, env=env, stderr=asyncio.subprocess.DEVNULL)
     await client.start()
@@ -569,6 +571,9 @@ async def record_opencode_archive(rec: Recorder) -> None:
     rec.start("session/archive", only("session/archive"))
     await client.request("session/archive", {"session": SESSION})
     await client.request("session/archive", {"session": SESSION})
+    rec.stop()
+    rec.start("compact/facts", only("compact/facts"))
+    await client.request("compact/facts", {"session": SESSION})
     rec.stop()
     await client.close()
 

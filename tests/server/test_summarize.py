@@ -17,7 +17,7 @@ from pytest_lsp import LanguageClient
 
 from ctxd.service import protocol as p
 
-from .harness import TIMEOUT, assistant, call, call_error, conversation, tool_result, user
+from .harness import TIMEOUT, assistant, call, call_error, conversation, start_ctxd, tool_result, user
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -204,6 +204,30 @@ async def test_context_truncate_acts_on_what_agents_pass_and_never_cuts_edits(ct
     cut_read = result["messages"][1]["content"][0]["text"]
     assert "step 3999 ok" not in cut_read and "error: disk full" not in cut_read
     assert result["messages"][2] == edit
+
+
+async def test_context_truncate_cuts_at_a_share_of_the_models_window(tmp_path: Path) -> None:
+    """pi passes its model's window: a 20,000-character output to a 16,000-token model is cut (30% of the window:
+    19,200 characters), to a 200,000-token model it is not; without a window the fixed 30,000 applies; the share
+    is a setting (``toolOutputShare``), and a limit the user set (``limitChars``) wins."""
+    output = [tool_result("c1", "0123456789abcde\n" * 1_250, "read")]  # 20,000 characters
+    async with start_ctxd({"roots": [str(tmp_path)], "watch": False}) as ctxd:
+        small = await call(ctxd, p.CONTEXT_TRUNCATE, {"messages": output, "contextWindow": 16_000})
+        assert small["truncated"] == [0] and small["limitChars"] == 19_200
+        assert len(small["messages"][0]["content"][0]["text"]) <= 19_200
+        large = await call(ctxd, p.CONTEXT_TRUNCATE, {"messages": output, "contextWindow": 200_000})
+        assert large["truncated"] == [] and large["limitChars"] == 30_000 and large["messages"] == output
+        unknown = await call(ctxd, p.CONTEXT_TRUNCATE, {"messages": output})
+        assert unknown["truncated"] == [] and unknown["limitChars"] == 30_000
+        chosen = await call(
+            ctxd, p.CONTEXT_TRUNCATE, {"messages": output, "contextWindow": 200_000, "limitChars": 5_000}
+        )
+        assert chosen["truncated"] == [0] and chosen["limitChars"] == 5_000
+        refused = await call_error(ctxd, p.CONTEXT_TRUNCATE, {"messages": output, "limitChars": 0})
+        assert refused.code == -32602
+    async with start_ctxd({"roots": [str(tmp_path)], "watch": False, "toolOutputShare": 0.1}) as ctxd:
+        tenth = await call(ctxd, p.CONTEXT_TRUNCATE, {"messages": output, "contextWindow": 16_000})
+        assert tenth["truncated"] == [0] and tenth["limitChars"] == 6_400
 
 
 async def test_compact_summarize_keeps_the_goal_of_the_previous_ledger(ctxd: LanguageClient) -> None:

@@ -22,6 +22,7 @@ import {
   type BranchResult,
   type BranchSummarizeParams,
   type BranchSummarizeResult,
+  type CompactFactsResult,
   type CompactSummarizeParams,
   type CompactSummarizeResult,
   type ContextTruncateParams,
@@ -562,6 +563,12 @@ export class CtxdClient {
   /** compact/prompt: the summary's shape and ctxd's compaction prompt, for an agent's own summariser. */
   compactPrompt(): Promise<CompactPromptResult> {
     return this.request(Method.compactPrompt, {});
+  }
+
+  /** compact/facts: an opencode session's must-keep facts around opencode's own compactions (daemons that
+   * advertise it). */
+  compactFacts(session: string): Promise<CompactFactsResult> {
+    return this.request(Method.compactFacts, { session });
   }
 
   /** history/expand: the original messages behind a summary, of an entry, or of a range, in pages. */

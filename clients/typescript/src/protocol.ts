@@ -30,6 +30,7 @@ export const Method = {
   sessionFacts: 'session/facts',
   sessionArchive: 'session/archive',
   compactPrompt: 'compact/prompt',
+  compactFacts: 'compact/facts',
 } as const;
 
 export const Notification = {
@@ -106,6 +107,8 @@ export interface InitializationOptions {
   client?: { name: string; version: string };
   /** opencode's SQLite databases, read-only; a session in one is named `<database>#<session id>`. */
   opencodeDatabases?: string[];
+  /** The share of the model's window one tool output may fill (context/truncate); default 0.3. */
+  toolOutputShare?: number;
 }
 
 export interface CtxdCapabilities {
@@ -391,6 +394,30 @@ export interface CompactPromptResult {
   recall: string;
 }
 
+/** One fact a summary must keep (a fact sheet's: ctxd/compaction/mustkeep.py). */
+export interface MustKeepFact {
+  kind: string;
+  text: string;
+  probes: string[];
+}
+
+/** compact/facts: an opencode session's facts around opencode's own compactions (ctxd/service/opencode_facts.py). */
+export interface CompactFactsResult {
+  session: string;
+  /** Compactions on the session's path the ledger has taken in. */
+  compactions: number;
+  /** The newest of them (its entry id), or null. */
+  compactionId: string | null;
+  /** What the next compaction must keep. */
+  mustKeep: MustKeepFact[];
+  /** The same as Markdown ('' when there is nothing). */
+  mustKeepText: string;
+  /** What the newest compaction's summary lacks of what it had to keep. */
+  missing: MustKeepFact[];
+  /** The same as Markdown, to re-inject until the next compaction ('' when nothing is missing). */
+  missingText: string;
+}
+
 export interface SessionFactsResult {
   session: string;
   version: number;
@@ -649,7 +676,10 @@ export interface BranchSummarizeResult {
 
 export interface ContextTruncateParams {
   messages: unknown[];
-  contextWindow: number;
+  /** The model's window (tokens); absent when unknown (the fixed 30,000-character limit applies). */
+  contextWindow?: number;
+  /** A limit the user set (characters), instead of the window's share. */
+  limitChars?: number;
 }
 
 export interface ContextTruncateResult {

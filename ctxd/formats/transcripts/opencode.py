@@ -13,6 +13,8 @@ opencode                                         pi entry
                                                  ``opencodeVersion``, ``opencodeParent`` = ``parent_id``)
 user message: ``text`` / ``file`` parts          ``message`` (user); synthetic text (opencode's own, e.g. "Continue
                                                  if you have next steps") marks the message ``opencodeSynthetic``
+                                                 and ``ctxdInjected`` = ``opencode.synthetic`` (see
+                                                 :mod:`ctxd.formats.injected`: never the user's words)
 user message with a ``compaction`` part          ``custom`` ``opencode.compaction-request`` (``auto``, ``overflow``)
 assistant message with ``summary: true``         ``compaction``: ``summary`` = its text parts
 assistant message: ``text``, ``reasoning``,      ``message`` (assistant): text, thinking, toolCall blocks; one per
@@ -182,8 +184,9 @@ class _Mapper:
                 others.append((part_id, part))
         if blocks:
             msg: dict[str, Any] = {"role": "user", "content": blocks, "timestamp": None}
-            if synthetic:
+            if synthetic:  # opencode's own words ("Continue if you have next steps ..."), never a request
                 msg["opencodeSynthetic"] = True
+                msg["ctxdInjected"] = "opencode.synthetic"
             self._add("message", message_id, {"message": msg}, number, stamp, "user")
         self._customs(number, stamp, others)
 

@@ -2,21 +2,26 @@
  * ctxd inside opencode (1.18): an opencode plugin.
  *
  * - `experimental.session.compacting`: ctxd reads the session from opencode's database (read-only,
- *   `<database>#<session id>`), works out the must-keep facts of what is about to be summarised
- *   (`compact` with `dryRun`) and adds them to opencode's compaction prompt, after the summary's shape
- *   (`compact/prompt`: state first, then task by task, as ctxd's own summaries).
- * - `experimental.compaction.autocontinue` (after the summary is written): the facts the summary still
- *   lacks are kept, and `experimental.chat.system.transform` re-injects them into every request until
- *   the next compaction.
- * - `tool.execute.after`: a tool output over the limit is cut to its head and tail (the model and
- *   opencode's database get the short version).
+ *   `<database>#<session id>`) and adds to opencode's compaction prompt what the compaction must keep
+ *   (`compact/facts`): the session's fact ledger, carried across every earlier compaction (ctxd keeps it in its
+ *   state folder and rebuilds it from the database when it is missing), and the facts of what is about to be
+ *   summarised, after the summary's shape (`compact/prompt`: state first, then task by task, as ctxd's own
+ *   summaries).
+ * - After the summary is written (`experimental.compaction.autocontinue`, `session.compacted`), and the first
+ *   time this process serves a session (a resumed one: `opencode run --session`): the facts the newest summary
+ *   lacks, which `experimental.chat.system.transform` re-injects into every request until the next compaction.
+ * - `chat.params`: the model's window (its `limit.context` in opencode's provider config), per session.
+ * - `tool.execute.after`: a tool output over the limit is cut by ctxd's rules (`context/truncate`: a share of the
+ *   model's window, 30,000 characters when it is unknown); the model and opencode's database get the short
+ *   version.
  * - `event`: after a compaction (`session.compacted`) and whenever the session goes idle
  *   (`session.idle`), ctxd copies the session's rows into its archive (`session/archive`), so a session
  *   later deleted in opencode stays readable in ctxd. (`session.deleted` comes after the rows are gone:
  *   the copy from the last idle is what is kept.)
  *
- * Settings (environment): CTXD_OPENCODE_COMMAND (default `ctxd serve`), CTXD_OPENCODE_TOOL_OUTPUT_CHARS
- * (default 30000; 0 = never cut), CTXD_OPENCODE_DATABASE (default opencode's own database).
+ * Settings (environment): CTXD_OPENCODE_COMMAND (default `ctxd serve`), CTXD_OPENCODE_TOOL_OUTPUT_CHARS (a fixed
+ * limit instead of the window's share; 0 = never cut), CTXD_OPENCODE_DATABASE (default opencode's own database).
+ * The window's share is ctxd's `toolOutputShare` (its config file, or CTXD_TOOL_OUTPUT_SHARE).
  */
 
 import { homedir } from 'node:os';
@@ -25,21 +30,25 @@ import { join } from 'node:path';
 import type { Hooks, Plugin } from '@opencode-ai/plugin';
 
 import { CtxdClient, splitCommand } from './client';
-import { cutOutput, type Fact, missingFacts, renderMissing } from './facts';
 
 interface Settings {
   command: string[];
   database: string;
-  toolOutputChars: number;
+  /** A fixed limit (characters; 0 = never cut), or undefined: the share of the model's window. */
+  toolOutputChars: number | undefined;
 }
+
+/** Outputs up to this long are never cut (the least a window-relative limit keeps). Not exported: opencode
+ * loads every export of a plugin module as a plugin function. */
+const MIN_CUT_CHARS = 2000;
 
 export function readSettings(env: NodeJS.ProcessEnv): Settings {
   const data = env.XDG_DATA_HOME || join(homedir(), '.local', 'share');
-  const limit = Number(env.CTXD_OPENCODE_TOOL_OUTPUT_CHARS ?? '30000');
+  const limit = env.CTXD_OPENCODE_TOOL_OUTPUT_CHARS ? Number(env.CTXD_OPENCODE_TOOL_OUTPUT_CHARS) : NaN;
   return {
     command: splitCommand(env.CTXD_OPENCODE_COMMAND || 'ctxd serve'),
     database: env.CTXD_OPENCODE_DATABASE || join(data, 'opencode', 'opencode.db'),
-    toolOutputChars: Number.isFinite(limit) && limit >= 0 ? limit : 30000,
+    toolOutputChars: Number.isInteger(limit) && limit >= 0 ? limit : undefined,
   };
 }
 
@@ -47,11 +56,15 @@ function log(line: string): void {
   process.stderr.write(`[ctxd] ${line}\n`);
 }
 
+/** Per session: a compaction is under way (nothing is re-injected into its request), or the text to re-inject
+ * ('' when the newest summary lacks nothing). */
+type Reinjection = { compacting: true } | { text: string };
+
 export const CtxdPlugin: Plugin = async () => {
   const settings = readSettings(process.env);
   let started: Promise<CtxdClient> | undefined;
-  const factsAtCompaction = new Map<string, Fact[]>();
-  const reinject = new Map<string, string>();
+  const reinjection = new Map<string, Reinjection>();
+  const windows = new Map<string, number>();
   /** How to read what a summary left out (ctxd's one sentence), added to the facts re-injected after it. */
   let recall = '';
   const ref = (sessionID: string) => `${settings.database}#${sessionID}`;
@@ -82,21 +95,58 @@ export const CtxdPlugin: Plugin = async () => {
     return started;
   }
 
-  const hooks: Hooks = {
-    'experimental.session.compacting': async (input, output) => {
-      reinject.delete(input.sessionID);
+  /** What the newest compaction's summary lacks, asked of ctxd and kept for the requests until the next one
+   * (one question at a time per session: opencode's title and main requests start together). */
+  const asking = new Map<string, { answer: Promise<Reinjection> }>();
+  function refresh(sessionID: string): Promise<Reinjection> {
+    const pending = asking.get(sessionID);
+    if (pending) return pending.answer;
+    const question = { answer: Promise.resolve<Reinjection>({ text: '' }) };
+    question.answer = (async () => {
+      let found: Reinjection = { text: '' };
       try {
-        // opencode summarises the whole conversation: nothing is kept verbatim.
-        const plan = await (await ctxd()).previewCompaction(ref(input.sessionID), { keepRecentTokens: 0 });
-        const facts = (plan.mustKeep ?? []) as Fact[];
-        factsAtCompaction.set(input.sessionID, facts);
+        const missing = (await (await ctxd()).compactFacts(ref(sessionID))).missingText;
+        found = { text: missing && recall ? `${missing}\n\n${recall}` : missing };
+      } catch (error) {
+        log(`no facts to re-inject for ${sessionID}: ${String(error)}`);
+      }
+      if (asking.get(sessionID) === question) {
+        // Not when a compaction began meanwhile: the answer was about the summary before it.
+        reinjection.set(sessionID, found);
+        asking.delete(sessionID);
+      }
+      return found;
+    })();
+    asking.set(sessionID, question);
+    return question.answer;
+  }
+
+  // Started now, while opencode starts: a session's first request waits for what to re-inject (a session
+  // resumed after a compaction), and would otherwise wait for ctxd to start as well.
+  ctxd().catch(() => undefined);
+
+  const hooks: Hooks = {
+    'chat.params': async (input) => {
+      const window = input.model?.limit?.context;
+      if (input.agent !== 'title' && typeof window === 'number' && window > 0) windows.set(input.sessionID, window);
+    },
+    'experimental.session.compacting': async (input, output) => {
+      reinjection.set(input.sessionID, { compacting: true });
+      asking.delete(input.sessionID);
+      try {
         // The summary's shape, the one ctxd's own summaries have (opencode's prompt and previous summary stay).
-        const asked = await (await ctxd()).compactPrompt();
-        recall = asked.recall;
-        output.context.push(asked.shape);
-        if (plan.mustKeepText) {
+        try {
+          const asked = await (await ctxd()).compactPrompt();
+          recall = asked.recall;
+          output.context.push(asked.shape);
+        } catch (error) {
+          log(`no summary shape for ${input.sessionID}: ${String(error)}`);
+        }
+        // opencode summarises the whole conversation since its last summary: nothing is kept verbatim.
+        const facts = await (await ctxd()).compactFacts(ref(input.sessionID));
+        if (facts.mustKeepText) {
           output.context.push(
-            `${plan.mustKeepText}\n\nThe summary must keep every fact above (file paths, commands and values word for word).`,
+            `${facts.mustKeepText}\n\nThe summary must keep every fact above (file paths, commands and values word for word).`,
           );
         }
       } catch (error) {
@@ -104,31 +154,44 @@ export const CtxdPlugin: Plugin = async () => {
       }
     },
     'experimental.compaction.autocontinue': async (input) => {
-      const facts = factsAtCompaction.get(input.sessionID);
-      factsAtCompaction.delete(input.sessionID);
-      if (!facts || facts.length === 0) return;
-      try {
-        const built = await (await ctxd()).buildContext({ session: ref(input.sessionID) });
-        const summaries = built.messages.filter((m) => m.role === 'compactionSummary');
-        const newest = summaries[summaries.length - 1]?.message as { summary?: string } | undefined;
-        const missing = missingFacts(facts, newest?.summary ?? '');
-        if (missing.length > 0) reinject.set(input.sessionID, `${renderMissing(missing)}${recall ? `\n\n${recall}` : ''}`);
-      } catch (error) {
-        log(`cannot check the summary of ${input.sessionID}: ${String(error)}`);
-      }
+      await refresh(input.sessionID);
     },
     'experimental.chat.system.transform': async (input, output) => {
-      const text = input.sessionID ? reinject.get(input.sessionID) : undefined;
-      if (text) output.system.push(text);
+      if (!input.sessionID) return;
+      const known = reinjection.get(input.sessionID) ?? (await refresh(input.sessionID));
+      if ('text' in known && known.text) output.system.push(known.text);
     },
-    'tool.execute.after': async (_input, output) => {
-      if (settings.toolOutputChars > 0 && typeof output.output === 'string') {
-        output.output = cutOutput(output.output, settings.toolOutputChars);
+    'tool.execute.after': async (input, output) => {
+      const limit = settings.toolOutputChars;
+      const text = output.output;
+      if (limit === 0 || typeof text !== 'string' || text.length <= (limit ?? MIN_CUT_CHARS)) return;
+      try {
+        const message = {
+          role: 'toolResult',
+          toolCallId: input.callID,
+          toolName: input.tool,
+          content: [{ type: 'text', text }],
+          isError: false,
+          timestamp: Date.now(),
+        };
+        const window = windows.get(input.sessionID);
+        const cut = await (await ctxd()).truncate({
+          messages: [message],
+          ...(window ? { contextWindow: window } : {}),
+          ...(limit ? { limitChars: limit } : {}),
+        });
+        if (cut.truncated.length === 0) return;
+        const content = (cut.messages[0] as { content?: { type: string; text?: string }[] }).content ?? [];
+        const shortened = content.map((block) => block.text ?? '').join('');
+        if (shortened) output.output = shortened;
+      } catch (error) {
+        log(`could not cut a ${input.tool} output: ${String(error)}`);
       }
     },
     event: async ({ event }) => {
       if (event.type !== 'session.compacted' && event.type !== 'session.idle') return;
       const sessionID = event.properties.sessionID;
+      if (event.type === 'session.compacted') await refresh(sessionID);
       try {
         await (await ctxd()).archiveSession(ref(sessionID));
       } catch (error) {

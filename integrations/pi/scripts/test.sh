@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The pi integration's whole test run, from a fresh clone on a fresh machine:
-#   install Node 24 (scripts/node24.sh) and pi 0.87.1 + pi 1.5.2's types (scripts/pi.sh), each only
-#   if missing; type-check the extension and the shared client (tsc, strict) against both pi APIs;
+#   install Node 24 (scripts/node24.sh), the pi the tests run and the oldest pi the extension supports
+#   (scripts/pi.sh; the versions: scripts/versions.env), each only if missing; type-check the extension and
+#   the shared client (tsc, strict) against both pi APIs;
 #   then run the end-to-end tests: real pi in RPC mode with the extension, against the fake
 #   OpenAI-compatible server on 127.0.0.1 (integrations/pi/tests, pytest).
 #
@@ -23,12 +24,14 @@ NODE24_BIN="$(bash "$REPO/scripts/node24.sh")"
 PI_CLI="$(bash "$REPO/scripts/pi.sh")"
 say "Node $("$NODE24_BIN/node" --version), pi $("$NODE24_BIN/node" "$PI_CLI" --version 2>/dev/null || echo '?')"
 
-TSC="$REPO/.cache/pi-0.87.1/node_modules/.bin/tsc"
+# shellcheck source=scripts/versions.env
+. "$REPO/scripts/versions.env"
+TSC="$REPO/.cache/pi/node_modules/.bin/tsc"
 cd "$HERE"
-say "type-check against pi 0.87.1's extension API (tsc, strict)"
-PATH="$NODE24_BIN:$PATH" timeout 180 "$TSC" -p tsconfig.json || die "type-check (pi 0.87.1)"
-say "type-check against pi 1.5.2's extension API (tsc, strict)"
-PATH="$NODE24_BIN:$PATH" timeout 180 "$TSC" -p tsconfig.pi-1.5.2.json || die "type-check (pi 1.5.2)"
+say "type-check against pi $PI_VERSION's extension API (tsc, strict)"
+PATH="$NODE24_BIN:$PATH" timeout 180 "$TSC" -p tsconfig.json || die "type-check (pi $PI_VERSION)"
+say "type-check against pi $PI_OLDEST_VERSION's extension API (tsc, strict)"
+PATH="$NODE24_BIN:$PATH" timeout 180 "$TSC" -p tsconfig.oldest.json || die "type-check (pi $PI_OLDEST_VERSION)"
 
 cd "$REPO"
 say "end-to-end tests: real pi in RPC mode with the extension (pytest integrations/pi/tests)"

@@ -1,5 +1,5 @@
-"""Real pi (0.87.1 from npm, installed by scripts/pi.sh) in RPC mode with ctxd's extension, against
-the recording fake OpenAI server on 127.0.0.1 (tests/fakes/openai_server.py).
+"""Real pi (from npm, installed by scripts/pi.sh; the version: scripts/versions.env) in RPC mode with ctxd's extension,
+against the recording fake OpenAI server on 127.0.0.1 (tests/fakes/openai_server.py).
 
 :class:`Pi` writes pi's agent directory (``models.json`` naming the fake server's model with a
 small window, ``settings.json`` with compaction settings and the extension's ``ctxd`` settings),

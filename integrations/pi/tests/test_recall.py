@@ -1,4 +1,4 @@
-"""The recall tools inside real pi 0.87.1: the extension registers search_history, expand and session_facts,
+"""The recall tools inside real pi: the extension registers search_history, expand and session_facts,
 and each answers from the daemon (history/search, history/expand, session/facts) when the model calls it."""
 
 from __future__ import annotations
