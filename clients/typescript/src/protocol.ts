@@ -384,6 +384,9 @@ export interface SessionArchiveResult {
   rotated: string | null;
 }
 
+/** compact/prompt takes no params. */
+export interface CompactPromptParams {}
+
 /** compact/prompt: what ctxd asks an agent's own summariser for (ctxd/compaction/summarizers/prompts.py). */
 export interface CompactPromptResult {
   /** A paragraph to add to the agent's compaction prompt: the summary's shape (state first, task by task). */
@@ -677,9 +680,9 @@ export interface BranchSummarizeResult {
 export interface ContextTruncateParams {
   messages: unknown[];
   /** The model's window (tokens); absent when unknown (the fixed 30,000-character limit applies). */
-  contextWindow?: number;
+  contextWindow?: number | null;
   /** A limit the user set (characters), instead of the window's share. */
-  limitChars?: number;
+  limitChars?: number | null;
 }
 
 export interface ContextTruncateResult {
@@ -699,6 +702,15 @@ export interface HistorySearchParams {
   limit?: number;
   /** Wait up to this long (at most 10 s) for indexing in progress. */
   waitMs?: number;
+  /** 'team': the team's history on PostgreSQL (docs/team.md), where `query` is a web-search query (words,
+   * "a phrase", or, -word). */
+  scope?: 'local' | 'team';
+  /** Team scope only: narrow to a project, an agent, a user, a time range (ISO 8601). */
+  project?: string | null;
+  agent?: string | null;
+  user?: string | null;
+  since?: string | null;
+  until?: string | null;
 }
 
 export interface HistorySession {
@@ -739,6 +751,8 @@ export interface HistoryExpandParams {
   toEntryId?: string | null;
   maxChars?: number;
   cursor?: string | null;
+  /** 'team': read a team hit's session from the team database. */
+  scope?: 'local' | 'team';
 }
 
 export interface HistoryMessage {
@@ -760,6 +774,44 @@ export interface HistoryExpandResult {
   truncated: boolean;
   nextCursor: string | null;
   previousCompactionId: string | null;
+}
+
+/** A hit in the team database (history/search with scope 'team'). */
+export interface TeamHistoryHit {
+  /** Its id, and its path on the machine it was published from. */
+  session: HistorySession;
+  entryId: string;
+  line: number;
+  role: string;
+  snippet: string;
+  timestamp: string;
+  toolName: string | null;
+  agent: string;
+  project: string;
+  user: string;
+  machine: string;
+  score: number;
+}
+
+export interface TeamSearchResult {
+  query: string;
+  hits: TeamHistoryHit[];
+  scope: string;
+  /** Entries of this machine still waiting to be published (null: this process does not publish). */
+  queued: number | null;
+}
+
+export interface TeamExpandResult {
+  session: HistorySession;
+  /** 'entry' or 'range' (the team database holds messages, not the session's tree). */
+  kind: string;
+  messages: HistoryMessage[];
+  totalMessages: number;
+  truncated: boolean;
+  nextCursor: string | null;
+  scope: string;
+  /** The session's must-keep facts as last published (redacted), or null. */
+  facts: unknown;
 }
 
 // --- notifications ----------------------------------------------------------------------------
