@@ -20,7 +20,7 @@ def build(messages: list[dict[str, Any]]) -> str:
 
 NOTIFICATION = (
     "<task-notification>\n<task-id>b7b23b2</task-id>\n<output-file>/tmp/claude-1000/tasks/b7b23b2.output"
-    "</output-file>\n<status>completed</status>\n<summary>Background command \"Run new tests\" completed (exit code "
+    '</output-file>\n<status>completed</status>\n<summary>Background command "Run new tests" completed (exit code '
     "0)</summary>\n</task-notification>\nRead the output file to retrieve the result: /tmp/claude-1000/tasks/"
     "b7b23b2.output"
 )

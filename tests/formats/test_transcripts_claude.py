@@ -43,8 +43,19 @@ def expected_kinds(objs: list[tuple[int, dict[str, Any]]]) -> Counter[str]:
     counts: Counter[str] = Counter()
     responses: set[str] = set()
     boundary_pending = False
+    queued = delivered = 0
     for _, o in objs:
         t, m = o.get("type"), o.get("message")
+        if t == "queue-operation":  # the user's words typed during a turn, taken in: a user message
+            content = o.get("content")
+            if o.get("operation") == "enqueue" and isinstance(content, str) and not content.lstrip().startswith("<"):
+                queued += 1
+            elif o.get("operation") == "remove" and queued:
+                queued -= 1
+                delivered += 1
+        if t == "assistant" and isinstance(m, dict) and delivered and o.get("isSidechain") is not True:
+            counts["message:user"] += delivered
+            delivered = 0
         if t == "assistant" and isinstance(m, dict):
             if m.get("id") not in responses:
                 counts["message:assistant"] += 1
@@ -569,6 +580,31 @@ def test_lines_without_uuid_are_spliced_into_the_main_chain() -> None:
     ]
     snapshot, queued = by_id(t)["00000003"], by_id(t)["00000005"]
     assert snapshot["customType"] == "claude.file-history-snapshot" and queued["customType"] == "claude.queue-operation"
+    assert_results_follow_calls(t)
+
+
+def test_what_the_user_typed_while_the_agent_worked_is_a_user_message_before_its_next_response() -> None:
+    """Claude Code records a message typed during a turn only as a queue operation: ``enqueue`` with the text,
+    ``remove`` when it takes it in. The words are the user's (the agent answers them): they are placed after the
+    results the agent was waiting for, before its next response; injected text queued alike is not."""
+    notification = "<task-notification><task-id>b1</task-id><status>completed</status></task-notification>"
+    t = map_claude(
+        jsonl(
+            user("u1", None, "Implement the epic"),
+            asst("a1", "u1", "m1", call("t1", "Bash", command="git push"), stop="tool_use"),
+            {"type": "queue-operation", "operation": "enqueue", "timestamp": TS, "content": "new tasks were added"},
+            {"type": "queue-operation", "operation": "remove", "timestamp": TS},
+            {"type": "queue-operation", "operation": "enqueue", "timestamp": TS, "content": notification},
+            user("r1", "a1", [result("t1")]),
+            asst("a2", "r1", "m2", text("I'll take the new tasks too."), stop="end_turn"),
+        )
+    )
+    check(t)
+    chain = [e for e in t.entries if e["type"] == "message"]
+    roles = [(e["message"]["role"], e["message"].get("content")) for e in chain]
+    assert roles[2][0] == "toolResult" and roles[3] == ("user", "new tasks were added")
+    assert roles[4][0] == "assistant"
+    assert not any(isinstance(c, str) and "task-notification" in c for _, c in roles)
     assert_results_follow_calls(t)
 
 

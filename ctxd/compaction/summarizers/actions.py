@@ -85,9 +85,16 @@ def segments(command: str) -> list[str]:
     if not sep:
         return [s for s in _SEGMENT_RE.split(command) if s]
     parts = [s for s in _SEGMENT_RE.split(first) if s]
+    rest = ""
+    delimiter = re.match(r"-?\s*['\"]?(\w+)['\"]?", body)
+    if delimiter is not None:
+        end = re.search(r"^\s*" + re.escape(delimiter.group(1)) + r"\s*$", body, re.M)
+        if end is not None:  # what follows the heredoc's last line: `)" && git push`
+            rest, body = body[end.end() :], body[: end.end()]
     if parts:
         parts[-1] = parts[-1] + "<<" + body  # the heredoc belongs to the command that opened it
-    return parts
+    after = [s for s in _SEGMENT_RE.split(rest) if s and s.strip(" )\"'")]
+    return parts + after
 
 
 def commit_message(command: str) -> str | None:
@@ -119,8 +126,12 @@ def _bd(sub: str, rest: str, output: str, ok: bool) -> list[Action]:
         return [Action("close", i, head(text, 400)) for i in ids]
     if sub == "show" and ids and ok:
         text = _clip(output)
-        title = _SHOW_TITLE_RE.search(text, 0, 600)
-        return [Action("show", ids[0], head(title.group(2), 200) if title else "", about=_description(text))]
+        shown: list[Action] = []
+        for ref in ids:
+            block = _show_block(text, ref, len(ids) == 1)
+            title = _SHOW_TITLE_RE.search(block, 0, 600)
+            shown.append(Action("show", ref, head(title.group(2), 200) if title else "", about=_description(block)))
+        return shown
     if sub == "ready" and ok:
         items = tuple((m.group(1), head(m.group(2), 200)) for m in _READY_LINE_RE.finditer(_clip(output)))
         return [Action("ready", items=items)] if items else []
@@ -132,6 +143,17 @@ def _bd(sub: str, rest: str, output: str, ok: bool) -> list[Action]:
 
 _SECTION_RE = lazy_compile(r"^[A-Z][A-Z /&-]{2,40}$", re.M)
 ABOUT_CHARS = 900
+
+
+def _show_block(text: str, ref: str, only: bool) -> str:
+    """The part of a ``show`` output about ``ref`` (one command may show several items, one after another): from
+    its title line to the next item's; the whole output when it shows only ``ref``."""
+    start = re.search(r"^\W{0,3}\s*" + re.escape(ref) + r"\b(?!\.)", text, re.M)
+    if start is None:
+        return text if only else ""
+    rest = text[start.end() :]
+    following = re.search(r"^\W{0,3}\s*[A-Za-z][\w-]*-[0-9a-z]{2,}(?:\.\d+)*\s+(?:\[[^\]]*\]\s+)?[·:]", rest, re.M)
+    return text[start.start() : start.end() + (following.start() if following else len(rest))]
 
 
 def _description(text: str) -> str:

@@ -7,6 +7,7 @@ result means the call failed.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -14,8 +15,9 @@ import attrs
 
 from ctxd.compaction.fileops import FileOp
 from ctxd.compaction.shell import parse_shell
-from ctxd.compaction.summarizers.mining import error_line, exit_codes, head, short
+from ctxd.compaction.summarizers.mining import CHECK_RE, error_line, exit_codes, head, short
 from ctxd.compaction.summarizers.serialize import content_text
+from ctxd.formats.lazy_re import lazy_compile
 
 Message = Mapping[str, Any]
 
@@ -111,6 +113,25 @@ def describe(name: str, arguments: Any, command: str | None, ops: list[tuple[Fil
     return name
 
 
+_FILTERED_RE = lazy_compile(r"\|\s*(?:head|tail|grep|egrep|rg|less|more|cat|tee|sed|awk|cut|sort|uniq|wc)\b")
+"""A command whose output goes through a filter: the exit status the tool reports is the filter's."""
+_FAILED_OUTPUT_RE = lazy_compile(
+    r"^\s*(?:\*\* \(\w|Traceback \(most recent call last\)|panic:|FATAL\b|npm ERR!|make: \*\*\*|error(?:\[\w+\])?:|"
+    r"Error:|ERROR\b|FAILED\b|FAIL\b)|\b[1-9]\d* (?:failures?|failed|errors?)\b(?!\s*(?:in|of) 0)",
+    re.M,
+)
+"""What a run's output says when it failed, whatever the exit status of a filter after it says."""
+
+
+def masked_failure(command: str, text: str) -> bool:
+    """Whether ``command``'s output says it failed although a filter after it (``| tail -20``) exited 0: a crash,
+    a traceback, a failed count in the output's last lines (where test runners and builds print them)."""
+    if not _FILTERED_RE.search(command) or not CHECK_RE.search(command):
+        return False  # a look through logs (`grep ERROR log | head`) is not a run that failed
+    tail = text[-3_000:]
+    return _FAILED_OUTPUT_RE.search(tail) is not None
+
+
 def failed(result: Message, call: Call, text: str | None = None) -> bool:
     if not call.command:
         return bool(result.get("isError"))
@@ -121,4 +142,4 @@ def failed(result: Message, call: Call, text: str | None = None) -> bool:
         return False  # exit 1 with no output: a search that found nothing (grep, rg, test), not a failure
     if codes:
         return codes[-1] != 0 or bool(result.get("isError"))
-    return bool(result.get("isError"))
+    return bool(result.get("isError")) or masked_failure(call.command, text)

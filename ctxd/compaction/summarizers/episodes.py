@@ -38,6 +38,7 @@ from ctxd.compaction.summarizers.mining import (
     CORRECTION_RE,
     FIXED_ANY_RE,
     MINE_CHARS,
+    TOKEN_RE,
     check_line,
     diagnosis,
     failure_line,
@@ -46,7 +47,8 @@ from ctxd.compaction.summarizers.mining import (
     prose,
     short,
 )
-from ctxd.compaction.summarizers.plans import PlanTracker, is_plan_call
+from ctxd.compaction.summarizers.plans import TODO_TOOLS as PLAN_KINDS
+from ctxd.compaction.summarizers.plans import PlanTracker, is_plan_path
 from ctxd.compaction.summarizers.serialize import content_text
 from ctxd.formats.lazy_re import lazy_compile
 
@@ -144,6 +146,8 @@ class Episode:
     end: int = 0
     ref: str = ""
     """The tracker item (``bd``'s id, a GitHub issue ``#N``) the task works on, or ""."""
+    also: list[str] = attrs.field(factory=list)
+    """More items claimed with it before any work (the agent works on them together)."""
     title: str = ""
     branch: str = ""
     asked: list[str] = attrs.field(factory=list)
@@ -221,6 +225,8 @@ class Story:
     closed_refs: dict[str, str] = attrs.field(factory=dict)
     trackers: dict[str, str] = attrs.field(factory=dict)
     """Tracker item titles by id, as shown."""
+    epics: dict[str, str] = attrs.field(factory=dict)
+    """Items claimed and then worked on through their sub-items (an epic): id -> title."""
     about: dict[str, str] = attrs.field(factory=dict)
     """Tracker item descriptions by id, as shown (their head)."""
     branch: str = ""
@@ -299,6 +305,22 @@ def _key(core: str) -> str:
     return " ".join(words)
 
 
+def _on_plan(call: Call) -> bool:
+    """Whether a call may change the plan (see :func:`~.plans.is_plan_call`), judged from what the scan read."""
+    if call.ops:
+        return any(is_plan_path(path) for _, path in call.ops)
+    return tool_kind(call.name) in PLAN_KINDS
+
+
+def _follow_up(text: str) -> bool:
+    """Whether a user's message only tells the agent to go on with the task under way: a few words that name
+    nothing new (no path, `code`, issue id, or request of several clauses)."""
+    words = text.rstrip(".!").split()
+    if len(words) > 3 or "\n" in text or "?" in text or TOKEN_RE.search(text) is not None:
+        return False
+    return not any(ch in word for word in words for ch in "./_:#")  # a file, a module, an id: something new
+
+
 def _lasting(key: str) -> bool:
     """Whether a failure of ``key`` stays the session's problem after its task: a check, git, the model."""
     return key == "model" or key.startswith("git ") or _is_check(key)
@@ -375,6 +397,7 @@ class Carried:
     uncommitted: list[str] = attrs.field(factory=list)
     failing: list[tuple[str, str]] = attrs.field(factory=list)
     task: tuple[str, str] | None = None
+    """``(refs, title)``: the items (``A + B`` when claimed together) and title of the task left under way."""
 
 
 class _Builder:
@@ -403,9 +426,12 @@ class _Builder:
         self.change_text = ""
         """What that message's changes write (a note naming what they do not hold is not what they did)."""
         if carried is not None and carried.task is not None:
-            ref, title = carried.task
+            refs, title = carried.task
+            ref, *also = [r.strip() for r in refs.split(" + ")] if refs else [""]
             first = ids[0] if ids else ""
-            self.episode = Episode(start=0, ref=ref, title=title, continued=True, first_id=first, last_id=first)
+            self.episode = Episode(
+                start=0, ref=ref, also=also, title=title, continued=True, first_id=first, last_id=first
+            )
             self.story.episodes.append(self.episode)
         if carried is not None:
             self.story.uncommitted = dict.fromkeys(carried.uncommitted, "modified")
@@ -440,11 +466,18 @@ class _Builder:
 
     def claim(self, index: int, ref: str) -> None:
         episode = self.episode
-        if episode is not None and episode.ref == ref:
+        if episode is not None and (episode.ref == ref or ref in episode.also):
             return
-        if episode is not None and not episode.ref and episode.changes == 0 and not episode.commits:
-            episode.ref = ref  # the task under way (a request, nothing changed yet) is about this item
+        untouched = episode is not None and episode.changes == 0 and not episode.commits
+        if episode is not None and untouched and (not episode.ref or ref.startswith(episode.ref + ".")):
+            # The task under way (a request, or its epic: nothing changed yet) is about this item.
+            if episode.ref:
+                self.story.epics.setdefault(episode.ref, self.story.trackers.get(episode.ref, ""))
+            episode.ref = ref
             episode.title = self.story.trackers.get(ref, episode.title)
+            return
+        if episode is not None and untouched and episode.ref:
+            episode.also.append(ref)  # claimed together before any work: worked on together
             return
         self.open(index, ref=ref)
 
@@ -462,6 +495,9 @@ class _Builder:
             episode.corrections.append(short(text, 240))  # said about the task under way: not a new one
             return
         if acknowledgement or len(text.split()) < 2:
+            return
+        if episode is not None and episode.calls and _follow_up(text):
+            episode.asked.append(text)  # "check again", "try once more": about the task under way
             return
         if episode is None or episode.calls or episode.ref or episode.continued:
             self.open(index, asked=text)
@@ -546,7 +582,7 @@ class _Builder:
         episode.end = max(episode.end, index)
         command, ops = call.command, call.ops
         self.last = (call, message)
-        if ok and self.plans is not None and is_plan_call(call.name, call.arguments):
+        if ok and self.plans is not None and _on_plan(call):
             self.plans.take(index, call.name, call.arguments, message)
         if command:
             self.command(index, episode, command, output or "", ok)
@@ -636,7 +672,7 @@ class _Builder:
                 for problems in self.since.values():
                     if len(problems) < 6:
                         problems.append(f"changed {path.rsplit('/', 1)[-1]}")
-            if isinstance(arguments, Mapping) and kind != "deleted":
+            if kind != "deleted" and (type(arguments) is dict or isinstance(arguments, Mapping)):
                 added = _added_definitions(arguments)
                 if added:
                     known = episode.defs.setdefault(path, [])
@@ -700,7 +736,7 @@ class _Builder:
             target = self.episode
             if target is not None and target.ref == action.ref:
                 target.closed = action.text
-            elif target is not None:
+            elif (target is not None and action.ref in target.also) or target is not None:
                 target.also_closed.append((action.ref, action.text))
             story.ready = [item for item in story.ready if item[0] != action.ref]
         elif kind == "ready":
@@ -715,6 +751,10 @@ class _Builder:
             _commit(story.uncommitted, self.staged)
             self.staged = []
         elif kind == "push":
+            # A push takes every commit made so far, an earlier task's too.
+            for earlier in story.episodes:
+                if earlier.commits and not earlier.pushed:
+                    earlier.pushed = action.text or "pushed"
             episode.pushed = action.text or "pushed"
         elif kind == "branch":
             episode.branch = action.ref

@@ -449,6 +449,12 @@ def check_line(output: str) -> str | None:
     return None
 
 
+_FINDING_RE = lazy_compile(
+    r"^\s*[┃│|]?\s*\[[A-Z]\]\s+\S|^\S+\.\w{1,6}:\d+(?::\d+)?:?\s+\S|^\s*(?:warning|WARN)\b[:\s]", re.M
+)
+"""A line a linter or compiler reports one finding on."""
+
+
 def failure_line(output: str) -> str:
     """The line of a failed call's output that says what went wrong: the first naming an error, else the check's
     outcome line ("found 1 software design suggestion"), else the first line."""
@@ -462,6 +468,13 @@ def failure_line(output: str) -> str:
         if not re.match(r"(?i)(?:exit code|process exited with code|command exited with code)\s*-?\d+\s*$", line):
             return head(line, 240)
         match = ERROR_LINE_RE.search(low, len(text) if end < 0 else end)
+    finding = _FINDING_RE.search(text)
+    if finding is not None:  # a linter's finding: "[D] Nested modules could be aliased ...", "a.py:3:1: E501 ..."
+        start = text.rfind("\n", 0, finding.start()) + 1
+        end = text.find("\n", finding.end())
+        line = " ".join(text[start : len(text) if end < 0 else end].split()).strip(" ┃│|")
+        if len(line) >= 12:
+            return head(line, 240)
     outcome = check_line(output)
     if outcome:
         return outcome

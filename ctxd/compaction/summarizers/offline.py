@@ -43,6 +43,8 @@ from ctxd.compaction.summarizers.mining import head, plain_sentences, short
 from ctxd.compaction.summarizers.serialize import content_text
 from ctxd.context.tokens import estimate_tokens
 
+GOAL_ABOUT_CHARS = 1_800
+"""Of the description of the tracker item the goal names (an epic: its problem, constraints, acceptance)."""
 DEFAULT_MAX_TOKENS = 5_000
 """The largest summary, in tokens, by default: what the agents' own summaries take."""
 SHARE = 0.10
@@ -50,6 +52,13 @@ SHARE = 0.10
 MIN_CHARS = 4_000
 """The smallest budget (the state, the goal and the current task take most of it), unless the range itself is
 smaller: a summary never takes more than three quarters of what it replaces."""
+NOT_STARTED_TITLE = "Tracker items shown, not started"
+
+
+def _quote(text: str) -> str:
+    return '"' + short(text, 120) + '"'
+
+
 RECALL = (
     "Every message before this summary is kept in the session: find more with the `search_history` tool (or "
     "`ctxd search WORDS`), and read a task's messages with the `expand` tool and the entry ids its Details name."
@@ -148,7 +157,7 @@ class OfflineSummarizer:
         self._focus(doc, messages, request.custom_instructions)
         if is_empty(doc) and not doc.extra:
             return "(nothing to summarise: no messages in this part of the session)\n"
-        return fit(doc, budget, sources, root, told.git or told.commits > 0, told.about)
+        return fit(doc, budget, sources, root, told.git or told.commits > 0, told.about, told.trackers)
 
     def _doc(
         self,
@@ -170,16 +179,30 @@ class OfflineSummarizer:
         if request.turn_prefix:
             doc.state.append("The latest turn goes on in the messages kept after this summary.")
         goal = request.first_request or facts.first_request or facts.first_user
+        goal_refs: set[str] = set()
         if goal:
             doc.goal.append(short(goal, 600))
             for ref, about in told.about.items():
                 if ref in goal and not any(e.ref == ref for e in told.episodes):
+                    goal_refs.add(ref)
                     title = told.trackers.get(ref, "")
-                    doc.goal.append(f"{ref}{' (' + title + ')' if title else ''}: {head(about, 900)}")
+                    doc.goal.append(f"{ref}{' (' + title + ')' if title else ''}: {head(about, GOAL_ABOUT_CHARS)}")
         doc.said = [short(text, 400) for _, text in told.said]
         sections.constraints(doc, facts, max(3_000, budget // 5))
         if found_plan is not None:
             doc.plan = plans.render(found_plan, max(400, budget // 12))
+        waiting = [
+            (ref, told.trackers.get(ref, ""), about)
+            for ref, about in told.about.items()
+            if ref not in told.closed_refs and not any(e.ref == ref for e in told.episodes) and ref not in goal_refs
+        ]
+        if waiting:
+            doc.extra.append(
+                (
+                    NOT_STARTED_TITLE,
+                    "\n".join(f"- {ref}{' ' + _quote(t) if t else ''}: {head(a, 500)}" for ref, t, a in waiting[-8:]),
+                )
+            )
         git = told.git or told.commits > 0
         shown = told.episodes
         if len(shown) > MAX_TASKS:
@@ -197,7 +220,17 @@ class OfflineSummarizer:
             last = n == len(shown) - 1
             sources.append(None if last else (episode, first_number + n))
             about = told.about.get(episode.ref, "")
-            doc.tasks.append(story.task_block(episode, first_number + n, root, current=last, git=git, about=about))
+            doc.tasks.append(
+                story.task_block(
+                    episode,
+                    first_number + n,
+                    root,
+                    current=last,
+                    git=git,
+                    about=about,
+                    episode_titles=told.trackers,
+                )
+            )
         doc.commands = story.commands(facts, told, root, max(1_200, budget // 4))
         doc.files = story.files(facts, root, max(600, budget // 10), told)
         doc.recall = [RECALL]
@@ -286,6 +319,7 @@ def fit(
     root: str | None,
     git: bool,
     about: Mapping[str, str],
+    titles: dict[str, str] | None = None,
 ) -> str:
     """``doc`` rendered within ``budget`` characters: the oldest tasks lose detail first (a task of this range
     is told again at a lower level, an earlier summary's block is condensed), then the lists are cut; the state,
@@ -306,7 +340,14 @@ def fit(
             else:
                 episode, number = source
                 after = story.task_block(
-                    episode, number, root, current=False, level=level, git=git, about=about.get(episode.ref, "")
+                    episode,
+                    number,
+                    root,
+                    current=False,
+                    level=level,
+                    git=git,
+                    about=about.get(episode.ref, ""),
+                    episode_titles=titles,
                 )
             doc.tasks[n] = after
             total += _size(after) - _size(before)

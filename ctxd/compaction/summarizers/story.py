@@ -127,12 +127,18 @@ def task_block(
     level: int = 0,
     git: bool = True,
     about: str = "",
+    episode_titles: dict[str, str] | None = None,
 ) -> Task:
     """The block of one task at detail ``level`` (see :data:`DETAIL_LEVELS`)."""
     title = (
         episode.title or (first_sentence(episode.asked[0], 90) if episode.asked else "") or "(work without a request)"
     )
     ref = f"{episode.ref} · " if episode.ref else ""
+    for more in episode.also:  # claimed together before any work: one task
+        ref = ref.replace(" · ", f" + {more} · ", 1)
+        named = (episode_titles or {}).get(more, "")
+        if named and named not in title:
+            title += f" + {head(named, 80)}"
     heading = f"T{number} · {ref}{title} [{ending(episode, current, git)}]"
     lines: list[str] = []
     if level >= 3:

@@ -111,6 +111,10 @@ ROOT = ""
 TASK_TOOLS = frozenset({"Task", "Agent"})
 
 
+QUEUED = "claude.queued"
+"""``ctxdSource.kind`` of a user message derived from a queue operation (see ``_ClaudeMapper._queue``)."""
+
+
 def map_claude(data: bytes, path: str = "") -> Transcript:
     """Map a Claude Code transcript (the whole file's bytes) onto pi v3 entries; never raises."""
     return run_mapper(_ClaudeMapper(path if isinstance(path, str) else ""), data)
@@ -143,6 +147,10 @@ class _ClaudeMapper:
         self.first_ts: str | None = None
         self.last_ts: str | None = None
         self.meta: dict[str, str] = {}
+        self.queued: list[tuple[int, str, str | None]] = []
+        """What the user typed while the agent worked (``queue-operation`` enqueue): ``(line, text, stamp)``."""
+        self.delivered: list[tuple[int, str, str | None]] = []
+        """Queued messages Claude Code took in (a ``remove`` after the enqueue), not yet placed."""
 
     # --- per line --------------------------------------------------------------------------------
 
@@ -163,6 +171,10 @@ class _ClaudeMapper:
         main = bool(self.subagent) or obj.get("isSidechain") is not True
         stamp = ts or self.last_ts
         message = obj.get("message")
+        if kind == "queue-operation":
+            self._queue(number, obj, stamp)
+        elif self.delivered and kind == "assistant" and main:
+            self._place_queued(number)
         if kind == "assistant" and isinstance(message, dict):
             self._assistant(number, obj, uuid, main, stamp, message)
         elif kind == "user" and isinstance(message, dict):
@@ -184,6 +196,29 @@ class _ClaudeMapper:
             if isinstance(subtype, str) and subtype:
                 custom_type += f".{subtype}"
             self._custom(number, obj, uuid, main, stamp, custom_type)
+
+    def _queue(self, number: int, obj: dict[str, Any], stamp: str | None) -> None:
+        """Claude Code's queue of what the user typed while the agent worked: an ``enqueue`` of the user's own text,
+        then a ``remove`` when Claude Code takes it in. The transcript has no other record of those words; they are
+        placed as a user message before the agent's next response (after the results it was waiting for).
+        Injected text queued the same way (task notifications) is recorded as its own user line and left out."""
+        operation = obj.get("operation")
+        content = obj.get("content")
+        if operation == "enqueue" and isinstance(content, str) and content.strip():
+            if not content.lstrip().startswith("<"):
+                self.queued.append((number, content, stamp))
+        elif operation in ("remove", "dequeue") and self.queued:
+            self.delivered.append(self.queued.pop(0))
+
+    def _place_queued(self, number: int) -> None:
+        """The delivered queued messages, placed before the response on line ``number``. Each is derived from
+        its ``enqueue`` line (which keeps its own custom entry): ``ctxdSource`` says so, with no line of its own."""
+        for line, text, stamp in self.delivered:
+            before = len(self.entries)
+            self._user(number, {"type": "user"}, None, True, stamp, {"role": "user", "content": text})
+            for entry in self.entries[before:]:
+                entry["ctxdSource"] = {"lines": [], "kind": QUEUED, "from": [line]}
+        self.delivered = []
 
     def _note_meta(self, obj: dict[str, Any]) -> None:
         for src, dst in (
