@@ -19,7 +19,9 @@ file chores (``mkdir``, ``cp``, ``mv``, ``rm``, ``chmod``, ``sed -i``, ``echo``,
 
 A key command is kept when its **probe** occurs in the summary (both normalised by ``fidelity_text.norm``): the
 simple command's words (program, subcommand, arguments; no ``cd`` before it, no pipe, no redirection after
-it) joined by spaces, cut at :data:`PROBE` characters. Distinct probes are distinct facts.
+it) joined by spaces, cut at :data:`PROBE` characters. A commit with a message of :data:`MESSAGE` characters or
+more (``git commit -m MSG``) is kept by its message's head instead: a summary may name a commit by its hash and
+message. Distinct probes are distinct facts.
 """
 
 from __future__ import annotations
@@ -32,6 +34,8 @@ from dataclasses import dataclass
 from fidelity_text import norm
 
 PROBE = 40
+MESSAGE = 12
+"""A commit message at least this long is a commit's probe (see the module docstring)."""
 
 
 def _names(text: str) -> frozenset[str]:
@@ -299,8 +303,24 @@ def kind(simple: Simple) -> str:
     return OTHER
 
 
+def commit_message(simple: Simple) -> str | None:
+    """The message of a ``git commit -m MSG`` (``-am``, ``--message=``), if it has one."""
+    if simple.program != "git" or "commit" not in simple.words:
+        return None
+    words = simple.words[simple.words.index("commit") + 1 :]
+    for i, word in enumerate(words):
+        if word.startswith("--message="):
+            return word.split("=", 1)[1]
+        if (word in ("-m", "--message") or re.fullmatch(r"-[a-z]*m", word)) and i + 1 < len(words):
+            return words[i + 1]
+    return None
+
+
 def probe(simple: Simple, root: str | None = None) -> str:
     """What a summary must contain to keep the key command ``simple`` (see the module docstring)."""
+    message = norm(commit_message(simple) or "", root)
+    if len(message) >= MESSAGE:
+        return message[:PROBE].rstrip()
     return norm(" ".join(simple.words), root)[:PROBE].rstrip()
 
 

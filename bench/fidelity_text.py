@@ -167,9 +167,10 @@ _HEADER = re.compile(r"^(?:Chunk ID|Wall time|Original token count|Process runni
 ERROR_WORDS = re.compile(
     r"\b(?:error|errors|exception|fatal|failed|failure|failures|fail|cannot|can't|could not|couldn't|not found|"
     r"no such|denied|panic|traceback|invalid|unexpected|undefined|refused|timed out|does not exist|unable|"
-    r"not allowed)\b|\w(?:Error|Exception)\b|ERR!",
+    r"not allowed)\b|\w(?:Error|Exception)\b|ERR!|^\s*[\u00d7\u2717\u2718\u2716]\s",
     re.I,
 )
+"""Words that say something went wrong, and the marks linters put before an error (``×``, ``✗``, ``✘``, ``✖``)."""
 _LOCATION = re.compile(r"^(?:[\w./~@+-]+(?:\(\d+,\d+\)|:\d+(?::\d+)?)):?\s+(?=\S)")
 _LEADING = re.compile(r"^[\s\u2503\u2502|>*\u00d7!\u2717\u2718\u2022\u2013\u2014\u276f-]+")
 _CODE_FRAME = re.compile(r"^>?\s*\d+\s*[\u2502|]|^[\s\u2502|^~]+$")

@@ -73,11 +73,9 @@ def test_the_truth_imports_nothing_from_ctxd() -> None:
         ("bash -c 'make build && ./run.sh'", ["make build", "./run.sh"]),
         ("cat > /tmp/x.py << 'EOF'\nimport os\nmake all\nEOF\npython3 /tmp/x.py", ["python3 /tmp/x.py"]),
         # git, gh and bd when they change something
-        ('git add -A && git commit -m "Fix the parser"', ["git add -a", "git commit -m fix the parser"]),
-        (
-            "git commit -m \"$(cat <<'EOF'\nfeat: add the cache\n\nA body.\nEOF\n)\"",
-            ["git commit -m feat: add the cache"],
-        ),
+        ('git add -A && git commit -m "Fix the parser"', ["git add -a", "fix the parser"]),  # a commit: its message
+        ("git commit -m \"$(cat <<'EOF'\nfeat: add the cache\n\nA body.\nEOF\n)\"", ["feat: add the cache"]),
+        ("git commit -am wip", ["git commit -am wip"]),  # a message too short to tell the commit
         ("git checkout -b topic", ["git checkout -b topic"]),
         ("git -C /repo push origin main", ["git -c /repo push origin main"]),
         ("git stash", ["git stash"]),
@@ -103,7 +101,7 @@ def test_a_key_commands_probe_is_its_head_up_to_40_characters() -> None:
     long_add = "git add " + " ".join(f"lib/app/module_{i}.ex" for i in range(20))
     heredoc = "git commit -m \"$(cat <<'EOF'\n" + "feat: " + "word " * 60 + '\n\nbody\nEOF\n)"'
     assert list(sh.key_commands(long_add)) == ["git add lib/app/module_0.ex lib/app/modu"]
-    assert list(sh.key_commands(heredoc)) == ["git commit -m feat: word word word word"]
+    assert list(sh.key_commands(heredoc)) == ["feat: word word word word word word word"]
     assert list(sh.key_commands("cd /repo && make test", root="/repo")) == ["make test"]
     assert list(sh.key_commands("pytest /repo/tests/test_a.py", root="/repo")) == ["pytest tests/test_a.py"]
 
@@ -111,14 +109,16 @@ def test_a_key_commands_probe_is_its_head_up_to_40_characters() -> None:
 def test_a_key_command_is_kept_by_its_head_not_by_its_program_alone() -> None:
     command = "cd /repo && git add src/a.py src/b.py && git commit -m 'Fix the parser crash on empty input'"
     truth = ft.range_truth([bash("c1", command), result("c1", "[main 1a2b3c4] Fix")], root="/repo")
-    assert set(truth.commands) == {"git add src/a.py src/b.py", "git commit -m fix the parser crash on em"}
+    assert set(truth.commands) == {"git add src/a.py src/b.py", "fix the parser crash on empty input"}
     kept = '- `git add /repo/src/a.py src/b.py && git commit -m "Fix the parser crash on empty input"` (ok)'
     assert fs.score(kept, truth, root="/repo").found["key commands"] == 2
+    by_hash = '- `git add src/a.py src/b.py`\n- Commits: 1a2b3c4 "Fix the parser crash on empty input"'
+    assert fs.score(by_hash, truth, root="/repo").found["key commands"] == 2
     assert fs.score("- ran git and committed", truth, root="/repo").found["key commands"] == 0
-    shortened = '- `git commit -m "Fix the par [...40 chars omitted...]` (ok)'
+    shortened = '- `git commit -m "Fix the parser crash [...40 chars omitted...]` (ok)'
     score = fs.score(shortened, truth, root="/repo")
     assert score.found["key commands"] == 0
-    assert fs.reason("git commit -m fix the parser crash on em", shortened, None, "/repo") == fs.FORM
+    assert fs.reason("fix the parser crash on empty input", shortened, None, "/repo") == fs.FORM
     assert fs.reason("git add src/a.py src/b.py", shortened, None, "/repo") == fs.ABSENT
     assert fs.reason("git add src/a.py src/b.py", shortened, kept, "/repo") == fs.BUDGET
 
@@ -219,7 +219,7 @@ def test_errors_are_the_failed_calls_with_the_line_that_says_what_went_wrong() -
         bash("c8", "git commit -m x"),
         result("c8", "Pre-commit validation failed:\\n\\n[FORMAT] Code is not formatted.", error=True),
         bash("c9", "npm run check"),
-        result("c9", " 216 │ throw new Error(x)\n     │ ^^^^\n× expected a semicolon to end the property\n", True),
+        result("c9", " 216 │ throw new Error(x)\n     │ ^^^^\n× expected a semicolon\nFound 1 error.", True),
         bash("c10", "ls"),
         result("c10", "Exit code 0\na.py"),  # succeeded
         {"role": "assistant", "content": [], "stopReason": "error", "errorMessage": "429 rate limited"},
@@ -233,7 +233,7 @@ def test_errors_are_the_failed_calls_with_the_line_that_says_what_went_wrong() -
             "String to replace not found in file.",
             "E   AssertionError: assert 1 == 2",
             "Pre-commit validation failed: [FORMAT] Code is not formatted.",
-            "expected a semicolon to end the property",
+            "expected a semicolon",
         ]
     )
     assert truth.failures == 9
