@@ -239,6 +239,7 @@ async def compact_chain(
             user_prose=ft.prose([m for e in written if (m := _message(e)) is not None], root),
             tokens_in=tokens_in,
         )
+        fs.carried(summary, ft.range_truth(summarised, root), score, root)
         ledger = written[-1].get("details", {}).get("ctxd", {}).get("mustKeep", {})
         run = Run(
             source,
@@ -288,7 +289,8 @@ async def _explain(
     unbounded = await _unbounded(header, before, leaf, run.keep, path)
     for kind in fs.TARGET_KINDS:
         for probe, text in run.score.missed.get(kind, []):
-            run.reasons.setdefault(kind, []).append((probe, text, fs.reason(probe, run.summary, unbounded, root)))
+            why = fs.reason(probe, run.summary, unbounded, root, truth.failed_calls.get(probe, ""))
+            run.reasons.setdefault(kind, []).append((probe, text, why))
 
 
 async def run_all(found: Sequence[Source], generated: int, keeps: Sequence[int], workdir: Path) -> list[Run]:

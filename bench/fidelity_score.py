@@ -10,7 +10,9 @@ A missed fact of a target category gets a reason (:func:`reason`):
 
 - ``cut by the budget``: the same summariser, run on the same range with no size limit, keeps it;
 - ``shown in another form``: its probe's first half is in the summary (a shortened command, a cut line);
-- ``not in the summary``: neither.
+- ``the failure told with another line`` (errors): what the failed call ran or touched is named in the summary,
+  next to another line of its output;
+- ``not in the summary``: none of these.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ _ITEM = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+(?:\[[ xX]\]\s+)?(.*)$")
 NONE_ITEMS = {"none", "(none)", "(none recorded)", "(nothing recorded)", "n/a", "-", "nothing yet"}
 BUDGET = "cut by the budget"
 FORM = "shown in another form"
+OTHER_LINE = "the failure told with another line"
 ABSENT = "not in the summary"
 
 
@@ -121,10 +124,22 @@ def score(
     return s
 
 
-def reason(probe: str, summary: str, unbounded: str | None, root: str | None = None) -> str:
+def carried(summary: str, truth: Truth, into: Score, root: str | None = None) -> None:
+    """Score ``summary`` against the key commands, constraints and errors of everything summarised so far
+    (``truth``: every earlier range too), as ``<kind> (all so far)``: what survives compactions."""
+    whole = tx.norm(summary, root)
+    for kind, facts in (("key commands", truth.commands), ("constraints", truth.constraints), ("errors", truth.errors)):
+        for probe, text in facts.items():
+            into.add(f"{kind} (all so far)", probe in whole, probe, text)
+
+
+def reason(probe: str, summary: str, unbounded: str | None, root: str | None = None, call: str = "") -> str:
     """Why ``probe`` is not in ``summary`` (see the module docstring); ``unbounded``: the summary the same
-    summariser writes for the same range without a size limit."""
+    summariser writes for the same range without a size limit; ``call``: what the failed call of an error ran."""
+    text = tx.norm(summary, root)
     if unbounded is not None and probe in tx.norm(unbounded, root):
         return BUDGET
-    half = probe[: max(12, len(probe) // 2)].rstrip()
-    return FORM if half in tx.norm(summary, root) else ABSENT
+    if probe[: max(12, len(probe) // 2)].rstrip() in text:
+        return FORM
+    named = tx.norm(call, root)[:30].rstrip()
+    return OTHER_LINE if len(named) >= 8 and named in text else ABSENT

@@ -61,6 +61,8 @@ class Truth:
     """kind -> probe -> text (generated sessions only: constraint, decision, next, paste, injected)"""
     failures: int = 0
     """Failed calls seen (with or without an error line)."""
+    failed_calls: dict[str, str] = field(default_factory=dict)
+    """error probe -> what the call that failed ran or touched (its command, its files)"""
 
 
 def text_of(content: Any) -> str:
@@ -118,6 +120,12 @@ def path_keys(path: str, root: str | None) -> list[str]:
     return keys
 
 
+def _label(command: str) -> str:
+    """A command line as a summary may name it: its first simple command that is not a ``cd``."""
+    simple = next((s for s in sh.simple_commands(command) if s.program != "cd"), None)
+    return " ".join(simple.words) if simple is not None else command
+
+
 def _failed(message: Mapping[str, Any], output: str) -> bool:
     if message.get("role") == "bashExecution":
         code = message.get("exitCode")
@@ -134,6 +142,8 @@ class _Reader:
     def __init__(self, root: str | None) -> None:
         self.root = root
         self.truth = Truth()
+        self.calls: dict[str, str] = {}
+        """tool call id -> what it ran or touched"""
         self.genuine: list[str] = []
         self.next_steps: dict[str, str] = {}
 
@@ -149,11 +159,13 @@ class _Reader:
         for path in written:
             self.truth.modified[path] = path_keys(path, self.root)
 
-    def error(self, output: str) -> None:
+    def error(self, output: str, call: str) -> None:
         self.truth.failures += 1
         line = tx.error_line(output)
         if line:
-            self.truth.errors.setdefault(tx.head(line, HEAD, self.root), line)
+            probe = tx.head(line, HEAD, self.root)
+            self.truth.errors.setdefault(probe, line)
+            self.truth.failed_calls.setdefault(probe, call)
 
     def message(self, message: Mapping[str, Any]) -> None:
         role = message.get("role")
@@ -171,17 +183,19 @@ class _Reader:
         elif role == "toolResult":
             output = text_of(message.get("content"))
             if _failed(message, output):
-                self.error(output)
+                self.error(output, self.calls.get(str(message.get("toolCallId")), ""))
         elif role == "bashExecution":
             command = str(message.get("command") or "")
             if command.strip():
                 self.shell(command)
             if _failed(message, str(message.get("output") or "")):
-                self.error(str(message.get("output") or ""))
+                self.error(str(message.get("output") or ""), _label(command))
 
     def call(self, block: Mapping[str, Any]) -> None:
         name, arguments = str(block.get("name") or ""), block.get("arguments")
         command = shell_command(name, arguments)
+        read, written = tool_files(name, arguments)
+        self.calls[str(block.get("id"))] = _label(command) if command is not None else " ".join([*read, *written])
         if command is not None:
             self.shell(command)
         else:

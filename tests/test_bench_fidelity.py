@@ -203,7 +203,7 @@ def test_errors_are_the_failed_calls_with_the_line_that_says_what_went_wrong() -
     messages = [
         bash("c1", "npm test"),
         result("c1", claude_tsc, error=True),  # Claude Code: "Exit code N" first
-        bash("c2", "make"),
+        bash("c2", "make -C server build"),
         result("c2", "make: *** No rule to make target 'all'.  Stop.\n\nCommand exited with code 2", error=True),
         call("c3", "exec_command", cmd="cargo build"),  # Codex: no isError, the exit code in the text
         result("c3", "Chunk ID: ab\nWall time: 0.1 seconds\nProcess exited with code 101\nOutput:\nerror[E0425]: x"),
@@ -237,9 +237,14 @@ def test_errors_are_the_failed_calls_with_the_line_that_says_what_went_wrong() -
         ]
     )
     assert truth.failures == 9
-    summary = "- `npm test` failed: error TS2304: Cannot find name 'foo'.\n- make: No rule"
+    summary = "- `npm test` failed: error TS2304: Cannot find name 'foo'.\n- `make -C server build` failed: No rule"
     score = fs.score(summary, truth, root="/repo")
     assert score.found["errors"] == 1 and score.total["errors"] == 7
+    make = tx.head("make: *** No rule to make target 'all'.  Stop.", ft.HEAD)
+    assert fs.reason(make, summary, None, "/repo", truth.failed_calls[make]) == fs.OTHER_LINE
+    cargo = tx.head("error[E0425]: x", ft.HEAD)
+    assert truth.failed_calls[cargo] == "cargo build"
+    assert fs.reason(cargo, summary, None, "/repo", truth.failed_calls[cargo]) == fs.ABSENT
 
 
 # --- requests, goal, files -------------------------------------------------------------------------------------
@@ -311,4 +316,4 @@ def test_the_bench_runs_on_real_and_generated_sessions() -> None:
     assert len(cases) == sum(c["summaries"] for c in report["columns"].values())
     assert all(0 < c["out"] <= c["in"] for c in cases)
     reasons = {m["reason"] for c in cases for missed in c["missed"].values() for m in missed}
-    assert reasons <= {fs.BUDGET, fs.FORM, fs.ABSENT}
+    assert reasons <= {fs.BUDGET, fs.FORM, fs.OTHER_LINE, fs.ABSENT}
