@@ -368,3 +368,22 @@ async def test_an_offline_summary_makes_the_context_smaller(tmp_path: Path) -> N
         )
     out = await compact(s, CompactionSettings(keepRecentTokens=500))
     assert out.path == "offline" and out.tokensAfter < out.tokensBefore
+
+
+async def test_the_offline_summary_takes_at_most_its_setting_and_never_more_than_the_reserve(tmp_path: Path) -> None:
+    """The offline summary's size limit is ``summaryMaxTokens`` (5,000 by default, what the agents' own summaries
+    take), at most ``reserveTokens``; the file lists the engine appends count against it."""
+    assert CompactionSettings().summary_limit() == 5_000
+    assert CompactionSettings(summaryMaxTokens=9_000, reserveTokens=3_000).summary_limit() == 3_000
+    problems: list[str] = []
+    assert CompactionSettings.from_json({"summaryMaxTokens": 0}, problems).summaryMaxTokens == 5_000 and problems
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    big = await compact(session_at(tmp_path / "a", conversation(40, 8_000)), CompactionSettings(keepRecentTokens=500))
+    small = await compact(
+        session_at(tmp_path / "b", conversation(40, 8_000)),
+        CompactionSettings(keepRecentTokens=500, summaryMaxTokens=1_200),
+    )
+    assert big.path == small.path == "offline"
+    assert len(small.summary) <= 4 * 1_200 + 600 < len(big.summary)  # within the limit (and a must-keep patch)
+    assert len(big.summary) <= 4 * 5_000 + 600

@@ -156,8 +156,18 @@ def _show_block(text: str, ref: str, only: bool) -> str:
     return text[start.start() : start.end() + (following.start() if following else len(rest))]
 
 
+_KEY_PART_RE = lazy_compile(
+    r"accept|success|criteria|no-?gos?|constraint|definition of done|requirement|must|rabbit|scope|out of scope",
+    re.I,
+)
+"""Headings of a description's parts that bind the work (kept whole when the rest is cut)."""
+KEY_PARTS_CHARS = 1_600
+
+
 def _description(text: str) -> str:
-    """The DESCRIPTION section of a tracker's ``show`` output (up to its next all-caps section), its lines joined."""
+    """The DESCRIPTION section of a tracker's ``show`` output (up to its next all-caps section), its lines joined:
+    its head, then the parts that bind the work (acceptance, success criteria, constraints, no-gos, definition
+    of done) when the head did not already hold them."""
     start = text.find("\nDESCRIPTION\n")
     if start < 0:
         return ""
@@ -165,14 +175,23 @@ def _description(text: str) -> str:
     end = _SECTION_RE.search(body)
     if end is not None:
         body = body[: end.start()]
-    lines: list[str] = []
+    parts: list[tuple[str, list[str]]] = [("", [])]
     for raw in body.splitlines():
         line = raw.strip()
         if not line or line == "---":
             continue
         heading = re.match(r"^#{1,6}\s+(.*)$", line)
-        lines.append(heading.group(1).rstrip(":") + ":" if heading else line)
-    return head(" ".join(lines), ABOUT_CHARS)
+        if heading:
+            parts.append((heading.group(1).rstrip(":"), [heading.group(1).rstrip(":") + ":"]))
+        else:
+            parts[-1][1].append(line)
+    whole = " ".join(line for _, lines in parts for line in lines)
+    if len(whole) <= ABOUT_CHARS:
+        return whole
+    out = head(whole, ABOUT_CHARS)
+    key = " ".join(" ".join(lines) for title, lines in parts if title and _KEY_PART_RE.search(title))
+    kept = key[: max(0, ABOUT_CHARS - 40)] if key and key[:60] in out else key
+    return out + (" … " + head(kept, KEY_PARTS_CHARS) if kept and kept[:60] not in out else "")
 
 
 def _gh(noun: str, verb: str, rest: str, output: str, ok: bool) -> list[Action]:

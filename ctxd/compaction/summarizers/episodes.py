@@ -42,6 +42,7 @@ from ctxd.compaction.summarizers.mining import (
     check_line,
     diagnosis,
     failure_line,
+    findings,
     head,
     plain_sentences,
     prose,
@@ -86,6 +87,12 @@ SUBAGENT_TOOLS = frozenset({"task", "agent", "spawnagent", "subagent", "dispatch
 OUTCOME_TAIL = 4_000
 """Characters kept of a check's last output: its outcome line is read from them when the summary shows it."""
 MAX_WORK = 14
+MAX_FINDINGS = 6
+_FINDING_START_RE = lazy_compile(
+    r"I see|[Tt]urns out|Found|Looks like|It seems|Apparently|Interesting|Aha|"
+    r"The (?:issue|problem|cause|culprit|reason)|doesn't|does not|isn't|is not|only|Good"
+)
+"""A cheap test before :func:`~.mining.findings`."""
 MAX_TRIED = 4
 """What the agent said about an open problem: its diagnosis and attempts, at most this many."""
 REPORT_MIN = 160
@@ -173,6 +180,8 @@ class Episode:
     steps: list[tuple[str, str]] = attrs.field(factory=list)
     """The agent's todo list or plan as last written in this task: ``(status, text)``."""
     delegated: list[str] = attrs.field(factory=list)
+    findings: list[str] = attrs.field(factory=list)
+    """What the agent found out on the way ("I see - `set_text_map_propagator/1` takes one propagator")."""
     work: list[str] = attrs.field(factory=list)
     """What the agent said it was changing, in order: the first sentence of each text beside a change."""
     calls: int = 0
@@ -556,14 +565,21 @@ class _Builder:
                 for problem in problems:
                     if problem in episode.problems and not problem.claimed:
                         problem.claimed = _claim_about(problem, text) or ""
-        open_to_more = any(len(p[-1].tried) < MAX_TRIED for p in self.pending.values() if p)
-        if open_to_more and any(w in text[:MINE_CHARS].lower() for w in DIAGNOSIS_WORDS):
+        if (
+            self.pending
+            and _DIAGNOSIS_WORDS_RE.search(text, 0, MINE_CHARS) is not None
+            and any(len(p[-1].tried) < MAX_TRIED for p in self.pending.values() if p)
+        ):
             said = diagnosis(text)
             if said:
                 for problems in self.pending.values():
                     for problem in problems[-1:]:
                         if said not in problem.tried and len(problem.tried) < MAX_TRIED:
                             problem.tried.append(said)
+        if len(episode.findings) < MAX_FINDINGS and _FINDING_START_RE.search(text, 0, MINE_CHARS) is not None:
+            for found in findings(text):
+                if found not in episode.findings:
+                    episode.findings.append(found)
         if len(text) >= REPORT_MIN:
             words = prose(text, 6_000)
             if len(words) >= REPORT_MIN and (
@@ -876,24 +892,9 @@ def note(text: str) -> str:
     return short(" ".join(first[:2]) if first else head(text, 240), 300)
 
 
-DIAGNOSIS_WORDS = (
-    "issue",
-    "problem",
-    "cause",
-    "because",
-    "due to",
-    "means",
-    "turns out",
-    "reason",
-    "need",
-    "should",
-    "instead",
-    "want",
-    "expect",
-    "error",
-    "fail",
-    "bug",
-    "fix",
+_DIAGNOSIS_WORDS_RE = lazy_compile(
+    r"issue|problem|cause|because|due to|means|turns out|reason|need|should|instead|want|expect|error|fail|bug|fix",
+    re.I,
 )
 
 

@@ -624,6 +624,26 @@ def _with_reason(sentence: str, found: list[str], n: int) -> str:
     return f"{sentence} {found[n + 1]}" if _reason_follows(found, n) else sentence
 
 
+FINDING_RE = lazy_compile(
+    r"^(?:I see\b|Good[!.,]? (?:I (?:can )?see|so)\b|(?:It )?[Tt]urns out\b|Found\b|Looks like\b|It seems\b|"
+    r"Apparently\b|Interesting\b|Aha\b|So the\b|The (?:issue|problem|cause|culprit|reason) (?:is|was)\b|"
+    r"[\w.`]+ (?:doesn't|does not|isn't|is not|only) (?:exist|take|accept|support|return|work)s?\b)"
+)
+"""A sentence of the agent's that tells what it found out about the code (how the code or a tool really is)."""
+
+
+def findings(text: str, limit: int = 2) -> list[str]:
+    """The agent's findings in ``text``: sentences that say what it found out, naming something of the code."""
+    out: list[str] = []
+    for sentence in plain_sentences(text[:MINE_CHARS]):
+        found = FINDING_RE.match(sentence)
+        if found is not None and ARTIFACT_RE.search(sentence) and len(sentence) >= 30:
+            out.append(short(sentence, 260))
+            if len(out) >= limit:
+                break
+    return out
+
+
 def diagnosis(text: str) -> str | None:
     """The agent's first sentence in ``text`` that says why something failed or what the fix is."""
     if not DIAGNOSIS_RE.search(text, 0, MINE_CHARS):

@@ -43,7 +43,7 @@ from ctxd.compaction.summarizers.mining import head, plain_sentences, short
 from ctxd.compaction.summarizers.serialize import content_text
 from ctxd.context.tokens import estimate_tokens
 
-GOAL_ABOUT_CHARS = 1_800
+GOAL_ABOUT_CHARS = 2_600
 """Of the description of the tracker item the goal names (an epic: its problem, constraints, acceptance)."""
 DEFAULT_MAX_TOKENS = 5_000
 """The largest summary, in tokens, by default: what the agents' own summaries take."""

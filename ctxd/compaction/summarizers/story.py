@@ -156,7 +156,7 @@ def task_block(
         each = (600, 300, 200)[level]
         lines.append("Asked: " + " / ".join(_quote(a, each) for a in asked[:3]))
     if about and level < 2:
-        lines.append("Tracker's description: " + head(about, (600, 300)[level]))
+        lines.append("Tracker's description: " + head(about, (900, 300)[level]))
     if episode.steps:
         marks = [f"{STEP_MARKS.get(status.lower().replace(' ', ''), '○')} {text}" for status, text in episode.steps]
         lines.append("Steps: " + "; ".join(marks[: (12, 8, 5)[level]]))
@@ -182,6 +182,9 @@ def task_block(
         lines.extend("Problem: " + problem_text(p, each) for p in episode.problems[-(6, 4, 2, 2)[level] :])
     if episode.corrections:
         lines.extend("User's correction: " + _quote(c, 240) for c in episode.corrections[-3:])
+    if episode.findings and level < 2:
+        shown_findings = [f for f in episode.findings if not any(f in d or d in f for d in episode.decisions)]
+        lines.extend("Found: " + f for f in shown_findings[-(4, 2)[level] :])
     if episode.decisions and level < 2:
         lines.extend("Decision: " + d for d in episode.decisions[-(8, 3)[level] :])
     if episode.closed is not None:
