@@ -1,7 +1,8 @@
 """``make bench-fidelity``: how much of what matters ctxd's offline summaries keep, on real sessions.
 
-Every session's main path is compacted up to three times, as an agent would (at a third, two thirds and the
-end of the path; each compaction folds the previous one in), at keepRecentTokens 20,000 and 4,000, by ctxd's
+Every session's main path (without the agent's own compactions) is compacted up to three times, as an agent
+would (at a third, two thirds and the end of the path; each compaction folds the previous one in), at
+keepRecentTokens 20,000 and 4,000, by ctxd's
 engine exactly as ``ctxd compact`` writes a summary with no model configured (the offline summariser at its
 default budget, 5,000 tokens; the must-keep patch included). Each summary is scored against the facts of the
 range it summarised, found by the bench's own truth (``bench/fidelity_truth.py``, ``fidelity_text.py``,
@@ -28,6 +29,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import hashlib
+import itertools
 import json
 import math
 import os
@@ -90,8 +92,9 @@ class Run:
     patch_only: dict[str, int] = field(default_factory=dict)
     """Target facts kept only by the must-keep patch, per kind."""
     reasons: dict[str, list[tuple[str, str, str]]] = field(default_factory=dict)
-    """kind -> (probe, text, reason) of each missed fact of a target category"""
+    """kind -> (probe, text, reason) of each missed fact of a target category (and of its ``(all so far)``)"""
     looked: int = 0
+    tracker: int = 0
 
 
 def sources(dirs: Sequence[Path], cuts: Sequence[Path]) -> list[Source]:
@@ -134,12 +137,16 @@ def _cut_text(path: Path) -> bytes:
 
 
 def path_entries(source: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """A pi header and the entries on the session's main path (a transcript's, mapped)."""
+    """A pi header and the entries on the session's main path (a transcript's, mapped), without the agent's own
+    compactions: ctxd compacts the whole path, each compaction folding its previous one in."""
     session = Session.open(str(source))
     leaf = session.leaf()
     if leaf is None:
         return {}, []
     entries = [dict(e) for e in session.file.entries(session.tree.path_to_root(leaf))]
+    entries = [e for e in entries if e.get("type") != "compaction"]
+    for before, entry in itertools.pairwise(entries):
+        entry["parentId"] = before.get("id")
     header = {
         "type": "session",
         "version": 3,
@@ -172,7 +179,7 @@ def _cut_points(entries: Sequence[Mapping[str, Any]]) -> list[int]:
             k -= 1
         if (m := _message(entries[k - 1])) is not None and m.get("role") == "assistant" and k not in points:
             points.append(k)
-    if entries and len(entries) not in points and entries[-1].get("type") != "compaction":
+    if entries and len(entries) not in points:
         points.append(len(entries))
     return sorted(set(points))
 
@@ -202,6 +209,8 @@ async def compact_chain(
     stem = re.sub(r"[^\w.-]+", "_", name)
     path = workdir / f"{stem}-{keep}.jsonl"
     root = str(header.get("cwd") or "") or None
+    ranges: list[Mapping[str, Any]] = []
+    """Every range this chain summarised so far."""
     for point_no, cut in enumerate(_cut_points(entries)):
         chunk = [dict(e) for e in entries[done:cut]]
         if not chunk:
@@ -239,7 +248,9 @@ async def compact_chain(
             user_prose=ft.prose([m for e in written if (m := _message(e)) is not None], root),
             tokens_in=tokens_in,
         )
-        fs.carried(summary, ft.range_truth(summarised, root), score, root)
+        ranges += rng
+        whole = ft.range_truth(ranges, root)
+        fs.carried(summary, whole, score, root)
         ledger = written[-1].get("details", {}).get("ctxd", {}).get("mustKeep", {})
         run = Run(
             source,
@@ -253,8 +264,10 @@ async def compact_chain(
             int(ledger.get("facts", 0)),
             int(ledger.get("missing", 0)),
             looked=len(truth.looked),
+            tracker=len(truth.tracker),
         )
-        await _explain(run, truth, root, header, before, leaf, workdir / f"{stem}-{keep}-unbounded.jsonl")
+        calls = {**whole.failed_calls, **truth.failed_calls}
+        await _explain(run, truth, calls, root, header, before, leaf, workdir / f"{stem}-{keep}-unbounded.jsonl")
         runs.append(run)
     return runs
 
@@ -272,6 +285,7 @@ def without_patch(summary: str) -> str:
 async def _explain(
     run: Run,
     truth: ft.Truth,
+    failed_calls: Mapping[str, str],
     root: str | None,
     header: dict[str, Any],
     before: list[dict[str, Any]],
@@ -284,12 +298,13 @@ async def _explain(
     for kind, probes in facts.items():
         missed = {p for p, _ in run.score.missed.get(kind, [])}
         run.patch_only[kind] = sum(1 for p in probes if p not in missed and p not in own)
-    if not any(run.score.missed.get(kind) for kind in fs.TARGET_KINDS):
+    kinds = [*fs.TARGET_KINDS, *(f"{kind} {fs.SO_FAR}" for kind in fs.TARGET_KINDS)]
+    if not any(run.score.missed.get(kind) for kind in kinds):
         return
     unbounded = await _unbounded(header, before, leaf, run.keep, path)
-    for kind in fs.TARGET_KINDS:
+    for kind in kinds:
         for probe, text in run.score.missed.get(kind, []):
-            why = fs.reason(probe, run.summary, unbounded, root, truth.failed_calls.get(probe, ""))
+            why = fs.reason(probe, run.summary, unbounded, root, failed_calls.get(probe, ""))
             run.reasons.setdefault(kind, []).append((probe, text, why))
 
 

@@ -62,6 +62,8 @@ class Totals:
     largest: int = 0
     over: int = 0
     looked: int = 0
+    patch_only: Counter[str] = field(default_factory=Counter)
+    tracker: int = 0
 
     def add(self, run: Run) -> None:
         self.total.update(run.score.total)
@@ -72,6 +74,8 @@ class Totals:
         self.largest = max(self.largest, run.tokens_out)
         self.over += run.tokens_out > SUMMARY_TOKENS
         self.looked += run.looked
+        self.patch_only.update(run.patch_only)
+        self.tracker += run.tracker
 
     def cell(self, kind: str) -> str:
         total = self.total.get(kind, 0)
@@ -132,7 +136,9 @@ def as_text(runs: Sequence[Run], missed: int = 5) -> str:
         "summary / replaced": lambda t: f"{100 * t.tokens_out / max(1, t.tokens_in):.2f}%",
         "largest summary (tokens)": lambda t: str(t.largest),
         f"over {SUMMARY_TOKENS:,} tokens": lambda t: str(t.over),
+        "kept only by the patch": lambda t: "/".join(str(t.patch_only[k]) for k in fs.TARGET_KINDS),
         "exploration (not a target)": lambda t: str(t.looked),
+        "tracker writes (not a tgt)": lambda t: str(t.tracker),
     }
     for label, show in rows.items():
         lines.append(f"{label:<26}" + "".join(f"{show(t):>20}" for t in cols.values()))
@@ -173,7 +179,10 @@ def _cases_table(runs: Sequence[Run]) -> str:
 
 
 def _missed(runs: Sequence[Run], sample: int) -> str:
-    lines = ["missed facts of the target categories, real sessions (reason: see bench/fidelity_score.py)"]
+    lines = [
+        "missed facts of the target categories, real sessions (reason: see bench/fidelity_score.py); "
+        "'(all so far)': facts of earlier ranges the latest summary lost"
+    ]
     by_session: dict[str, dict[str, list[tuple[str, str, str, str]]]] = {}
     for r in runs:
         if r.source != "real":
@@ -212,6 +221,7 @@ def as_json(runs: Sequence[Run]) -> dict[str, Any]:
         report["columns"][n] = {"summaries": t.runs, "in": t.tokens_in, "out": t.tokens_out, "largest": t.largest}
         report["columns"][n]["over budget"] = t.over
         report["columns"][n]["exploration"] = t.looked
+        report["columns"][n]["tracker writes"] = t.tracker
     for name, t in per_session(runs).items():
         report["sessions"][name] = {
             "summaries": t.runs,

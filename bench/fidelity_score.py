@@ -29,6 +29,7 @@ TARGET_KINDS = ("key commands", "constraints", "errors")
 _FILE_BLOCKS = re.compile(r"<(read-files|modified-files)>.*?</\1>", re.S)
 _ITEM = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+(?:\[[ xX]\]\s+)?(.*)$")
 NONE_ITEMS = {"none", "(none)", "(none recorded)", "(nothing recorded)", "n/a", "-", "nothing yet"}
+SO_FAR = "(all so far)"
 BUDGET = "cut by the budget"
 FORM = "shown in another form"
 OTHER_LINE = "the failure told with another line"
@@ -125,12 +126,12 @@ def score(
 
 
 def carried(summary: str, truth: Truth, into: Score, root: str | None = None) -> None:
-    """Score ``summary`` against the key commands, constraints and errors of everything summarised so far
-    (``truth``: every earlier range too), as ``<kind> (all so far)``: what survives compactions."""
+    """Score ``summary`` against the key commands, constraints and errors of every range the chain of
+    compactions summarised so far (``truth``), as ``<kind> (all so far)``: what survives compactions."""
     whole = tx.norm(summary, root)
     for kind, facts in (("key commands", truth.commands), ("constraints", truth.constraints), ("errors", truth.errors)):
         for probe, text in facts.items():
-            into.add(f"{kind} (all so far)", probe in whole, probe, text)
+            into.add(f"{kind} {SO_FAR}", probe in whole, probe, text)
 
 
 def reason(probe: str, summary: str, unbounded: str | None, root: str | None = None, call: str = "") -> str:

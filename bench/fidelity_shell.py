@@ -8,14 +8,16 @@ its quotes do not close) and stripped of what does not say what it runs: environ
 (``sudo``, ``time``, ``timeout N``, ``env``, ``nohup``, ``if``/``then``/``do``, ...), redirections with their
 targets. A command after a pipe is a filter of the one before, not a command of its own.
 
-A simple command is **key** when it builds, tests, runs or installs something, or changes the repository or
-its tracker: a program of :data:`KEY_PROGRAMS` (not a read-only subcommand of it, such as ``npm ls`` or
-``pip show``, nor ``--version``/``--help``), a program run by its path (``./run.sh``, ``bin/check``), ``git``
-with a subcommand that changes something (:data:`GIT_CHANGES`; ``branch``, ``tag`` and ``stash`` only when they
-create, delete or apply), ``gh`` creating, closing, merging or commenting (:data:`GH_CHANGES`), and the ``bd``
-tracker's writes (:data:`BD_CHANGES`). Read-only looks (:data:`LOOKS`: ``ls``, ``cat``, ``grep``, ``rg``,
-``find``, ``sed`` without ``-i``, ``head``, ``git status``/``log``/``diff``/``show``, ...) are not key, nor are
-file chores (``mkdir``, ``cp``, ``mv``, ``rm``, ``chmod``, ``sed -i``, ``echo``, ``sleep``, ``curl``, ...).
+A simple command is **key** when it builds, tests, runs or installs something, or is a git command that changes
+something: a program of :data:`KEY_PROGRAMS` (not a read-only subcommand of it, such as ``npm ls`` or ``pip
+show``, nor ``--version``/``--help``), a program run by its path (``./run.sh``, ``bin/check``), ``git`` with a
+subcommand that changes something (:data:`GIT_CHANGES`; ``branch``, ``tag`` and ``stash`` only when they create,
+delete or apply). Read-only looks (:data:`LOOKS`: ``ls``, ``cat``, ``grep``, ``rg``, ``find``, ``sed`` without
+``-i``, ``head``, ``git status``/``log``/``diff``/``show``, ...) are not key, nor are file chores (``mkdir``,
+``cp``, ``mv``, ``rm``, ``chmod``, ``sed -i``, ``echo``, ``sleep``, ``curl``, ...), nor a tracker's writes
+(``gh`` creating, closing, merging or commenting, :data:`GH_CHANGES`; ``bd`` create/update/close/...,
+:data:`BD_CHANGES`): a summary tells what those did as its tasks' state (claimed, closed with a reason), and
+they are counted apart (:data:`TRACKER`).
 
 A key command is kept when its **probe** occurs in the summary (both normalised by ``fidelity_text.norm``): the
 simple command's words (program, subcommand, arguments; no ``cd`` before it, no pipe, no redirection after
@@ -44,6 +46,7 @@ def _names(text: str) -> frozenset[str]:
 
 KEY = "key"
 LOOK = "look"
+TRACKER = "tracker"
 OTHER = "other"
 
 KEY_PROGRAMS = _names(
@@ -277,15 +280,15 @@ def _git(args: tuple[str, ...]) -> str:
 
 
 def kind(simple: Simple) -> str:
-    """:data:`KEY`, :data:`LOOK` or :data:`OTHER` (see the module docstring)."""
+    """:data:`KEY`, :data:`LOOK`, :data:`TRACKER` or :data:`OTHER` (see the module docstring)."""
     program, args = simple.program, simple.words[1:]
     if program == "git":
         return _git(args)
     if program == "gh":
         group, action = [*(a for a in args if not a.startswith("-")), "", ""][:2]
-        return KEY if action in GH_CHANGES.get(group, set()) else LOOK
+        return TRACKER if action in GH_CHANGES.get(group, set()) else LOOK
     if program == "bd":
-        return KEY if _first_arg(args) in BD_CHANGES else LOOK
+        return TRACKER if _first_arg(args) in BD_CHANGES else LOOK
     if program in LOOKS:
         if program == "sed" and any(a.startswith("-i") or a == "--in-place" for a in args):
             return OTHER
@@ -329,9 +332,9 @@ def key_commands(script: str, root: str | None = None) -> dict[str, str]:
     return {probe(s, root): " ".join(s.words) for s in simple_commands(script) if not s.piped and kind(s) == KEY}
 
 
-def looks(script: str) -> list[str]:
-    """The read-only looks of a command line (counted, not a target)."""
-    return [" ".join(s.words) for s in simple_commands(script) if not s.piped and kind(s) == LOOK]
+def of_kind(script: str, wanted: str) -> list[str]:
+    """The simple commands of a command line of kind ``wanted`` (filters after a pipe excepted)."""
+    return [" ".join(s.words) for s in simple_commands(script) if not s.piped and kind(s) == wanted]
 
 
 _READERS = _names("cat nl head tail less more bat")

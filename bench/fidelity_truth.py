@@ -12,7 +12,7 @@ ctxd maps a pi, Claude Code or Codex session; the agents' tools are read by thei
 The facts (each kept when its probe, normalised, occurs in the summary; see ``bench/fidelity_score.py``):
 
 - **key commands**: every distinct key command run in the range (``fidelity_shell``: builds, tests, runs,
-  installs, git/gh/bd commands that change something); probe: its first 40 characters.
+  installs, git commands that change something); probe: its first 40 characters (a commit: its message's).
 - **constraints**: the sentences of the user's own words that state a rule (``fidelity_text.rules``); probe:
   the first :data:`HEAD` characters.
 - **errors**: each failed call in the range (a tool result with ``isError`` or a non-zero exit code, a user
@@ -50,6 +50,8 @@ class Truth:
     """probe -> command, for the key commands"""
     looked: set[str] = field(default_factory=set)
     """Read-only looks (counted, not a target)."""
+    tracker: set[str] = field(default_factory=set)
+    """A tracker's writes (``bd``, ``gh``; counted, not a target)."""
     constraints: dict[str, str] = field(default_factory=dict)
     errors: dict[str, str] = field(default_factory=dict)
     """probe -> error line"""
@@ -149,7 +151,8 @@ class _Reader:
 
     def shell(self, command: str) -> None:
         self.truth.commands.update(sh.key_commands(command, self.root))
-        self.truth.looked.update(sh.looks(command))
+        self.truth.looked.update(sh.of_kind(command, sh.LOOK))
+        self.truth.tracker.update(sh.of_kind(command, sh.TRACKER))
         read, written = sh.file_ops(command)
         self.files(read, written)
 

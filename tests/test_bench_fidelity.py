@@ -72,7 +72,7 @@ def test_the_truth_imports_nothing_from_ctxd() -> None:
         ("./scripts/check.sh --fast", ["./scripts/check.sh --fast"]),
         ("bash -c 'make build && ./run.sh'", ["make build", "./run.sh"]),
         ("cat > /tmp/x.py << 'EOF'\nimport os\nmake all\nEOF\npython3 /tmp/x.py", ["python3 /tmp/x.py"]),
-        # git, gh and bd when they change something
+        # git when it changes something
         ('git add -A && git commit -m "Fix the parser"', ["git add -a", "fix the parser"]),  # a commit: its message
         ("git commit -m \"$(cat <<'EOF'\nfeat: add the cache\n\nA body.\nEOF\n)\"", ["feat: add the cache"]),
         ("git commit -am wip", ["git commit -am wip"]),  # a message too short to tell the commit
@@ -80,8 +80,6 @@ def test_the_truth_imports_nothing_from_ctxd() -> None:
         ("git -C /repo push origin main", ["git -c /repo push origin main"]),
         ("git stash", ["git stash"]),
         ("git tag v1.0", ["git tag v1.0"]),
-        ("gh pr create --fill", ["gh pr create --fill"]),
-        ("bd update x-1 --status in_progress", ["bd update x-1 --status in_progress"]),
         # read-only looks and file chores are not key
         ("ls -la src && cat a.py | grep foo", []),
         ("rg -n foo src; find . -name '*.py'; head -20 a.py; tail -5 b.py; wc -l c.py", []),
@@ -90,6 +88,7 @@ def test_the_truth_imports_nothing_from_ctxd() -> None:
         ("sed -n '1,80p' a.py", []),
         ("npm ls; pip show requests; python3 --version", []),
         ("bd show x-1; bd ready; gh pr view 3", []),
+        ("bd update x-1 --status in_progress; bd close x-1 --reason done; gh pr create --fill", []),  # a tracker's
         ("mkdir -p build && cp a b && rm -rf c && sed -i 's/a/b/' f.py && echo done", []),
     ],
 )
@@ -123,17 +122,19 @@ def test_a_key_command_is_kept_by_its_head_not_by_its_program_alone() -> None:
     assert fs.reason("git add src/a.py src/b.py", shortened, kept, "/repo") == fs.BUDGET
 
 
-def test_repeated_runs_with_other_filters_are_one_fact_and_looks_are_counted_apart() -> None:
+def test_repeated_runs_are_one_fact_and_looks_and_tracker_writes_are_counted_apart() -> None:
     messages = [
         bash("c1", "npm run check 2>&1 | tail -5"),
         bash("c2", "cd /repo && npm run check 2>&1 | grep error | head"),
         call("c3", "exec_command", cmd="rg -n foo src"),
         call("c4", "shell", command=["bash", "-lc", "cargo build"]),
         {"role": "bashExecution", "command": "make install", "output": "ok", "exitCode": 0},
+        bash("c5", "bd update x-1 --status in_progress && bd show x-1"),
     ]
     truth = ft.range_truth(messages)
     assert set(truth.commands) == {"npm run check", "cargo build", "make install"}
-    assert truth.looked == {"rg -n foo src"}
+    assert truth.looked == {"rg -n foo src", "bd show x-1"}
+    assert truth.tracker == {"bd update x-1 --status in_progress"}
 
 
 # --- constraints -----------------------------------------------------------------------------------------------
