@@ -171,17 +171,16 @@ def _write(path: Path, header: Mapping[str, Any], entries: Sequence[Mapping[str,
 
 
 def _cut_points(entries: Sequence[Mapping[str, Any]]) -> list[int]:
-    """Entry counts after which to compact: the last assistant message at or before each point of the path."""
+    """Entry counts after which to compact: the last assistant message at or before a third and two thirds of
+    the path, and the path's end."""
     points: list[int] = []
-    for fraction in POINTS:
+    for fraction in POINTS[:-1]:
         k = max(1, round(len(entries) * fraction))
         while k > 1 and not ((m := _message(entries[k - 1])) is not None and m.get("role") == "assistant"):
             k -= 1
-        if (m := _message(entries[k - 1])) is not None and m.get("role") == "assistant" and k not in points:
+        if (m := _message(entries[k - 1])) is not None and m.get("role") == "assistant":
             points.append(k)
-    if entries and len(entries) not in points:
-        points.append(len(entries))
-    return sorted(set(points))
+    return sorted({*points, len(entries)}) if entries else []
 
 
 async def _unbounded(
