@@ -236,6 +236,7 @@ def as_json(runs: Sequence[Run]) -> dict[str, Any]:
                 "compaction": r.point,
                 "in": r.tokens_in,
                 "out": r.tokens_out,
+                "must-keep facts": r.facts,
                 "patched": r.patched,
                 "patch only": r.patch_only,
                 "missed": {k: [{"text": t, "reason": w} for _, t, w in v] for k, v in r.reasons.items()},

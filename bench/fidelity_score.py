@@ -13,6 +13,9 @@ A missed fact of a target category gets a reason (:func:`reason`):
 - ``the failure told with another line`` (errors): what the failed call ran or touched is named in the summary,
   next to another line of its output;
 - ``not in the summary``: none of these.
+
+For ``(all so far)`` (facts of earlier ranges, :func:`carried`), the run without a size limit starts from the
+earlier summary as it was written: a fact an earlier compaction cut is ``not in the summary`` there too.
 """
 
 from __future__ import annotations

@@ -337,12 +337,14 @@ def of_kind(script: str, wanted: str) -> list[str]:
     return [" ".join(s.words) for s in simple_commands(script) if not s.piped and kind(s) == wanted]
 
 
+_GLOB = re.compile(r"[*?]|\[.*\]")
 _READERS = _names("cat nl head tail less more bat")
 
 
 def file_ops(script: str) -> tuple[list[str], list[str]]:
     """(files read, files written) by a command line: the file arguments of ``cat``/``nl``/``head``/``tail``/
-    ``sed -n`` (read), the targets of ``sed -i``, ``tee`` and output redirections (written)."""
+    ``sed -n`` (read), the targets of ``sed -i``, ``tee`` and output redirections (written); a glob names no
+    file."""
     read: list[str] = []
     written: list[str] = []
     for s in simple_commands(script):
@@ -354,4 +356,4 @@ def file_ops(script: str) -> tuple[list[str], list[str]]:
             (written if any(a.startswith("-i") for a in s.words[1:]) else read).extend(args[1:])
         elif s.program == "tee":
             written.extend(args)
-    return read, written
+    return [p for p in read if not _GLOB.search(p)], [p for p in written if not _GLOB.search(p)]

@@ -276,7 +276,7 @@ def test_files_modified_and_read_are_named_in_the_body_relative_to_the_project()
         call("c2", "Edit", file_path="/repo/src/b.py", old_string="a", new_string="b"),
         call("c3", "apply_patch", input=patch),
         bash("c4", "sed -n '1,80p' src/e.py && cat src/f.py | head -5"),
-        bash("c5", "sed -i 's/a/b/' src/g.py; echo x > out.txt"),
+        bash("c5", "sed -i 's/a/b/' src/g.py lib/*.py; echo x > out.txt"),  # a glob names no file
         call("c6", "read", path="/repo/src/b.py"),  # modified too: counted as modified only
     ]
     truth = ft.range_truth(messages, root="/repo")
