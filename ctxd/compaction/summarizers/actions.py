@@ -19,7 +19,7 @@ from ctxd.compaction.summarizers.mining import head
 from ctxd.formats.injected import ANSI_RE
 from ctxd.formats.lazy_re import lazy_compile
 
-Kind = Literal["commit", "push", "branch", "claim", "close", "show", "ready", "create", "pr", "stage"]
+Kind = Literal["commit", "push", "branch", "claim", "close", "show", "ready", "list", "create", "pr", "stage"]
 
 HEAD_CHARS = 6_000
 TAIL_CHARS = 3_000
@@ -63,7 +63,11 @@ class Action:
     branch: str = ""
     """For ``commit``: the branch it went to."""
     about: str = ""
-    """For ``show``: the item's description as the tracker printed it (its head, whitespace collapsed)."""
+    """For ``show``: the item's description as the tracker printed it (see :func:`brief`)."""
+    children: tuple[tuple[str, str, str], ...] = ()
+    """For ``list``: the items listed; for ``show``: the item's sub-items (an epic's children), ``(id, state,
+    title)``; ``state`` is the tracker's mark read as ``"closed"``, ``"in progress"``, ``"open"``, or ``""``
+    when it has none."""
 
 
 def _clip(output: str) -> str:
@@ -123,6 +127,7 @@ def _bd(sub: str, rest: str, output: str, ok: bool) -> list[Action]:
         if not text and ok:  # "✓ Closed ID: reason" when the reason was given another way
             said = re.search(r"Closed\s+\S+?:\s+(.+)", output[:2000])
             text = said.group(1).strip() if said else ""
+            text = "" if text.lower() in ("closed", "done") else text  # the tracker's word, not a reason
         return [Action("close", i, head(text, 400)) for i in ids]
     if sub == "show" and ids and ok:
         text = _clip(output)
@@ -130,11 +135,23 @@ def _bd(sub: str, rest: str, output: str, ok: bool) -> list[Action]:
         for ref in ids:
             block = _show_block(text, ref, len(ids) == 1)
             title = _SHOW_TITLE_RE.search(block, 0, 600)
-            shown.append(Action("show", ref, head(title.group(2), 200) if title else "", about=_description(block)))
+            shown.append(
+                Action(
+                    "show",
+                    ref,
+                    head(title.group(2), 200) if title else "",
+                    about=_description(block),
+                    children=_children(block),
+                )
+            )
         return shown
     if sub == "ready" and ok:
         items = tuple((m.group(1), head(m.group(2), 200)) for m in _READY_LINE_RE.finditer(_clip(output)))
         return [Action("ready", items=items)] if items else []
+    if sub == "list" and ok:
+        lines = _LIST_LINE_RE.finditer(_clip(output))
+        listed = tuple((m.group(2), _MARKS.get(m.group(1), ""), head(m.group(3), 160)) for m in lines)
+        return [Action("list", children=listed)] if listed else []
     if sub == "create" and ok:
         created = re.search(r"(?:Created issue|created)[:\s]+" + _TRACKER_ID, output[:2000])
         return [Action("create", created.group(1) if created else "", head(rest, 200))]
@@ -156,18 +173,38 @@ def _show_block(text: str, ref: str, only: bool) -> str:
     return text[start.start() : start.end() + (following.start() if following else len(rest))]
 
 
+_CHILD_RE = lazy_compile(r"^\s*↳\s*(?:(\S)\s+)?" + _TRACKER_ID + r":\s+(.+?)(?:\s+●\s+P\d)?\s*$", re.M)
+_MARKS = {"✓": "closed", "◐": "in progress", "○": "open"}
+_LIST_LINE_RE = lazy_compile(
+    r"^\s*(\S)\s+" + _TRACKER_ID + r"\s+(?:\[[^\]]*\]\s+)*-\s+(.+?)(?:\s+\((?:blocked by|blocks):[^)]*\))?\s*$", re.M
+)
+MAX_CHILDREN = 30
+
+
+def _children(block: str) -> tuple[tuple[str, str, str], ...]:
+    """The sub-items a ``show`` lists in its CHILDREN section (``↳ ○ id: title ● P1``)."""
+    start = block.find("\nCHILDREN\n")
+    if start < 0:
+        return ()
+    body = block[start + len("\nCHILDREN\n") :]
+    end = _SECTION_RE.search(body)
+    body = body[: end.start()] if end is not None else body
+    found = [(m.group(2), _MARKS.get(m.group(1) or "", ""), head(m.group(3), 160)) for m in _CHILD_RE.finditer(body)]
+    return tuple(found[:MAX_CHILDREN])
+
+
 _KEY_PART_RE = lazy_compile(
     r"accept|success|criteria|no-?gos?|constraint|definition of done|requirement|must|rabbit|scope|out of scope",
     re.I,
 )
 """Headings of a description's parts that bind the work (kept whole when the rest is cut)."""
-KEY_PARTS_CHARS = 1_600
+ABOUT_CHARS = 8_000
+"""Of a description, at most this much is kept (readers take a :func:`brief` of it)."""
 
 
 def _description(text: str) -> str:
-    """The DESCRIPTION section of a tracker's ``show`` output (up to its next all-caps section), its lines joined:
-    its head, then the parts that bind the work (acceptance, success criteria, constraints, no-gos, definition
-    of done) when the head did not already hold them."""
+    """The DESCRIPTION section of a tracker's ``show`` output (up to its next all-caps section): one line per
+    part (the text before its first markdown heading, then ``Heading: text`` for each), for :func:`brief`."""
     start = text.find("\nDESCRIPTION\n")
     if start < 0:
         return ""
@@ -175,23 +212,39 @@ def _description(text: str) -> str:
     end = _SECTION_RE.search(body)
     if end is not None:
         body = body[: end.start()]
-    parts: list[tuple[str, list[str]]] = [("", [])]
+    parts: list[list[str]] = [[]]
     for raw in body.splitlines():
         line = raw.strip()
         if not line or line == "---":
             continue
         heading = re.match(r"^#{1,6}\s+(.*)$", line)
         if heading:
-            parts.append((heading.group(1).rstrip(":"), [heading.group(1).rstrip(":") + ":"]))
+            parts.append([heading.group(1).rstrip(":") + ":"])
         else:
-            parts[-1][1].append(line)
-    whole = " ".join(line for _, lines in parts for line in lines)
-    if len(whole) <= ABOUT_CHARS:
+            parts[-1].append(line)
+    return "\n".join(" ".join(lines) for lines in parts if lines)[:ABOUT_CHARS]
+
+
+def brief(about: str, limit: int) -> str:
+    """A description (see :func:`_description`) in one line of at most ``limit`` characters: whole when it
+    fits; else the parts that bind the work (acceptance and success criteria, constraints, no-gos, definition
+    of done) kept whole up to two thirds of ``limit``, after the head of the rest."""
+    parts = [part for part in about.split("\n") if part.strip()]
+    whole = " ".join(parts)
+    if len(whole) <= limit:
         return whole
-    out = head(whole, ABOUT_CHARS)
-    key = " ".join(" ".join(lines) for title, lines in parts if title and _KEY_PART_RE.search(title))
-    kept = key[: max(0, ABOUT_CHARS - 40)] if key and key[:60] in out else key
-    return out + (" … " + head(kept, KEY_PARTS_CHARS) if kept and kept[:60] not in out else "")
+    key = [n for n, part in enumerate(parts) if n and _KEY_PART_RE.search(part.split(":", 1)[0])]
+    kept: list[str] = []
+    room = limit * 2 // 3
+    for n in key:
+        text = head(parts[n], room)
+        if len(text) < min(60, len(parts[n])):
+            break  # no room left for a useful part of it
+        kept.append(text)
+        room -= len(text) + 1
+    used = sum(len(text) + 1 for text in kept)
+    rest = head(" ".join(p for n, p in enumerate(parts) if n not in key), limit - used)
+    return " ".join([rest, *kept])
 
 
 def _gh(noun: str, verb: str, rest: str, output: str, ok: bool) -> list[Action]:
@@ -200,7 +253,7 @@ def _gh(noun: str, verb: str, rest: str, output: str, ok: bool) -> list[Action]:
     if noun == "issue" and verb in ("view", "develop") and ref and ok:
         title = _GH_TITLE_RE.search(output[:4000])
         body = output.split("\n--\n", 1)[1] if "\n--\n" in output[:4000] else ""
-        about = head(" ".join(body[:4000].split()), ABOUT_CHARS)
+        about = " ".join(body[:ABOUT_CHARS].split())
         kind: Kind = "claim" if verb == "develop" else "show"
         return [Action(kind, ref, head(title.group(1), 200) if title else "", about=about)]
     if noun == "issue" and verb == "close" and ref:

@@ -1,7 +1,8 @@
 """The offline summary as a document: its sections, read back from text, merged with an earlier one, rendered.
 
 Owns the layout a resuming agent reads, in this order: ``## State now`` (the task under way, what is not
-committed, what still fails, the last step, what comes next), ``## Goal``, ``## What the user said``,
+committed, what still fails, the last step, what comes next), ``## Goal``, ``## Sub-items of the work`` (an
+epic's items as its tracker lists them, each with its state now), ``## What the user said``,
 ``## Constraints & Preferences``, ``## Plan (open items)``, ``## Tasks`` (one ``### T<n> · ...`` block per
 task, oldest first), ``## How to build, test and run``, ``## Files``, sections it does not know (kept verbatim),
 and ``## Recall`` (how to read what the summary leaves out).
@@ -27,6 +28,7 @@ GOAL_TITLE = "Goal"
 SAID_TITLE = "What the user said (oldest first)"
 CONSTRAINTS_TITLE = "Constraints & Preferences"
 PLAN_TITLE = "Plan (open items)"
+ITEMS_TITLE = "Sub-items of the work (tracker's list; state now)"
 TASKS_TITLE = "Tasks (oldest first)"
 COMMANDS_TITLE = "How to build, test and run"
 FILES_TITLE = "Files"
@@ -61,6 +63,8 @@ class Task:
 class SummaryDoc:
     state: list[str] = attrs.field(factory=list)
     goal: list[str] = attrs.field(factory=list)
+    items: list[str] = attrs.field(factory=list)
+    """The sub-items of the work with their state (``<id> [<state>] <title> (of <parent>)``)."""
     said: list[str] = attrs.field(factory=list)
     constraints: list[str] = attrs.field(factory=list)
     plan: list[str] = attrs.field(factory=list)
@@ -106,6 +110,7 @@ def _split(text: str, marker: str) -> list[tuple[str, str]]:
 _KEYS = (
     ("state", "state now"),
     ("goal", "goal"),
+    ("items", "sub-items of the work"),
     ("said", "what the user said"),
     ("constraints", "constraints"),
     ("plan", "plan (open items)"),
@@ -301,12 +306,17 @@ def merge(old: SummaryDoc, new: SummaryDoc, *, continued: bool = False) -> Summa
         superseded = ("Agent's last note", "Agent's report", "Details: ")
         lines = [line for line in last.lines if not line.startswith(superseded)]
         lines += [line for line in first.lines if not line.startswith("Details: ") and line not in lines]
+        files = [n for n, line in enumerate(lines) if line.startswith("Files: ")]
+        if len(files) > 1:  # one line for the files of both parts
+            joined = "Files: " + "; ".join(lines[n].removeprefix("Files: ") for n in files)
+            lines = [joined if n == files[0] else line for n, line in enumerate(lines) if n not in files[1:]]
         lines.extend(_details(last.lines, first.lines))
         tasks[-1] = Task(first.heading, lines)
     tasks.extend(fresh)
     return SummaryDoc(
         state=new.state,  # what an earlier range left open was carried into the new one by its episodes
         goal=goal + cap(dedupe(later), 3),
+        items=new.items or old.items,  # the new range began from the old list (see offline._carried)
         said=dedupe(old.said + new.said),
         constraints=cap(dedupe(old.constraints + new.constraints), 150, head=30),
         plan=new.plan or old.plan,
@@ -353,6 +363,7 @@ def render(doc: SummaryDoc) -> str:
 
     add(STATE_TITLE, doc.state)
     add(GOAL_TITLE, doc.goal)
+    add(ITEMS_TITLE, doc.items)
     add(SAID_TITLE, doc.said)
     add(CONSTRAINTS_TITLE, doc.constraints)
     add(PLAN_TITLE, doc.plan)

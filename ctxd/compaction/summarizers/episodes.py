@@ -30,6 +30,7 @@ import attrs
 from ctxd.compaction.fileops import tool_kind
 from ctxd.compaction.shell import command_matters, looks_only, parse_shell
 from ctxd.compaction.summarizers.actions import Action, actions_of, segments
+from ctxd.compaction.summarizers.artifacts import DEF_CHARS, MAX_NAMES, added_names
 from ctxd.compaction.summarizers.calls import Call
 from ctxd.compaction.summarizers.facts import Facts, scan
 from ctxd.compaction.summarizers.mining import (
@@ -55,31 +56,6 @@ from ctxd.formats.lazy_re import lazy_compile
 
 Message = Mapping[str, Any]
 
-_DEF_RE = lazy_compile(
-    r"^\s*(?:export\s+)?(?:default\s+)?(?:pub(?:\([\w:]+\))?\s+)?(?:async\s+)?(?:static\s+)?"
-    r"(defmodule|defprotocol|defimpl|defmacrop?|defp?|defstruct|class|interface|trait|struct|enum|fn|func|"
-    r"function\*?|module|type|impl|object|record|protocol)\s+([A-Za-z_][\w.?!]*)",
-    re.M,
-)
-_CONST_RE = lazy_compile(
-    r"^\s*(?:@([a-z][a-z0-9_]{2,40})\s+([0-9][\d_.]*|:[a-z_]+|\"[^\"\n]{1,40}\")\s*$|"
-    r"(?:export\s+)?(?:(?:pub\s+)?const|static|final|let|var)?\s*([A-Z][A-Z0-9_]{2,40})\s*(?::\s*[\w\[\]<>, ]+)?\s*"
-    r"[:=]\s*([0-9][\d_.]*|\"[^\"\n]{1,40}\"|'[^'\n]{1,40}')\s*[;,]?\s*$)",
-    re.M,
-)
-_DSL_RE = lazy_compile(r"^\s*([a-z_]+) :([a-z_][\w?!]*)(?:,[^\n]*)? do\s*$", re.M)
-"""A named block of a DSL (``computer :transcript_view do``, ``resource :user do``)."""
-_MAY_DEFINE_RE = lazy_compile(
-    r"\b(?:def|defp|defmodule|class|interface|trait|struct|enum|fn|func|function|module|type|impl|object|record|"
-    r"protocol|const|static|final|let|var)\b|@[a-z]|^\s*[A-Z][A-Z0-9_]{2,}\s*[:=]|^\s*[a-z_]+ :[a-z_]\w* do\s*$",
-    re.M,
-)
-"""A text that may define something (a cheap test before :func:`definitions`)."""
-_SKIP_ATTRS = frozenset({"moduledoc", "doc", "spec", "impl", "type", "typep", "callback", "behaviour", "derive"})
-DEF_CHARS = 60_000
-"""Only this many characters of a written file are read for its definitions."""
-MAX_DEFS = 10
-MAX_CONSTS = 4
 TODO_TOOLS = frozenset({"todowrite", "writetodos", "todo"})
 PLAN_TOOLS = frozenset({"updateplan"})
 PLAN_MODE_TOOLS = frozenset({"exitplanmode"})
@@ -238,6 +214,9 @@ class Story:
     """Items claimed and then worked on through their sub-items (an epic): id -> title."""
     about: dict[str, str] = attrs.field(factory=dict)
     """Tracker item descriptions by id, as shown (their head)."""
+    children: dict[str, list[tuple[str, str, str]]] = attrs.field(factory=dict)
+    """The sub-items of each item shown with some (an epic's children), ``(id, state, title)``, as last shown
+    (or as an earlier summary left them): ``state`` is the tracker's, before what this range did to them."""
     branch: str = ""
     """The git branch of the newest commit or branch made."""
     last_text: str = ""
@@ -272,37 +251,9 @@ class Story:
         return list(out.values())
 
 
-def definitions(text: str) -> list[str]:
-    """The definitions in a file's text: functions, modules, classes (by name) and constants with a literal
-    value (``@ttl 90``, ``MAX_SIZE = 10``), at most :data:`MAX_DEFS` + :data:`MAX_CONSTS`."""
-    body = text[:DEF_CHARS]
-    names: list[str] = []
-    seen: set[str] = set()
-    for match in _DEF_RE.finditer(body):
-        name = match.group(2)
-        if name not in seen:
-            seen.add(name)
-            names.append(name)
-        if len(names) >= MAX_DEFS:
-            break
-    for match in _DSL_RE.finditer(body):
-        label = f"{match.group(1)} :{match.group(2)}"
-        if match.group(1) not in ("describe", "test", "it", "context", "setup") and label not in seen:
-            seen.add(label)
-            names.append(label)
-        if len(names) >= MAX_DEFS + 2:
-            break
-    consts: list[str] = []
-    for match in _CONST_RE.finditer(body):
-        name = match.group(1) or match.group(3)
-        value = match.group(2) or match.group(4)
-        if not name or name in _SKIP_ATTRS or name in seen:
-            continue
-        seen.add(name)
-        consts.append(f"{'@' if match.group(1) else ''}{name} {value}")
-        if len(consts) >= MAX_CONSTS:
-            break
-    return names + consts
+def _ordinal(ref: str) -> tuple[int, ...]:
+    """A sub-item's place among its parent's (``x.10`` after ``x.9``)."""
+    return tuple(int(part) for part in re.findall(r"(?<=\.)\d+", ref))
 
 
 def _key(core: str) -> str:
@@ -407,6 +358,8 @@ class Carried:
     failing: list[tuple[str, str]] = attrs.field(factory=list)
     task: tuple[str, str] | None = None
     """``(refs, title)``: the items (``A + B`` when claimed together) and title of the task left under way."""
+    children: dict[str, list[tuple[str, str, str]]] = attrs.field(factory=dict)
+    """The sub-items it listed (see :attr:`Story.children`)."""
 
 
 class _Builder:
@@ -432,8 +385,9 @@ class _Builder:
         """What ``git add`` named since the last commit (a commit takes those files only)."""
         self.changing: str | None = None
         """The file the assistant message being read changes (its text then says what the change is)."""
-        self.change_text = ""
-        """What that message's changes write (a note naming what they do not hold is not what they did)."""
+        self.change_args: list[Any] = []
+        """The arguments of that message's changes: what they write is read when its text says what it does (a
+        note naming what they do not hold is not what they did)."""
         if carried is not None and carried.task is not None:
             refs, title = carried.task
             ref, *also = [r.strip() for r in refs.split(" + ")] if refs else [""]
@@ -443,6 +397,7 @@ class _Builder:
             )
             self.story.episodes.append(self.episode)
         if carried is not None:
+            self.story.children = {ref: list(items) for ref, items in carried.children.items()}
             self.story.uncommitted = dict.fromkeys(carried.uncommitted, "modified")
             self.story.git = bool(carried.uncommitted)
             for command, line in carried.failing:
@@ -520,8 +475,7 @@ class _Builder:
         episode.answered = False
         if call.ops and any(op != "read" for op, _ in call.ops):
             self.changing = call.ops[0][1]
-            changed = _new_text(call.arguments)
-            self.change_text = f"{self.change_text}\n{changed}" if self.change_text else changed
+            self.change_args.append(call.arguments)
         kind = tool_kind(call.name)
         arguments = call.arguments
         if kind in TODO_TOOLS or kind in PLAN_TOOLS:
@@ -543,11 +497,12 @@ class _Builder:
         if said:
             self.said_text(episode, text)
             if self.changing and len(episode.work) < MAX_WORK:
-                step = _work_note(text, f"{self.changing}\n{self.change_text}")
+                written = "\n".join(_new_text(arguments) for arguments in self.change_args)
+                step = _work_note(text, f"{self.changing}\n{written}")
                 if step and step not in episode.work:
                     episode.work.append(step)
         self.changing = None
-        self.change_text = ""
+        self.change_args = []
         episode.answered = not called and said
         self.story.ended_in_answer = episode.answered
         ids = self.ids
@@ -689,11 +644,11 @@ class _Builder:
                     if len(problems) < 6:
                         problems.append(f"changed {path.rsplit('/', 1)[-1]}")
             if kind != "deleted" and (type(arguments) is dict or isinstance(arguments, Mapping)):
-                added = _added_definitions(arguments)
+                added = added_names(path, arguments)
                 if added:
                     known = episode.defs.setdefault(path, [])
                     known.extend(d for d in added if d not in known)
-                    del known[MAX_DEFS + MAX_CONSTS :]
+                    del known[MAX_NAMES:]
 
     def command(self, index: int, episode: Episode, command: str, output: str, ok: bool) -> None:
         story = self.story
@@ -740,6 +695,8 @@ class _Builder:
                 story.trackers[action.ref] = action.text
             if action.about:
                 story.about[action.ref] = action.about
+            if action.children:
+                story.children[action.ref] = list(action.children)
             if episode.ref == action.ref and not episode.title:
                 episode.title = action.text
         elif kind == "claim":
@@ -757,6 +714,18 @@ class _Builder:
             story.ready = [item for item in story.ready if item[0] != action.ref]
         elif kind == "ready":
             story.ready = [item for item in action.items if item[0] not in story.closed_refs]
+        elif kind == "list":
+            for ref, state, title in action.children:
+                story.trackers.setdefault(ref, title)
+                parent = ref.rpartition(".")[0]
+                children = story.children.get(parent)
+                if children is not None:  # a sub-item made since its parent was shown, or its state now
+                    known = next((n for n, child in enumerate(children) if child[0] == ref), None)
+                    if known is None:
+                        children.append((ref, state, title))
+                        children.sort(key=lambda child: _ordinal(child[0]))
+                    elif state:
+                        children[known] = (ref, state, title)
         elif kind == "stage":
             self.staged.extend(action.text.split())
         elif kind == "commit" and action.ref:
@@ -992,23 +961,6 @@ def _commit(uncommitted: dict[str, str], staged: list[str]) -> None:
             path == s or path.endswith("/" + s) or ("/" + s + "/") in path or path.startswith(s + "/") for s in specs
         ):
             del uncommitted[path]
-
-
-def _added_definitions(arguments: Mapping[str, Any]) -> list[str]:
-    """Definitions a write or edit adds: those of the new text that the old text did not have."""
-    new = arguments.get("content") or arguments.get("new_string") or arguments.get("newText") or ""
-    old = arguments.get("old_string") or arguments.get("oldText") or ""
-    edits = arguments.get("edits")
-    if isinstance(edits, list):
-        new = "\n".join(str(e.get("new_string") or e.get("newText") or "") for e in edits if isinstance(e, Mapping))
-        old = "\n".join(str(e.get("old_string") or e.get("oldText") or "") for e in edits if isinstance(e, Mapping))
-    if not isinstance(new, str) or not new or _MAY_DEFINE_RE.search(new) is None:
-        return []
-    found = definitions(new)
-    if not found or not isinstance(old, str) or not old:
-        return found
-    before = set(definitions(old))
-    return [d for d in found if d not in before]
 
 
 def scan_story(

@@ -24,6 +24,7 @@ import attrs
 
 from ctxd.compaction.fileops import project_root, strip_file_blocks
 from ctxd.compaction.summarizers import plans, sections, story
+from ctxd.compaction.summarizers.actions import brief
 from ctxd.compaction.summarizers.base import Progress, SummaryRequest, SummaryResult, report
 from ctxd.compaction.summarizers.document import (
     EARLIER_TITLE,
@@ -49,9 +50,10 @@ DEFAULT_MAX_TOKENS = 5_000
 """The largest summary, in tokens, by default: what the agents' own summaries take."""
 SHARE = 0.10
 """A summary takes about this share of what it replaces (up to its maximum)."""
-MIN_CHARS = 4_000
+MIN_CHARS = 6_000
 """The smallest budget (the state, the goal and the current task take most of it), unless the range itself is
-smaller: a summary never takes more than three quarters of what it replaces."""
+smaller (a summary never takes more than three quarters of what it replaces) or the maximum is small (at most
+half of it)."""
 NOT_STARTED_TITLE = "Tracker items shown, not started"
 
 
@@ -123,7 +125,7 @@ class OfflineSummarizer:
     def budget(self, request: SummaryRequest) -> int:
         """The summary's size limit in characters (see the module docstring): the file lists the engine appends
         (``request.file_context``) count against the maximum."""
-        largest = max(MIN_CHARS, self.max_chars - len(request.file_context or ""))
+        largest = max(min(MIN_CHARS, self.max_chars // 2), self.max_chars - len(request.file_context or ""))
         if not self.scale:
             return largest
         replaced = self.input_chars(request, int(self.max_chars / SHARE) + 1)
@@ -186,7 +188,11 @@ class OfflineSummarizer:
                 if ref in goal and not any(e.ref == ref for e in told.episodes):
                     goal_refs.add(ref)
                     title = told.trackers.get(ref, "")
-                    doc.goal.append(f"{ref}{' (' + title + ')' if title else ''}: {head(about, GOAL_ABOUT_CHARS)}")
+                    doc.goal.append(f"{ref}{' (' + title + ')' if title else ''}: {brief(about, GOAL_ABOUT_CHARS)}")
+        doc.items = [
+            f"{ref} [{state}] {short(title, 160)} (of {parent})"
+            for parent, ref, state, title in story.sub_items(told, current)
+        ]
         doc.said = [short(text, 400) for _, text in told.said]
         sections.constraints(doc, facts, max(3_000, budget // 5))
         if found_plan is not None:
@@ -200,7 +206,7 @@ class OfflineSummarizer:
             doc.extra.append(
                 (
                     NOT_STARTED_TITLE,
-                    "\n".join(f"- {ref}{' ' + _quote(t) if t else ''}: {head(a, 500)}" for ref, t, a in waiting[-8:]),
+                    "\n".join(f"- {ref}{' ' + _quote(t) if t else ''}: {brief(a, 600)}" for ref, t, a in waiting[-8:]),
                 )
             )
         git = told.git or told.commits > 0
@@ -275,6 +281,7 @@ def _root_of(earlier: SummaryDoc | None) -> str | None:
     return next((m.group(1) for m in map(_ROOT_RE.match, earlier.files) if m), None)
 
 
+_SUB_ITEM_RE = re.compile(r"^(\S+) \[([^\]]*)\] (.*) \(of (\S+)\)$")
 _HEADING_RE = re.compile(r"^T\d+ · (?:(?P<ref>[^·\[]+?) · )?(?P<title>.*?) \[(?P<state>[^\]]*)\]$")
 
 
@@ -300,9 +307,14 @@ def _carried(earlier: SummaryDoc | None) -> Carried | None:
     heading = _HEADING_RE.match(earlier.tasks[-1].heading) if earlier.tasks else None
     if heading is not None and not _FINISHED_RE.search(heading.group("state")):
         task = ((heading.group("ref") or "").strip(), heading.group("title").strip())
-    if not uncommitted and not failing and task is None:
+    children: dict[str, list[tuple[str, str, str]]] = {}
+    for item in earlier.items:
+        found = _SUB_ITEM_RE.match(item)
+        if found is not None:
+            children.setdefault(found.group(4), []).append((found.group(1), found.group(2), found.group(3)))
+    if not uncommitted and not failing and task is None and not children:
         return None
-    return Carried(uncommitted, failing, task)
+    return Carried(uncommitted, failing, task, children)
 
 
 _FINISHED_RE = re.compile(r"\bclosed\b|^answered|left for the next task|^done|as it stood then")
@@ -353,7 +365,7 @@ def fit(
             total += _size(after) - _size(before)
             if total <= budget:
                 return render(doc)
-    for shrink in (_cut_lists, _cut_said, _drop_old_tasks, _cut_current):
+    for shrink in (_cut_lists, _cut_said, _drop_old_tasks, _cut_goal, _cut_current, _cut_all_tasks):
         shrink(doc)
         text = render(doc)
         if len(text) <= budget:
@@ -472,6 +484,20 @@ def _cut_said(doc: SummaryDoc) -> None:
 
 def _drop_old_tasks(doc: SummaryDoc) -> None:
     _fold_old_tasks(doc, 7)
+
+
+def _cut_goal(doc: SummaryDoc) -> None:
+    """The goal's descriptions to their head, and of the sub-items only those not closed (with a count)."""
+    doc.goal = [doc.goal[0], *(short(g, 700) for g in doc.goal[1:])] if doc.goal else []
+    closed = [item for item in doc.items if " [closed" in item]
+    if len(closed) > 2:
+        doc.items = [f"({len(closed)} closed: {', '.join(i.split(' ', 1)[0] for i in closed)})"] + [
+            item for item in doc.items if item not in closed
+        ]
+
+
+def _cut_all_tasks(doc: SummaryDoc) -> None:
+    doc.tasks = [_condensed(task, story.DETAIL_LEVELS - 1) for task in doc.tasks]
 
 
 def _cut_current(doc: SummaryDoc) -> None:

@@ -16,6 +16,7 @@ from collections import Counter
 from collections.abc import Sequence
 
 from ctxd.compaction.fileops import relative
+from ctxd.compaction.summarizers.actions import brief
 from ctxd.compaction.summarizers.commands import command_text, explored, mattering
 from ctxd.compaction.summarizers.document import Task
 from ctxd.compaction.summarizers.episodes import Episode, Problem, Story, note
@@ -156,7 +157,8 @@ def task_block(
         each = (600, 300, 200)[level]
         lines.append("Asked: " + " / ".join(_quote(a, each) for a in asked[:3]))
     if about and level < 2:
-        lines.append("Tracker's description: " + head(about, (900, 300)[level]))
+        # The task under way's description is its spec: what is still to do is in it.
+        lines.append("Tracker's description: " + brief(about, ((2_400 if current else 900), 300)[level]))
     if episode.steps:
         marks = [f"{STEP_MARKS.get(status.lower().replace(' ', ''), '○')} {text}" for status, text in episode.steps]
         lines.append("Steps: " + "; ".join(marks[: (12, 8, 5)[level]]))
@@ -238,11 +240,41 @@ def state_now(story: Story, facts: Facts, root: str | None, plan_next: str | Non
     said_next = " ".join(facts.plan)
     if story.last_note and current is not None and not story.ended_in_answer and story.last_note not in said_next:
         lines.append("Agent's last note: " + _quote(story.last_note, 300))
-    lines.extend(next_steps(story, facts, plan_next))
+    lines.extend(next_steps(story, facts, plan_next, number))
     return lines
 
 
-def next_steps(story: Story, facts: Facts, plan_next: str | None) -> list[str]:
+def sub_items(story: Story, number: int) -> list[tuple[str, str, str, str]]:
+    """The sub-items of the work (an epic's children), ``(parent, id, state, title)``: the state is what this
+    range did to them (closed, under way, worked on), else the tracker's as last shown. ``number`` is the
+    current task's (the tasks are told as ``T<n>``)."""
+    first = number - len(story.episodes) + 1
+    worked: dict[str, int] = {}
+    for n, episode in enumerate(story.episodes):
+        for ref in (episode.ref, *episode.also):
+            if ref:
+                worked[ref] = first + n
+    current = story.current
+    out: list[tuple[str, str, str, str]] = []
+    for parent, children in story.children.items():
+        for ref, shown, title in children:
+            task = worked.get(ref)
+            where = f", T{task}" if task is not None else ""
+            if ref in story.closed_refs:
+                state = "closed" + where
+            elif task is not None and current is not None and ref in (current.ref, *current.also):
+                state = "closed" + where if current.closed is not None else f"under way{where}"
+            elif task is not None:
+                state = f"worked on{where}, not closed"
+            elif shown.startswith("under way"):  # as an earlier summary left it; no task here goes on with it
+                state = shown.replace("under way", "worked on", 1) + ", not closed"
+            else:
+                state = shown or "open"
+            out.append((parent, ref, state, title))
+    return out
+
+
+def next_steps(story: Story, facts: Facts, plan_next: str | None, number: int = 0) -> list[str]:
     """What comes next: the task under way (with its open steps), the plan's next open item, the tracker's
     ready items, the agent's last stated plan. Each is a whole sentence a resuming agent can act on."""
     out: list[str] = []
@@ -258,6 +290,12 @@ def next_steps(story: Story, facts: Facts, plan_next: str | None) -> list[str]:
     if ready:
         items = "; ".join(f"{ref} {_quote(title, 90)}" for ref, title in ready[:5])
         out.append(f"Tracker's ready items (as last listed, closed ones removed): {items}")
+    under_way = current is not None and current.closed is None and not story.ended_in_answer
+    if not under_way and not ready:
+        for parent, ref, state, title in sub_items(story, number):
+            if state.startswith(("open", "in progress")):
+                out.append(f"Next item of {parent} (the first not closed as listed): {ref} {_quote(title, 120)}")
+                break
     if facts.plan:
         out.append("The agent's last stated plan: " + " ".join(_quote(s, 200) for s in facts.plan[:3]))
     if current is not None and story.ended_in_answer and not out:

@@ -1,0 +1,191 @@
+"""What a change writes into a file, as a resuming agent needs it named: the definitions it adds (functions,
+modules, classes, constants with their value, a DSL's named blocks) and the values other programs and people
+depend on (dependencies with their versions, the event names, routes, headers, topics and environment variables
+the code exchanges, the settings a configuration file gains).
+
+Owns reading a write's or an edit's text for those names; only what the new text has and the old text did not
+is told (an edit that moves code adds nothing). Pure and bounded: at most :data:`DEF_CHARS` of a text are read.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from ctxd.formats.lazy_re import lazy_compile
+
+_DEF_RE = lazy_compile(
+    r"^\s*(?:export\s+)?(?:default\s+)?(?:pub(?:\([\w:]+\))?\s+)?(?:async\s+)?(?:static\s+)?"
+    r"(defmodule|defprotocol|defimpl|defmacrop?|defp?|defstruct|class|interface|trait|struct|enum|fn|func|"
+    r"function\*?|module|type|impl|object|record|protocol)\s+([A-Za-z_][\w.?!]*)",
+    re.M,
+)
+_CONST_RE = lazy_compile(
+    r"^\s*(?:@([a-z][a-z0-9_]{2,40})\s+([0-9][\d_.]*|:[a-z_]+|\"[^\"\n]{1,40}\")\s*$|"
+    r"(?:export\s+)?(?:(?:pub\s+)?const|static|final|let|var)?\s*([A-Z][A-Z0-9_]{2,40})\s*(?::\s*[\w\[\]<>, ]+)?\s*"
+    r"[:=]\s*([0-9][\d_.]*|\"[^\"\n]{1,40}\"|'[^'\n]{1,40}')\s*[;,]?\s*$)",
+    re.M,
+)
+_DSL_RE = lazy_compile(r"^\s*([a-z_]+) :([a-z_][\w?!]*)(?:,[^\n]*)? do\s*$", re.M)
+"""A named block of a DSL (``computer :transcript_view do``, ``resource :user do``)."""
+_MAY_DEFINE_RE = lazy_compile(
+    r"\b(?:def|defp|defmodule|class|interface|trait|struct|enum|fn|func|function|module|type|impl|object|record|"
+    r"protocol|const|static|final|let|var)\b|@[a-z]|^\s*[A-Z][A-Z0-9_]{2,}\s*[:=]|^\s*[a-z_]+ :[a-z_]\w* do\s*$",
+    re.M,
+)
+"""A text that may define something (a cheap test before :func:`definitions`)."""
+_SKIP_ATTRS = frozenset({"moduledoc", "doc", "spec", "impl", "type", "typep", "callback", "behaviour", "derive"})
+DEF_CHARS = 60_000
+"""Only this many characters of a written file are read for its definitions."""
+MAX_DEFS = 10
+MAX_CONSTS = 4
+MAX_NAMES = 24
+"""At most this many names are kept per file and task (definitions, dependencies, settings, literals)."""
+
+
+def definitions(text: str) -> list[str]:
+    """The definitions in a file's text: functions, modules, classes (by name) and constants with a literal
+    value (``@ttl 90``, ``MAX_SIZE = 10``), at most :data:`MAX_DEFS` + :data:`MAX_CONSTS`."""
+    body = text[:DEF_CHARS]
+    names: list[str] = []
+    seen: set[str] = set()
+    for match in _DEF_RE.finditer(body):
+        name = match.group(2)
+        if name not in seen:
+            seen.add(name)
+            names.append(name)
+        if len(names) >= MAX_DEFS:
+            break
+    for match in _DSL_RE.finditer(body):
+        label = f"{match.group(1)} :{match.group(2)}"
+        if match.group(1) not in ("describe", "test", "it", "context", "setup") and label not in seen:
+            seen.add(label)
+            names.append(label)
+        if len(names) >= MAX_DEFS + 2:
+            break
+    consts: list[str] = []
+    for match in _CONST_RE.finditer(body):
+        name = match.group(1) or match.group(3)
+        value = match.group(2) or match.group(4)
+        if not name or name in _SKIP_ATTRS or name in seen:
+            continue
+        seen.add(name)
+        consts.append(f"{'@' if match.group(1) else ''}{name} {value}")
+        if len(consts) >= MAX_CONSTS:
+            break
+    return names + consts
+
+
+_DEP_RE = lazy_compile(
+    r"\{:([a-z_]\w*),\s*\"([^\"\n]{1,30})\"|"  # mix: {:dep, "~> 1.5"}
+    r"^\s*\"(@?[\w.-]+(?:/[\w.-]+)?)\"\s*:\s*\"([\^~>=<]*\s*\d[\w.+-]*)\"|"  # package.json: "dep": "^1.2.3"
+    r"^\s*\"?([A-Za-z][\w.-]*)(?:\[[\w,]+\])?\s*(==|>=|~=|<=|~>)\s*([\d][\w.*]*)|"  # requirements, pyproject
+    r"^\s*([a-z][\w-]*)\s*=\s*(?:\{\s*version\s*=\s*)?\"([\^~>=<]*\d[\w.+-]*)\"",  # Cargo.toml
+    re.M,
+)
+_LITERAL_RE = lazy_compile(r"(?<![\w\\])([\"'`])([A-Za-z/][\w.:/-]{2,60})\1")
+_NAMING_RE = lazy_compile(r"[_:/.-]|^[A-Z][A-Z0-9_]+$")
+"""A literal that names something (``terminal_scrolled``, ``/api/hooks``, ``x-trace-id``, ``OTEL_ENDPOINT``);
+a plain word (``ok``, ``error``) is not told."""
+_NOT_NAMING_RE = lazy_compile(
+    r"^(?:https?:|\./|\.\./)|\.(?:ex|exs|py|ts|js|tsx|jsx|rs|go|rb|md|json|css|html?|svg|png)$|^\w+\.\w+\(|//"
+)
+_CLASS_ATTR_RE = lazy_compile(r"(?:class|className|style|id)=\s*$")
+_CONFIG_PATH_RE = lazy_compile(r"(?:^|/)(?:config|conf|settings)/|\.(?:env|ya?ml|toml|ini|conf|cfg)$|(?:^|/)\.env")
+MAX_NAMED = 8
+MAX_SETTINGS = 4
+
+
+def _dependencies(text: str) -> list[str]:
+    out: list[str] = []
+    if '"' not in text and "=" not in text:
+        return out
+    for match in _DEP_RE.finditer(text):
+        groups = [g for g in match.groups() if g is not None]
+        if len(groups) == 3:  # name, operator, version
+            out.append(f"{groups[0]} {groups[1]}{groups[2]}")
+        elif len(groups) == 2:
+            out.append(f"{groups[0]} {groups[1].strip()}")
+    return out
+
+
+def _literals(text: str) -> list[str]:
+    out: list[str] = []
+    if '"' not in text and "'" not in text and "`" not in text:
+        return out
+    for match in _LITERAL_RE.finditer(text):
+        value = match.group(2)
+        if not _NAMING_RE.search(value) or _NOT_NAMING_RE.search(value):
+            continue
+        if _CLASS_ATTR_RE.search(text, max(0, match.start() - 12), match.start()):
+            continue
+        out.append(f'"{value}"')
+    return out
+
+
+_OPENERS = {"[": "]", "{": "}", "(": ")"}
+
+
+def _statements(text: str) -> list[str]:
+    """The lines of ``text`` with a statement that goes on over several lines joined into one (open brackets, a
+    trailing comma or backslash), whitespace collapsed."""
+    out: list[str] = []
+    current: list[str] = []
+    depth = 0
+    for raw in text.splitlines():
+        line = " ".join(raw.split())
+        if not line:
+            continue
+        current.append(line)
+        depth += sum(line.count(o) - line.count(c) for o, c in _OPENERS.items())
+        if (depth <= 0 and not line.endswith((",", "\\"))) or len(current) > 12:
+            out.append(" ".join(current))
+            current, depth = [], 0
+    if current:
+        out.append(" ".join(current))
+    return out
+
+
+def _settings(text: str) -> list[str]:
+    out: list[str] = []
+    for line in _statements(text):
+        if (
+            len(line) >= 6
+            and not line.startswith(("#", "//", ";", "--", "end", "]", "}", ")", "import "))
+            and ("=" in line or ":" in line)
+        ):
+            out.append(f"`{line if len(line) <= 220 else line[:219] + '…'}`")
+    return out
+
+
+def added_names(path: str, arguments: Mapping[str, Any]) -> list[str]:
+    """What a write or edit of ``path`` adds that a resuming agent needs named: definitions (see
+    :func:`definitions`), then dependencies with their versions (``opentelemetry ~> 1.5``), then for a
+    configuration file its new settings lines, else the naming literals of its new code (``"terminal_scrolled"``,
+    ``"/api/hooks/session-start"``); each only when the old text did not have it."""
+    new, old = _texts(arguments)
+    if len(new) < 4:
+        return []
+    body = new[:DEF_CHARS]
+    found = definitions(body) if _MAY_DEFINE_RE.search(body) else []
+    found += _dependencies(body)
+    config = _CONFIG_PATH_RE.search(path) is not None
+    named = _settings(body)[: MAX_SETTINGS * 3] if config else _literals(body)
+    if old:
+        before = set(definitions(old) if _MAY_DEFINE_RE.search(old) else []) | set(_dependencies(old))
+        before |= set(_settings(old) if config else _literals(old))
+        found = [d for d in found if d not in before]
+        named = [n for n in named if n not in before]
+    unique = list(dict.fromkeys(named))
+    return found + unique[: MAX_SETTINGS if config else MAX_NAMED]
+
+
+def _texts(arguments: Mapping[str, Any]) -> tuple[str, str]:
+    new = arguments.get("content") or arguments.get("new_string") or arguments.get("newText") or ""
+    old = arguments.get("old_string") or arguments.get("oldText") or ""
+    edits = arguments.get("edits")
+    if isinstance(edits, list):
+        new = "\n".join(str(e.get("new_string") or e.get("newText") or "") for e in edits if isinstance(e, Mapping))
+        old = "\n".join(str(e.get("old_string") or e.get("oldText") or "") for e in edits if isinstance(e, Mapping))
+    return (new if isinstance(new, str) else "", old if isinstance(old, str) else "")
