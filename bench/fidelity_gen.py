@@ -365,6 +365,7 @@ class Gen:
     def injected_turn(self) -> None:
         """Text an agent puts into a user turn, not typed by the user."""
         secret = self.tok("injected")
+        texts: tuple[str, ...]
         if self.flavour == "claude":
             texts = (
                 f"<command-name>/model</command-name>\n<command-message>model</command-message>\n"
