@@ -221,9 +221,40 @@ def _simple(words: list[str], ops: list[tuple[FileOp, str]]) -> bool:
     return False
 
 
+_HEREDOC_WORD_RE = lazy_compile(r"<<-?\s*['\"]?(\w+)['\"]?")
+_LEADING_SEPARATORS_RE = lazy_compile(r"^[\s)\"']*(?:&&|\|\||;)?\s*")
+
+
+def _after_heredoc(command: str) -> str:
+    """What follows the heredoc a command's first line opens (``cat > f <<'EOF' ... EOF`` then ``python3 f``),
+    without the separator before it; "" when there is nothing."""
+    line = command.partition("\n")[0]
+    word = _HEREDOC_WORD_RE.search(line) if "<<" in line else None
+    if word is None:
+        return ""
+    end = re.search(r"^\s*" + re.escape(word.group(1)) + r"\b.*$", command[len(line) :], re.M)
+    if end is None:
+        return ""
+    rest = command[len(line) + end.end() :]
+    return _LEADING_SEPARATORS_RE.sub("", rest, count=1).strip()
+
+
 @functools.lru_cache(maxsize=4096)
 def parse_shell(command: str) -> ShellCommand:
-    """What ``command`` does (see :class:`ShellCommand`); never raises."""
+    """What ``command`` does (see :class:`ShellCommand`); never raises. A command after a heredoc's body is read
+    too: a script written by a heredoc and then run is a run, not a file operation."""
+    first = _parse_one(command)
+    rest = _after_heredoc(command[:MAX_COMMAND_CHARS])
+    if not rest:
+        return first
+    later = parse_shell(rest)
+    ops = tuple(dict.fromkeys(first.ops + later.ops))
+    if first.file_only and not later.file_only:
+        return ShellCommand(later.core, later.cwd or first.cwd, ops, False)
+    return ShellCommand(first.core, first.cwd, ops, first.file_only and later.file_only)
+
+
+def _parse_one(command: str) -> ShellCommand:
     core, cwd = command_core(command)
     ops: list[tuple[FileOp, str]] = []
     if not _FILE_PROGRAMS_RE.search(command, 0, MAX_COMMAND_CHARS):

@@ -456,17 +456,34 @@ _FINDING_RE = lazy_compile(
 """A line a linter or compiler reports one finding on."""
 
 
+_NOT_THE_ERROR_RE = lazy_compile(
+    r"^\s*(?:\d+\s*[│|]|[│|]?\s*[\^~]+\s*$|\d+\)\s)|(?i:^\s*(?:exit code|process exited with code|command exited with "
+    r"code)\s*-?\d+\s*$)"
+)
+"""A line near an error that is not it: a code frame's line (``216 │ ...``), a caret under it, a test's numbered
+heading (``1) test mount ...``), an exit code."""
+_MARKED_ERROR_RE = lazy_compile(r"^\s*[×✗✘✖]\s*\S")
+"""A line a tool marks as an error (biome, Deno, vitest: ``× expected a semicolon``)."""
+LONG_LINE = 400
+"""A line this long is data (minified code, a dump), not the line that says what went wrong."""
+
+
 def failure_line(output: str) -> str:
-    """The line of a failed call's output that says what went wrong: the first naming an error, else the check's
-    outcome line ("found 1 software design suggestion"), else the first line."""
+    """The line of a failed call's output that says what went wrong: the first a tool marks as an error, else
+    the first naming an error (not a code frame's line, a caret, a test's heading, an exit code or a line of
+    data), else the check's outcome line ("found 1 software design suggestion"), else the first line."""
     text = output[:20_000]
+    marked = next((line for line in text.splitlines() if _MARKED_ERROR_RE.match(line) and len(line) < LONG_LINE), None)
+    if marked is not None:
+        return head(marked.strip(), 240)
     low = text.lower()
     match = ERROR_LINE_RE.search(low)
     while match is not None:
         start = low.rfind("\n", 0, match.start()) + 1
         end = low.find("\n", match.end())
-        line = text[start : len(text) if end < 0 else end].strip(" \t┃│|")
-        if not re.match(r"(?i)(?:exit code|process exited with code|command exited with code)\s*-?\d+\s*$", line):
+        raw = text[start : len(text) if end < 0 else end]
+        line = raw.strip(" \t┃│|")
+        if len(raw) < LONG_LINE and not _NOT_THE_ERROR_RE.match(raw):
             return head(line, 240)
         match = ERROR_LINE_RE.search(low, len(text) if end < 0 else end)
     finding = _FINDING_RE.search(text)

@@ -450,11 +450,15 @@ def _condensed(task: Task, level: int) -> Task:
         if line.removeprefix("Then: ").startswith("Files: "):
             lines.append(_condensed_files(line, (120, 60, 0, 0)[min(level, 3)]))
         elif problem is not None:  # what failed and how it ended, the error line whole: it is what is looked for
-            line = f"{problem.group(1)}{short(problem.group(2), 60)} failed: {problem.group(3)}"
+            what = problem.group(2)  # a command read from its start: "`git add lib/a.ex …`"
+            what = what if len(what) <= 72 else head(what.rstrip("`"), 70) + "`"
+            line = f"{problem.group(1)}{what} failed: {problem.group(3)}"
             line += f" -> {problem.group(4).rstrip(':;,')}" if problem.group(4) else ""
             lines.append(line)
         elif line.startswith(("Agent's report", "Tracker", "Closed")):
             lines.append(head(line, limit))  # an account reads from its start
+        elif line.startswith("Commits: "):  # each commit's hash and its message's head, none cut in the middle
+            lines.append("Commits: " + "; ".join(head(c, 90) for c in line.removeprefix("Commits: ").split("; ")))
         else:
             lines.append(short(line, limit))
     return Task(task.heading, lines)
