@@ -196,14 +196,13 @@ PI: dict[str, dict[str, Any]] = {
         "plan": (2, 1, 8, True, 348),
     },
     "mixed_ctxd_compaction_entry_on_pi_lines": {
-        # The summary's 130 tokens are ctxd's offline summary of a small range (it scales with what it
-        # replaces: a small range gets only its facts, a request cut to 300 characters; 166 before summaries
-        # got smaller, 141 before In Progress pointed to the Goal's latest request instead of repeating it);
-        # pi and ctxd count them alike (test_pi_oracle runs pi on the same file).
+        # The summary's 246 tokens are ctxd's offline summary of a small range (at most three quarters of
+        # what it replaces, at least 1,000 characters: the state, the goal and what the user said; 130 before
+        # summaries told tasks); pi and ctxd count them alike (test_pi_oracle runs pi on the same file).
         "roles": "system,compactionSummary,user,user",
-        "tokens": [35, 130, 200, 6],
-        "estimated": 371,
-        "size": 371,
+        "tokens": [35, 246, 200, 6],
+        "estimated": 487,
+        "size": 487,
         "plan": None,
     },
     # other differences found in pi's source

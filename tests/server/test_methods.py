@@ -435,7 +435,8 @@ async def test_compact_offline_writes_a_compaction_entry(ctxd: LanguageClient) -
     assert entry["parentId"] == ids[-1] == result["leafId"]
     assert entry["firstKeptEntryId"] == result["firstKeptEntryId"] in ids
     assert entry["tokensBefore"] == result["tokensBefore"]
-    assert entry["summary"] == result["summary"] and entry["summary"].startswith("## Goal")
+    assert entry["summary"] == result["summary"] and entry["summary"].startswith("## State now")
+    assert "\n## Goal\n" in entry["summary"]
     assert "<modified-files>\nsrc/main.py\n</modified-files>" in entry["summary"]
     assert entry["details"]["modifiedFiles"] == ["src/main.py"]
     assert entry["details"]["ctxd"]["instructions"] == "focus on edits"
@@ -463,7 +464,7 @@ async def test_compact_offline_writes_a_compaction_entry(ctxd: LanguageClient) -
     assert row["entryId"] == result["entryId"] and row["trigger"] == "manual" and row["path"] == "offline"
     assert row["tokensBefore"] == result["tokensBefore"] and row["tokensAfter"] == result["tokensAfter"]
     assert row["firstKeptEntryId"] == result["firstKeptEntryId"] and row["onActivePath"] and row["madeBy"] == "ctxd"
-    assert row["summaryPreview"].startswith("## Goal")
+    assert row["summaryPreview"].startswith("## State now")
     assert row["mustKeep"]["facts"] > 0 and row["mustKeep"]["missing"] == 0  # the offline summary lacks nothing
     assert (await call(ctxd, p.SESSION_LEDGER, {"session": await new_session(ctxd)}))["compactions"] == []
 

@@ -10,7 +10,8 @@ with is continued, and what it left uncommitted or failing is carried until the 
 
 The summary takes what the agents' own summaries take: about a tenth of what it replaces, at most
 ``max_tokens`` (5,000 by default); past that, the oldest tasks are told with less detail first. A small range
-gets a summary of at most three quarters of its size. Same input, same bytes.
+gets a summary of at most three quarters of its size, but never less than ``FLOOR_CHARS`` (a few messages are
+still told as a task with its request and files, not cut mid-line). Same input, same bytes.
 """
 
 from __future__ import annotations
@@ -54,6 +55,8 @@ MIN_CHARS = 6_000
 """The smallest budget (the state, the goal and the current task take most of it), unless the range itself is
 smaller (a summary never takes more than three quarters of what it replaces) or the maximum is small (at most
 half of it)."""
+FLOOR_CHARS = 1_000
+"""The smallest budget of a small range: the state, the request and the task of a few messages fit in it."""
 NOT_STARTED_TITLE = "Tracker items shown, not started"
 
 
@@ -129,7 +132,8 @@ class OfflineSummarizer:
         if not self.scale:
             return largest
         replaced = self.input_chars(request, int(self.max_chars / SHARE) + 1)
-        return max(60, min(replaced * 3 // 4, largest, max(MIN_CHARS, int(replaced * SHARE))))
+        floor = min(FLOOR_CHARS, largest)
+        return max(floor, min(replaced * 3 // 4, largest, max(MIN_CHARS, int(replaced * SHARE))))
 
     # -- the whole summary -------------------------------------------------------------------------------------
 
@@ -520,7 +524,10 @@ def _hard_cut(text: str, budget: int) -> str:
     if budget < 80:
         return short(" ".join(text.split()), max(24, budget)) + "\n"
     cut = text.rfind("\n", 0, budget - 40)
-    return text[: max(cut, budget // 2)].rstrip() + "\n(summary cut to its size limit)\n"
+    kept = text[: max(cut, budget // 2)].rstrip().split("\n")
+    while len(kept) > 1 and (kept[-1].startswith("#") or not kept[-1].strip()):
+        kept.pop()  # a heading whose section was cut away says nothing
+    return "\n".join(kept) + "\n(summary cut to its size limit)\n"
 
 
 _STOPWORDS = frozenset(
