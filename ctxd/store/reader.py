@@ -19,6 +19,7 @@ from collections.abc import Callable, KeysView
 from typing import Any, Self
 
 import attrs
+import msgspec
 
 from ctxd.errors import (
     BadHeaderError,
@@ -207,10 +208,19 @@ class SessionReader(BodyReader):
         return RefreshResult(range(len(self.heads)), reloaded=True)
 
     def _remark(self) -> None:
-        """Note the file as it is now, after a write of our own that was indexed as written."""
+        """Note the file as it is now, after a write of our own that was indexed as written.
+
+        Another writer (one without the lock) may have added a line since our write was checked to be
+        the last: a mark whose stat counts it would say "nothing written since" and that line would
+        never be read (and, taken for a torn tail, be ended again: a blank line). So the mark keeps
+        the stat only when the file ends where the index does; otherwise the next refresh reads on."""
         fd = self._open_read()
         try:
-            self._mark = FileMark.take(fd, os.fstat(fd), self._end)
+            st = os.fstat(fd)
+            mark = FileMark.take(fd, st, self._end)
+            if mark is not None and st.st_size != self._end:
+                mark = msgspec.structs.replace(mark, size=-1)  # never "unchanged": read on from _end
+            self._mark = mark
         finally:
             os.close(fd)
 
