@@ -257,3 +257,27 @@ def test_a_data_folder_that_cannot_be_made_is_a_clear_error(tmp_path: Path) -> N
     with pytest.raises(HistoryUnavailableError) as info:
         HistoryIndex(str(tmp_path / "file" / "ctxd" / "history.sqlite3")).search("anything")
     assert "cannot keep the history database at" in str(info.value) and info.value.code == -31030
+
+
+def test_every_query_is_searched_fts5_as_written_or_as_plain_words(tmp_path: Path, db: HistoryIndex) -> None:
+    """Issue 30: `fix the "parser`, `*` and `"` ended in an OperationalError (the fallback to plain words
+    caught only some of SQLite's messages). Whatever FTS5 rejects is searched as the words it holds."""
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+
+    root = tmp_path / "root"
+    _session(root)
+    db.update([str(root)])
+    assert db.search('measure the "cold') and db.search('"cold start" "loader')  # an unmatched quote
+    assert db.search("*") == [] and db.search('"') == [] and db.search("(") == []  # no word: nothing
+    assert db.search("loader\x00") and db.search("benchmark (")  # a NUL; a word with no letters is no word
+    syntax = st.sampled_from([*'"*()^:-+{},.\\', "AND", "OR", "NOT", "NEAR", " ", "loader", "\x00", "\ud800"])
+
+    @settings(
+        max_examples=300, deadline=None, database=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    )
+    @given(query=st.text(max_size=40) | st.lists(syntax, max_size=12).map("".join))
+    def searched(query: str) -> None:
+        assert isinstance(db.search(query), list)
+
+    searched()
