@@ -111,13 +111,14 @@ class ServiceBase:
 
     async def _with(self, ref: str, fn: Callable[[OpenSession], T]) -> T:
         opened = await self._open(ref)
-        if getattr(opened.session.file, "checked_per_request", False):
+        if opened.session.file.changed_since_read():  # one stat: every answer is the file as it is now
             await self._freshen(opened)
         async with opened.lock:
             return await asyncio.to_thread(fn, opened)
 
     async def _freshen(self, opened: OpenSession) -> None:
-        """Catch a session up with its source before a request is served (the live part overrides it)."""
+        """Catch a session up with its file before a request is served, when it changed since it was
+        read (the live part overrides it: what it finds is announced as the watcher would)."""
 
     async def _locked_call(self, opened: OpenSession, fn: Callable[[], T]) -> T:
         """``fn`` in a worker thread under the session's lock: a compaction's steps, which read, then

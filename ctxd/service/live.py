@@ -112,8 +112,9 @@ class Live(ServiceBase):
             self._emit(p.DID_DELETE, p.DidDelete(path))
 
     async def _freshen(self, opened: OpenSession) -> None:
-        """An opencode session is caught up with its database before each request (two stats when nothing
-        changed), so an answer never lags the watcher; what it finds is announced as the watcher would."""
+        """A session whose file (or opencode database) changed since it was read is caught up before a
+        request is served, so an answer never lags the watcher (or its absence: an edit in place of the
+        same length is served at once by every method); what it finds is announced as the watcher would."""
         await self._refresh_open(opened.session.path, opened)
 
     async def _refresh_open(self, real: str, opened: OpenSession) -> None:

@@ -206,9 +206,6 @@ def list_database(db: str) -> list[SessionSummary]:
 class OpencodeFile(TranscriptFile):
     """One opencode session, ``<database>#<session id>``, as a read-only session file."""
 
-    checked_per_request = True
-    """The daemon refreshes it before serving each request (see ``ServiceBase._with``)."""
-
     def __init__(self, path: str, **kwargs: Any) -> None:
         super().__init__(path, **kwargs)
         found = split_ref(self.path)
@@ -224,6 +221,11 @@ class OpencodeFile(TranscriptFile):
         self._install(transcript, b"")
         self._token = token
         self.generation += 1
+
+    def changed_since_read(self) -> bool:
+        """Always maybe: whether opencode wrote is its database's state token, which :meth:`refresh`
+        reads (two stats when nothing changed)."""
+        return True
 
     def refresh(self) -> RefreshResult:
         token = state_token(self.db)

@@ -203,6 +203,19 @@ class SessionReader(BodyReader):
             return self._reload()
         return RefreshResult(range(start, len(self.heads)))
 
+    def changed_since_read(self) -> bool:
+        """Whether the file may have been written since it was last read (its stat is not the one its
+        mark noted: one ``stat``). Every answer made from what was read checks this first, so that it
+        is the file as it is now (an edit in place of the same length included), as an entry read
+        from its line is."""
+        mark = self._mark
+        if mark is None:
+            return True
+        try:
+            return not mark.unchanged(os.stat(self.path))
+        except OSError:
+            return True
+
     def _reload(self) -> RefreshResult:
         self.load()
         return RefreshResult(range(len(self.heads)), reloaded=True)
