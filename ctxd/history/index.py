@@ -20,7 +20,7 @@ from typing import Any, TypeVar
 
 import attrs
 
-from ctxd.errors import SessionError
+from ctxd.errors import HistoryUnavailableError, SessionError
 from ctxd.formats.codec import decode_any
 from ctxd.formats.transcripts import detect, map_transcript
 from ctxd.history.db import connect, default_path, guarded
@@ -189,10 +189,13 @@ class HistoryIndex:
     def search(self, query: str, *, session: str | None = None, limit: int = 20) -> list[Hit]:
         """Hits for ``query`` (an FTS5 query; anything that is not valid FTS5 is searched as plain words),
         best first; ``session``: only that session (an id or a file path)."""
-        match = self._run(lambda c: fts_match(c, query))  # see ctxd.history.query
-        if match is None:
-            return []
-        return self._run(lambda c: _search(c, match, session, limit))
+        try:
+            match = self._run(lambda c: fts_match(c, query))  # see ctxd.history.query
+            if match is None:
+                return []
+            return self._run(lambda c: _search(c, match, session, limit))
+        except sqlite3.OperationalError as exc:  # the query is never the cause (see fts_match): busy, or I/O
+            raise HistoryUnavailableError(f"cannot search the history index now: {exc}", path=self.path) from None
 
     def sessions_for_cwd(self, cwd: str) -> list[tuple[str, str]]:
         """(path, session id) of the indexed live sessions started in ``cwd``, newest first."""

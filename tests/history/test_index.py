@@ -281,3 +281,27 @@ def test_every_query_is_searched_fts5_as_written_or_as_plain_words(tmp_path: Pat
         assert isinstance(db.search(query), list)
 
     searched()
+
+
+def test_a_search_while_another_process_holds_the_database_is_a_clear_error(
+    tmp_path: Path, db: HistoryIndex, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Never an internal error: a database another writer keeps locked past the busy timeout is -31030."""
+    import sqlite3
+
+    import ctxd.history.db as history_db
+    from ctxd.errors import HistoryUnavailableError
+
+    root = tmp_path / "root"
+    _session(root)
+    db.update([str(root)])
+    monkeypatch.setattr(history_db, "BUSY_TIMEOUT_MS", 100)
+    other = sqlite3.connect(db.path, isolation_level=None)
+    try:
+        other.execute("BEGIN EXCLUSIVE")
+        with pytest.raises(HistoryUnavailableError, match="cannot search the history index now"):
+            HistoryIndex(db.path).search("loader")
+    finally:
+        other.execute("ROLLBACK")
+        other.close()
+    assert HistoryIndex(db.path).search("loader")
