@@ -64,6 +64,13 @@ class RefreshResult:
     """The file was truncated or replaced, so everything was read again."""
 
 
+PER_ENTRY = 150
+"""Bytes an indexed entry holds beside its head: its offset, length, line, id and tree links."""
+PER_HEAD = 720
+"""Bytes a decoded head holds."""
+DECODED = 2
+"""A decoded body holds about this many times its line's bytes."""
+
 SCAN_ESTIMATES_BYTES = 256 << 20
 """A read of more than this many bytes (a big file's first read) keeps none of the estimates the native
 scanner makes: a million entries would hold 120 MB of them, and a context needs those of its path only
@@ -252,6 +259,14 @@ class SessionReader(BodyReader):
     def save_index(self, extra: dict[str, Any] | None = None) -> bool:
         """Keep this index in the user's cache (see :mod:`ctxd.store.index_cache`)."""
         return index_cache.save(self, extra or {})
+
+    def held_bytes(self) -> int:
+        """About how much memory the index holds (measured with tracemalloc on generated sessions):
+        each entry's offsets, lengths, line and id, each decoded head (a released one costs nothing),
+        and the bodies kept in memory (lines recovered or repaired when read)."""
+        n = len(self.heads)
+        kept = sum(self.lengths[i] for i in self._bodies) if self._bodies else 0
+        return PER_ENTRY * n + PER_HEAD * (n - self.heads.released()) + DECODED * kept
 
     def keep_heads(self) -> KeysView[int]:
         """Entries whose head cannot be decoded again from their line alone (see :class:`Heads`)."""
