@@ -489,4 +489,6 @@ class SessionReader(BodyReader):
                 self.index[head_id] = i
 
     def close(self) -> None:
-        """Release what the file holds open (nothing, for a reader)."""
+        """Release what the file holds open (for a reader, only its view of the bodies, which refers
+        back to it: an answer made from it keeps its own)."""
+        self._view = None
