@@ -155,7 +155,7 @@ class ServiceBase:
 
     async def _close(self, opened: OpenSession) -> None:
         await asyncio.to_thread(opened.session.close)
-        del opened
+        del opened  # let it go before giving freed memory back
         now = time.monotonic()
         if now - self._trimmed >= TRIM_EVERY:  # what the closed sessions held goes back to the system
             self._trimmed = now

@@ -18,8 +18,8 @@ from ctxd.history.ranges import summarized_ids
 from ctxd.store.session_file import Durability
 from ctxd.tree.session import Session
 
-MAX_IDS = 50_000
-"""Entry ids remembered in all (about 5 MB at most)."""
+MAX_IDS = 20_000
+"""Entry ids remembered in all (about 2 MB at most)."""
 
 _Stamp = tuple[int, int, int, int, int]
 
