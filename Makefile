@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint typecheck unit nvim-test vscode-test pi-test claude-code claude-test bench bench-fidelity bench-team clean dist setup-test
+.PHONY: demo test lint typecheck unit nvim-test vscode-test pi-test claude-code claude-test bench bench-fidelity bench-team bench-soak clean dist setup-test
 
 # The editable install compiles ctxd._native in place (ctxd/_native.abi3.so); a changed C file or setup.py
 # reinstalls, so the tests never run a stale build.
@@ -74,6 +74,13 @@ bench-team: $(STAMP)
 
 bench-fidelity: $(STAMP)
 	$(BIN)/python bench/fidelity.py
+
+# A real daemon for SOAK_SECONDS touching SOAK_SESSIONS distinct sessions (searching, appending, compacting):
+# RSS over time; it fails past 300 MB or growing over the second half (bench/soak.py).
+SOAK_SESSIONS ?= 2000
+SOAK_SECONDS ?= 900
+bench-soak: $(STAMP)
+	$(BIN)/python bench/soak.py --sessions $(SOAK_SESSIONS) --seconds $(SOAK_SECONDS)
 
 # Installable artifacts in dist/: the VS Code .vsix first (the wheel ships it for `ctxd setup vscode`), the wheel
 # and sdist (python -m build), pi's extension as a self-contained npm tarball (ctxd's TypeScript client vendored;

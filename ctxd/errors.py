@@ -12,6 +12,7 @@
     ├── CompactionError           compaction failed (nothing was written)
     ├── CancelledError            an operation was cancelled by its caller
     ├── HistoryUnavailableError   the history index cannot work here (no FTS5 in SQLite, no usable data folder)
+    ├── InvalidQueryError         a search query that cannot be searched, even as plain words (-32602)
     └── TeamError                 team history on PostgreSQL cannot work now (``kind`` says why: see ctxd.team.driver)
 
 Errors carry what a user needs to act: the file, the line, the entry id.
@@ -86,6 +87,12 @@ class CancelledError(CtxdError):
 
 class HistoryUnavailableError(CtxdError):
     code = -31030
+
+
+class InvalidQueryError(CtxdError):
+    """A search query FTS5 takes neither as written nor as plain words: invalid params, naming the query."""
+
+    code = -32602
 
 
 class TeamError(CtxdError):

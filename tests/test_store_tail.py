@@ -156,3 +156,95 @@ def test_a_line_that_never_ends_fails_the_append_instead_of_writing_after_it(
         stop.set()
         t.join()
     assert b'"custom"' not in Path(path).read_bytes()
+
+
+def test_a_line_written_while_ctxd_notes_its_own_append_is_read_not_set_aside(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 30's blank line, forced: an unlocked writer's whole line lands after ctxd's append was
+    checked to be the last thing in the file and before ctxd notes the file as read (the moment a
+    loaded machine stretches). The line is read by the next refresh, and the next append writes after
+    it: ctxd used to note the file's stat after that line, take the line for a tail that never
+    changed, and after the grace period end it with a newline of its own: a blank line."""
+    entries = chain(user, assistant)
+    path = write(tmp_path / "s.jsonl", entries)
+    line = pi_line(entries[-1]["id"], "v" * 300, "pi000005")
+    real_index_own = SessionFile._index_own
+    raced: list[bool] = []
+
+    def racing_index_own(self: SessionFile, *args: Any) -> None:
+        if not raced:
+            raced.append(True)
+            append_raw(path, line)  # the other writer's whole line, one write(), just after ours
+        real_index_own(self, *args)
+
+    monkeypatch.setattr(SessionFile, "_index_own", racing_index_own)
+    sf = SessionFile.open(path, tail_grace=0.05)
+    (first,) = sf.append([{"type": "custom", "data": 1}])
+    assert raced
+    assert "pi000005" in sf.index or list(sf.refresh().added), "the other writer's line is never read"
+    assert "pi000005" in sf.index
+    (second,) = sf.append([{"type": "custom", "data": 2}])
+    objects = parsed_lines(path)  # no blank line
+    assert [o["id"] for o in objects[3:]] == [first, "pi000005", second]
+    assert not [d for d in sf.diagnostics if d.kind in ("completed", "torn")]
+
+
+def test_complete_lines_the_reader_missed_are_read_again_never_ended_twice(tmp_path: Path) -> None:
+    """Whatever the reader believes (here a note of the file that vouches for a line it never read),
+    ctxd never ends a tail that holds a newline: it reads the file again, and writes after it."""
+    from ctxd.store.private import FileMark
+
+    path = write(tmp_path / "s.jsonl", chain(user))
+    sf = SessionFile.open(path, tail_grace=0.05)
+    append_raw(path, pi_line(None, "u", "pi000006"))
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        sf._mark = FileMark.take(fd, os.fstat(fd), sf._end)  # wrong: it counts the line as read
+    finally:
+        os.close(fd)
+    (new,) = sf.append([{"type": "custom"}])
+    assert [o["id"] for o in parsed_lines(path)[2:]] == ["pi000006", new]
+    assert "pi000006" in sf.index
+
+
+def test_a_pause_after_reading_the_tail_is_not_taken_for_a_tail_standing_still(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The grace period counts from the end of the read that first saw the tail to the start of the
+    read that sees it again. Here this thread pauses for 10 s right after its second look (a loaded
+    machine), and the other writer finishes its line meanwhile: the tail did not stand still for the
+    grace period, and no copy of a live writer's line goes to the ``.torn`` sidecar (ctxd used to
+    read the clock after the look, take the tail for torn, and copy it before noticing the change)."""
+    import ctxd.store.tail as tail
+
+    path = write(tmp_path / "s.jsonl", chain(user))
+    line = pi_line(None, "t" * 4000, "pi000007")
+    append_raw(path, line[:1000])  # a large write seen half copied
+    offset = [0.0]
+    reads = [0]
+    real_fingerprint = tail._fingerprint
+
+    def fingerprint_then_pause(rfd: int, start: int, size: int) -> bytes:
+        found = real_fingerprint(rfd, start, size)
+        reads[0] += 1
+        if reads[0] == 2:
+            offset[0] += 10.0  # this thread does not run for 10 s right after its second look,
+            append_raw(path, line[1000:])  # and the writer finishes its line meanwhile
+        return found
+
+    class Clock:
+        @staticmethod
+        def monotonic() -> float:
+            return time.monotonic() + offset[0]
+
+        sleep = staticmethod(time.sleep)
+
+    monkeypatch.setattr(tail, "_fingerprint", fingerprint_then_pause)
+    monkeypatch.setattr(tail, "time", Clock)
+    sf = SessionFile.open(path, tail_grace=1.0)
+    (new,) = sf.append([{"type": "custom"}])
+    assert reads[0] >= 2
+    assert [o["id"] for o in parsed_lines(path)[2:]] == ["pi000007", new]
+    assert not os.path.exists(path + ".torn"), "a live writer's line was copied as torn"
+    assert not [d for d in sf.diagnostics if d.kind in ("completed", "torn", "resumed")]

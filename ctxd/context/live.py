@@ -45,6 +45,7 @@ from ctxd.context.rules import (
 )
 from ctxd.context.tokens import estimate_tokens, valid_usage
 from ctxd.formats.codec import CURRENT_VERSION
+from ctxd.store.reader import DECODED
 from ctxd.tree.index import NONE
 from ctxd.tree.session import Session
 
@@ -52,6 +53,8 @@ __all__ = ["LiveContext", "live_context", "size_of"]
 
 _PROCESS = secrets.token_hex(3)
 _SERIAL = itertools.count(1)
+PER_ROW = 400
+"""Bytes a message of the kept context holds beside its decoded message (its row, estimates, ids)."""
 _BODY_TYPES = frozenset({"compaction", "context_edit"})
 """Entry types whose whole body the state keeps (the plan reads them; they are few)."""
 
@@ -65,6 +68,21 @@ class LiveContext:
         self.rebuilds = 0
         """How many times the state was rebuilt rather than moved (tests read it)."""
         self._serial = f"{_PROCESS}{next(_SERIAL)}"
+
+    def weight(self) -> int:
+        """About how many bytes the kept context holds: its rows, and the messages decoded so far
+        (about twice their lines' bytes)."""
+        st = self.state
+        if st is None:
+            return 0
+        file = self.session.file
+        lengths, index, n = file.lengths, file.index, len(file.lengths)
+        decoded = 0
+        for row in st.messages:
+            if row.loaded:  # a lazy row read since, or a row made decoded (its line found by its id)
+                i = row.index if row.index >= 0 else index.get(row.entryId, -1)
+                decoded += lengths[i] if 0 <= i < n else 0
+        return PER_ROW * len(st.messages) + DECODED * decoded
 
     def revision(self) -> str:
         """Names what the contexts of this session's entries are now: it changes when a context

@@ -20,13 +20,14 @@ from typing import Any, TypeVar
 
 import attrs
 
-from ctxd.errors import SessionError
+from ctxd.errors import HistoryUnavailableError, SessionError
 from ctxd.formats.codec import decode_any
 from ctxd.formats.transcripts import detect, map_transcript
 from ctxd.history.db import connect, default_path, guarded
 from ctxd.history.extract import Item, item_of
 from ctxd.history.opencode import KIND as OPENCODE
 from ctxd.history.opencode import index_database
+from ctxd.history.query import fts_match
 from ctxd.history.rows import delete_rows, forget, insert_items
 from ctxd.store.files import complete_chunks, open_regular, read_bounded
 from ctxd.store.listing import iter_session_stats
@@ -90,11 +91,6 @@ class _Known:
     mark: FileMark
     lines: int
     last_line: int
-
-
-def _fts_query(query: str) -> str:
-    """``query`` with every whitespace-separated word quoted: the form that never is a syntax error."""
-    return " ".join('"' + word.replace('"', '""') + '"' for word in query.split())
 
 
 class HistoryIndex:
@@ -193,14 +189,13 @@ class HistoryIndex:
     def search(self, query: str, *, session: str | None = None, limit: int = 20) -> list[Hit]:
         """Hits for ``query`` (an FTS5 query; anything that is not valid FTS5 is searched as plain words),
         best first; ``session``: only that session (an id or a file path)."""
-        if not query.strip():
-            return []
         try:
-            return self._run(lambda c: _search(c, query, session, limit))
-        except sqlite3.OperationalError as exc:
-            if "fts5" not in str(exc) and "no such column" not in str(exc) and "syntax" not in str(exc):
-                raise
-        return self._run(lambda c: _search(c, _fts_query(query), session, limit))
+            match = self._run(lambda c: fts_match(c, query))  # see ctxd.history.query
+            if match is None:
+                return []
+            return self._run(lambda c: _search(c, match, session, limit))
+        except sqlite3.OperationalError as exc:  # the query is never the cause (see fts_match): busy, or I/O
+            raise HistoryUnavailableError(f"cannot search the history index now: {exc}", path=self.path) from None
 
     def sessions_for_cwd(self, cwd: str) -> list[tuple[str, str]]:
         """(path, session id) of the indexed live sessions started in ``cwd``, newest first."""

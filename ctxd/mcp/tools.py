@@ -168,6 +168,9 @@ async def _serve() -> None:
 
 
 def run() -> int:
+    from ctxd.malloc import limit_arenas
+
+    limit_arenas()  # before any thread: the server runs as long as its agent (see ctxd.malloc)
     try:
         asyncio.run(_serve())
     except KeyboardInterrupt:

@@ -81,6 +81,9 @@ def serve(tcp: str | None = None, config_path: str | None = None) -> int:
     from ctxd.redact import redact_logs
 
     redact_logs()  # no log line shows a secret, whatever a provider or a library says
+    from ctxd.malloc import limit_arenas
+
+    limit_arenas()  # before any thread: a daemon runs for weeks (see ctxd.malloc)
     if tcp:
         host, _, port = tcp.rpartition(":")
         host = host or "127.0.0.1"

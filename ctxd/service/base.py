@@ -7,6 +7,7 @@ import asyncio
 import contextlib
 import logging
 import os
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -14,9 +15,11 @@ from ctxd.compaction.overflow import decide
 from ctxd.compaction.settings import CompactionSettings
 from ctxd.context.build import Size
 from ctxd.errors import SessionNotFoundError
+from ctxd.malloc import release_freed
 from ctxd.redact import redact_json
 from ctxd.service import protocol as p
 from ctxd.service.config import Config
+from ctxd.service.keeping import TRIM_EVERY, idle, over_budget, sweep_interval, weigh
 from ctxd.service.registry import OpenSession, Registry
 from ctxd.tree.session import Session
 
@@ -29,6 +32,8 @@ if TYPE_CHECKING:  # the compaction engine loads on first use: it is not needed 
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
+MAX_ANNOUNCED = 100_000
+"""Files remembered as announced with ``session/didCreate``."""
 Notify = Callable[[str, Any], None]
 
 
@@ -40,10 +45,14 @@ class ServiceBase:
         self.hook: SessionHook | None = None
         """The client's compact/willRun hook, called with the session's path, the trigger and the plan."""
         self._tasks: set[asyncio.Task[Any]] = set()
-        self._announced: set[str] = set()
-        """Session files announced with session/didCreate (by a method or by the watcher)."""
+        self._announced: dict[str, None] = {}
+        """Session files announced with session/didCreate (by a method or by the watcher), oldest first."""
         self._opencode_seen: dict[str, dict[str, tuple[int, ...]]] = {}
         """Per opencode database: each session's update stamp when the watcher last looked."""
+        self._trimmed = 0.0
+        """When freed memory was last given back to the system (see :mod:`ctxd.malloc`)."""
+        self._sweeper: asyncio.Task[None] | None = None
+        """Closes idle sessions (see :mod:`ctxd.service.keeping`), from the first session opened on."""
 
     # --- plumbing -----------------------------------------------------------------------------
 
@@ -72,6 +81,16 @@ class ServiceBase:
         task.add_done_callback(done)
         return task
 
+    def _announce_once(self, path: str) -> bool:
+        """Whether ``path`` is announced for the first time (remembered; the oldest are forgotten past
+        :data:`MAX_ANNOUNCED`: one may then be announced twice, never missed)."""
+        if path in self._announced:
+            return False
+        self._announced[path] = None
+        if len(self._announced) > MAX_ANNOUNCED:
+            del self._announced[next(iter(self._announced))]
+        return True
+
     async def close(self) -> None:
         for opened in self.registry.open.values():
             opened.session.file.stop_waiting()  # an append waiting for another process's lock gives up
@@ -92,11 +111,55 @@ class ServiceBase:
         if path is None:
             path = await asyncio.to_thread(self.registry.resolve, ref)
         opened = self.registry.get(path)
+        if opened is None:
+            opened = OpenSession(await asyncio.to_thread(Session.open, path, durability=self.config.durability_mode))
+            opened.session.file.lock_timeout = self.config.appendLockTimeout
+            await asyncio.to_thread(weigh, opened)
+            if self.registry.get(path) is None:
+                self.registry.add(path, opened)
+                opened.used_by_current_task()
+                self._keep_bounded()
+            else:  # opened meanwhile by another request: that one is kept
+                await asyncio.to_thread(opened.session.close)
+                opened = self.registry.open[path]
+        self.registry.touch(path)
+        opened.used_by_current_task()
+        return opened
+
+    # --- keeping sessions open within bounds (ctxd.service.keeping) -----------------------------
+
+    def _kept_open(self, path: str) -> bool:
+        """Whether a client follows ``path`` (then it is not closed for idleness: see Composing)."""
+        return False
+
+    def _keep_bounded(self) -> None:
+        """Close the least recently used sessions past the count and byte budgets, and make sure idle
+        ones are looked for."""
+        for path in over_budget(self.registry.open, self.config.openSessions):
+            self._forget(path)
+        if self._sweeper is None or self._sweeper.done():
+            self._sweeper = self.run_task(self._sweep(), "closing idle sessions")
+
+    async def _sweep(self) -> None:
+        while self.registry.open:
+            await asyncio.sleep(sweep_interval(self.config.openSessions))
+            for path in idle(list(self.registry.open.items()), self.config.openSessions, self._kept_open):
+                self._forget(path)
+
+    def _forget(self, path: str) -> None:
+        """Close ``path``'s session (if open) and let it go; it opens again on its next request."""
+        opened = self.registry.drop(path)
         if opened is not None:
-            return opened
-        session = await asyncio.to_thread(Session.open, path, durability=self.config.durability_mode)
-        session.file.lock_timeout = self.config.appendLockTimeout
-        return self.registry.add(path, session)
+            log.debug("closing %s", path)
+            self.run_task(self._close(opened), f"close {path}")
+
+    async def _close(self, opened: OpenSession) -> None:
+        await asyncio.to_thread(opened.session.close)
+        del opened  # let it go before giving freed memory back
+        now = time.monotonic()
+        if now - self._trimmed >= TRIM_EVERY:  # what the closed sessions held goes back to the system
+            self._trimmed = now
+            await asyncio.to_thread(release_freed)
 
     def _created_inside(self, registry: Registry, path: str) -> None:
         """After creating ``path``: if a folder was swapped for a link meanwhile and the file landed
@@ -111,13 +174,23 @@ class ServiceBase:
 
     async def _with(self, ref: str, fn: Callable[[OpenSession], T]) -> T:
         opened = await self._open(ref)
-        if getattr(opened.session.file, "checked_per_request", False):
+        if opened.session.file.changed_since_read():  # one stat: every answer is the file as it is now
             await self._freshen(opened)
+
+        def work(o: OpenSession) -> T:
+            try:
+                return fn(o)
+            finally:
+                weigh(o)
+
         async with opened.lock:
-            return await asyncio.to_thread(fn, opened)
+            out = await asyncio.to_thread(work, opened)
+        self._keep_bounded()
+        return out
 
     async def _freshen(self, opened: OpenSession) -> None:
-        """Catch a session up with its source before a request is served (the live part overrides it)."""
+        """Catch a session up with its file before a request is served, when it changed since it was
+        read (the live part overrides it: what it finds is announced as the watcher would)."""
 
     async def _locked_call(self, opened: OpenSession, fn: Callable[[], T]) -> T:
         """``fn`` in a worker thread under the session's lock: a compaction's steps, which read, then

@@ -15,12 +15,14 @@ import logging
 from typing import Any
 
 from ctxd.context.composition import composition
-from ctxd.errors import CtxdError
+from ctxd.errors import CtxdError, SessionNotFoundError
 from ctxd.service import protocol as p
 from ctxd.service.base import ServiceBase
 from ctxd.service.registry import OpenSession
 
 log = logging.getLogger(__name__)
+MAX_FOLLOWED = 64
+"""Compositions followed at once (a client follows the one it shows; the oldest follow is let go)."""
 
 
 class Composing(ServiceBase):
@@ -43,8 +45,15 @@ class Composing(ServiceBase):
     async def context_composition(self, params: p.ContextCompositionParams) -> dict[str, Any]:
         opened = await self._open(params.session)
         if params.leafId is None:
-            self._followed[opened.session.path] = params.top
+            path = opened.session.path
+            self._followed.pop(path, None)
+            self._followed[path] = params.top
+            if len(self._followed) > MAX_FOLLOWED:  # the one followed longest ago is let go
+                del self._followed[next(iter(self._followed))]
         return await self._with(params.session, lambda o: self._composition(o, params.leafId, params.top))
+
+    def _kept_open(self, path: str) -> bool:
+        return path in self._followed
 
     def _session_changed(self, path: str) -> None:
         if path not in self._followed or path in self._pending:
@@ -56,13 +65,14 @@ class Composing(ServiceBase):
         try:
             await asyncio.sleep(0)  # let the change's other notifications leave first
             self._pending.discard(path)
-            opened = self.registry.get(path)
-            if opened is None:
-                self._followed.pop(path, None)  # closed or deleted: nothing left to follow
+            if path not in self._followed:
                 return
-            top = self._followed.get(path, 10)
-            async with opened.lock:
-                result = await asyncio.to_thread(self._composition, opened, None, top)
+            top = self._followed[path]
+            # Closed meanwhile (past the budget): opened again, as a request would (ctxd.service.keeping).
+            result = await self._with(path, lambda o: self._composition(o, None, top))
+        except SessionNotFoundError:
+            self._followed.pop(path, None)  # deleted: nothing left to follow
+            return
         except CtxdError as exc:
             log.warning("cannot compute the composition of %s: %s", path, exc.message)
             return

@@ -24,6 +24,44 @@ from ctxd.team.settings import TeamSettings, team_from_env, team_from_json
 
 
 @attrs.define
+class OpenSessions:
+    """How many sessions the daemon keeps open, and for how long (see :mod:`ctxd.service.keeping`).
+
+    A session closed for these reasons opens again on its next request and answers the same; one in
+    use (a request on it, an append or a compaction under way or scheduled) is never closed."""
+
+    idleSeconds: float = 300.0
+    """A session no request touched for this long is closed (a composition a client follows keeps it)."""
+    maxCount: int = 16
+    """At most this many open sessions: past it, the least recently used are closed first."""
+    maxBytes: int = 64 << 20
+    """At most about this much memory (bytes, estimated) held by open sessions: past it, the least
+    recently used are closed first."""
+
+    @classmethod
+    def from_json(cls, data: Any, problems: list[str], base: OpenSessions) -> OpenSessions:
+        out = attrs.evolve(base)
+        if data is None:
+            return out
+        if not isinstance(data, dict):
+            problems.append(f"openSessions: expected an object, got {show(data)}; using the defaults")
+            return out
+        for key in ("idleSeconds", "maxCount", "maxBytes"):
+            if key not in data:
+                continue
+            value = data[key]
+            if _positive(value) and (key == "idleSeconds" or float(value).is_integer()):
+                setattr(out, key, float(value) if key == "idleSeconds" else int(value))
+            else:
+                kind = "a positive number" if key == "idleSeconds" else "a positive integer"
+                problems.append(f"openSessions.{key}: expected {kind}, got {show(value)}")
+        for key in data:
+            if key not in ("idleSeconds", "maxCount", "maxBytes"):
+                problems.append(f"unknown option openSessions.{show(key)} ignored")
+        return out
+
+
+@attrs.define
 class Config:
     roots: list[str] = attrs.field(factory=default_roots)
     """pi session roots (read-write; new sessions go into the first)."""
@@ -44,6 +82,8 @@ class Config:
     watchStepMs: int = 10
     appendLockTimeout: float = 10.0
     """Seconds an append waits for another process's write lock before it fails (-31010)."""
+    openSessions: OpenSessions = attrs.field(factory=OpenSessions)
+    """How many sessions stay open, and how long (memory stays bounded however many are touched)."""
     opencodeDatabases: list[str] = attrs.field(factory=default_databases)
     """opencode's SQLite databases (read-only); by default ``$XDG_DATA_HOME/opencode/opencode.db`` if it exists.
     A session in one is named ``<database>#<session id>``."""
@@ -93,7 +133,12 @@ def config_from_json(data: Any, problems: list[str] | None = None, *, base: Conf
     ``model``/``apiBase``/``apiKey`` may sit at the top level too."""
     problems = problems if problems is not None else []
     cfg = (
-        attrs.evolve(base, compaction=attrs.evolve(base.compaction), team=attrs.evolve(base.team))
+        attrs.evolve(
+            base,
+            compaction=attrs.evolve(base.compaction),
+            team=attrs.evolve(base.team),
+            openSessions=attrs.evolve(base.openSessions),
+        )
         if base is not None
         else Config()
     )
@@ -150,6 +195,7 @@ def config_from_json(data: Any, problems: list[str] | None = None, *, base: Conf
             cfg.watchStepMs = int(data["watchStepMs"])
         else:
             problems.append(f"watchStepMs: expected a positive number, got {show(data['watchStepMs'])}")
+    cfg.openSessions = OpenSessions.from_json(data.get("openSessions"), problems, cfg.openSessions)
     compaction = dict(data.get("compaction") or {}) if isinstance(data.get("compaction", {}), dict) else {}
     if not isinstance(data.get("compaction", {}), dict):
         problems.append("compaction: expected an object; using defaults")

@@ -24,6 +24,7 @@ from ctxd.history.ranges import read_page, span_of, summarized_ids
 from ctxd.service import protocol as p
 from ctxd.service.base import ServiceBase
 from ctxd.service.registry import OpenSession, inside, only_inside
+from ctxd.service.summarized import Summarized
 from ctxd.store.listing import list_sessions
 from ctxd.store.opencode import list_databases, session_path, split_ref
 
@@ -47,6 +48,12 @@ def _dedupe(hits: list[Hit]) -> list[Hit]:
 class History(ServiceBase):
     _indexer: Indexer | None = None
     _reader: HistoryIndex | None = None
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._summarized_closed = Summarized()
+        """What the hits need of sessions that are not open (ctxd.service.summarized)."""
+
     history_watched = False
     """The daemon's watcher reports every changed file (:meth:`history_touch`): a search need not ask
     for a pass over every file."""
@@ -122,8 +129,15 @@ class History(ServiceBase):
         return p.to_json(result)  # type: ignore[no-any-return]
 
     async def _summarized(self, path: str) -> set[str] | None:
+        """The entries of ``path`` summarised away now: from its open session, or from the file read
+        once and let go (a search's hits do not keep their sessions open: ctxd.service.keeping)."""
         try:
-            return await self._with(path, lambda o: summarized_ids(o.session))
+            if self.registry.get(path) is not None:
+                return await self._with(path, lambda o: summarized_ids(o.session))
+            real = self.registry.resolve_quickly(path)  # inside the roots, as any session named
+            if real is None:
+                return None
+            return set(await self._summarized_closed.ids(real, self.config.durability_mode))
         except (CtxdError, OSError) as exc:
             log.info("history: cannot read %s now: %s", path, exc)
             return None

@@ -7,7 +7,6 @@ import asyncio
 import json
 import logging
 import os
-import time
 from typing import Any
 
 from ctxd.context.build import Size
@@ -15,6 +14,7 @@ from ctxd.context.live import size_of
 from ctxd.errors import CtxdError, SessionNotFoundError
 from ctxd.service import protocol as p
 from ctxd.service.base import ServiceBase
+from ctxd.service.keeping import weigh
 from ctxd.service.registry import OpenSession
 from ctxd.store.files import is_regular, open_regular
 from ctxd.store.listing_cache import LISTINGS
@@ -30,8 +30,7 @@ class Live(ServiceBase):
     def _did_create(self, path: str, session_id: str | None) -> None:
         # Our own new files reach the watcher too, often before the method that wrote them is done:
         # announce each file once, whoever sees it first.
-        if path not in self._announced:
-            self._announced.add(path)
+        if self._announce_once(path):
             self._emit(p.DID_CREATE, p.DidCreate(path, session_id))
 
     async def catch_up(self) -> None:
@@ -63,8 +62,8 @@ class Live(ServiceBase):
             real = os.path.abspath(path)
             opened = self.registry.get(real)
             if opened is not None or not os.path.exists(path):
-                self.registry.drop(real)
-                self._announced.discard(real)
+                self._forget(real)
+                self._announced.pop(real, None)
                 self._emit(p.DID_DELETE, p.DidDelete(real))
             return
         try:
@@ -107,13 +106,14 @@ class Live(ServiceBase):
                 self._emit(p.DID_CHANGE, p.DidChange(path, session_id, [], None, "external"))
         for session_id in set(before) - set(now):
             path = session_path(real, session_id)
-            self.registry.drop(path)
-            self._announced.discard(path)
+            self._forget(path)
+            self._announced.pop(path, None)
             self._emit(p.DID_DELETE, p.DidDelete(path))
 
     async def _freshen(self, opened: OpenSession) -> None:
-        """An opencode session is caught up with its database before each request (two stats when nothing
-        changed), so an answer never lags the watcher; what it finds is announced as the watcher would."""
+        """A session whose file (or opencode database) changed since it was read is caught up before a
+        request is served, so an answer never lags the watcher (or its absence: an edit in place of the
+        same length is served at once by every method); what it finds is announced as the watcher would."""
         await self._refresh_open(opened.session.path, opened)
 
     async def _refresh_open(self, real: str, opened: OpenSession) -> None:
@@ -122,18 +122,22 @@ class Live(ServiceBase):
         def work() -> tuple[Any, range, Size, Any]:
             result, new = s.refresh()
             size = size_of(s)
+            weigh(opened)
             return result, new, size, self._decision(s, size)
 
+        opened.using += 1  # not closed meanwhile (the watcher's task does not open it)
         try:
             async with opened.lock:
                 result, new, size, decision = await asyncio.to_thread(work)
         except CtxdError as exc:
             log.warning("cannot refresh %s: %s", real, exc.message)
             return
+        finally:
+            opened.using -= 1
         if not result.added and not result.reloaded:
             return  # our own append, already announced; or nothing complete yet
         ids = [] if result.reloaded else [s.tree.id_of(i) for i in result.added]
-        opened.last_activity = time.monotonic()
+        self.registry.touch(real)  # a live session: another process writes it
         self._emit(p.DID_CHANGE, p.DidChange(real, s.file.session_id, ids, s.leaf_id(), "external", result.reloaded))
         self._emit(p.CONTEXT_USAGE, self._usage(s, size.tokens))
         if self.config.autoCompactExternal and any(_role(s, i) == "assistant" for i in new):

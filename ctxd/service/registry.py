@@ -15,12 +15,24 @@ from ctxd.store.listing import SessionSummary, iter_session_files, summarize_fil
 from ctxd.store.opencode import SEPARATOR, has_session, session_path
 from ctxd.tree.session import Session
 
+MAX_IDS = 100_000
+"""Session ids remembered with their file (the oldest are forgotten first: an id then costs a scan)."""
+
 
 @attrs.define(eq=False)
 class OpenSession:
     session: Session
     lock: asyncio.Lock = attrs.field(factory=asyncio.Lock)
     last_activity: float = attrs.field(factory=time.monotonic)
+    """When a request, an append or another process's write last touched it (idle sessions close)."""
+    weight: int = 0
+    """About how many bytes it holds (see :mod:`ctxd.service.keeping`), as last weighed."""
+    weighed: float = 0.0
+    """When it was last weighed (monotonic seconds)."""
+    tasks: set[asyncio.Task[Any]] = attrs.field(factory=set)
+    """The running tasks (requests) that opened it: it stays open while any is running."""
+    using: int = 0
+    """Work under way on it outside such a task (the watcher's refresh): it stays open meanwhile."""
     compaction: asyncio.Task[None] | None = None
     scheduled: asyncio.TimerHandle | None = None
     truncation_attempted: set[str] = attrs.field(factory=set)
@@ -28,6 +40,25 @@ class OpenSession:
     queue: list[Any] = attrs.field(factory=list)
     """Appends waiting for the writer (group commit)."""
     writer: asyncio.Task[None] | None = None
+
+    def used_by_current_task(self) -> None:
+        """Keep it open while the task running now (a request) is not done."""
+        task = asyncio.current_task()
+        if task is not None and task not in self.tasks:
+            self.tasks.add(task)
+            task.add_done_callback(self.tasks.discard)
+
+    def busy(self) -> bool:
+        """In use: a request on it, work on it, an append or a compaction under way or scheduled."""
+        return bool(
+            self.using
+            or any(not t.done() for t in self.tasks)
+            or self.lock.locked()
+            or self.queue
+            or (self.writer is not None and not self.writer.done())
+            or (self.compaction is not None and not self.compaction.done())
+            or self.scheduled is not None
+        )
 
 
 def real_roots(roots: Iterable[str]) -> list[str]:
@@ -167,7 +198,10 @@ class Registry:
         real = path if SEPARATOR in path and path.rpartition(SEPARATOR)[0] in self.databases_real() else None
         real = real or os.path.realpath(path)
         if session_id:
+            self._ids.pop(session_id, None)
             self._ids[session_id] = real
+            if len(self._ids) > MAX_IDS:
+                del self._ids[next(iter(self._ids))]
         return real
 
     def databases_real(self) -> set[str]:
@@ -176,13 +210,20 @@ class Registry:
     def get(self, path: str) -> OpenSession | None:
         return self.open.get(path)
 
-    def add(self, path: str, session: Session) -> OpenSession:
+    def touch(self, path: str) -> None:
+        """``path`` was just used: it goes last in the order sessions are closed in (least recent first)."""
+        opened = self.open.pop(path, None)
+        if opened is not None:
+            self.open[path] = opened
+            opened.last_activity = time.monotonic()
+
+    def add(self, path: str, opened: OpenSession) -> OpenSession:
+        """Keep ``opened`` as ``path``'s open session (the one already kept, if there is one)."""
         existing = self.open.get(path)
         if existing is not None:
             return existing
-        opened = OpenSession(session)
         self.open[path] = opened
-        self.remember(session.file.session_id, path)
+        self.remember(opened.session.file.session_id, path)
         return opened
 
     def drop(self, path: str) -> OpenSession | None:

@@ -19,7 +19,6 @@ import asyncio
 import contextlib
 import logging
 import threading
-import time
 from typing import Any
 
 import attrs
@@ -28,6 +27,7 @@ from ctxd.context.live import size_of
 from ctxd.errors import CtxdError, SessionError
 from ctxd.service import protocol as p
 from ctxd.service.base import ServiceBase
+from ctxd.service.keeping import weigh
 from ctxd.service.registry import OpenSession
 from ctxd.store.session_file import LEAF, Durability
 
@@ -170,6 +170,7 @@ class Writing(ServiceBase):
                 s.file.release_lock()
             try:
                 size = size_of(s)
+                weigh(opened)
                 return results, size, self._decision(s, size)
             except Exception:  # the appends are written: they are answered whatever happens here
                 log.exception("cannot size %s after an append", s.path)
@@ -177,7 +178,7 @@ class Writing(ServiceBase):
 
         async with opened.lock:
             results, size, decision = await asyncio.to_thread(work)
-        opened.last_activity = time.monotonic()
+        self.registry.touch(s.path)
         usage = self._usage(s, size.tokens) if size is not None else None
         leaf = s.leaf_id()
         for item, result in zip(batch, results, strict=True):

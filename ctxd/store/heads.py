@@ -14,6 +14,7 @@ served pruned or with invalid UTF-8 replaced: those the reader keeps a body for)
 from __future__ import annotations
 
 import os
+import weakref
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, SupportsIndex, overload
 
@@ -44,11 +45,20 @@ def decode_line_head(data: bytes | memoryview) -> LineHead:
 class Heads(list[Any]):
     """The heads of a reader's entries; an empty slot (None) is decoded from its line on access."""
 
-    __slots__ = ("_reader",)
+    __slots__ = ("_owner",)
 
     def __init__(self, reader: SessionReader, items: Any = ()) -> None:
         super().__init__(items)
-        self._reader = reader
+        self._owner = weakref.ref(reader)
+        """The reader that owns this list, held weakly: the two are freed as soon as the reader is
+        dropped, not at the next full collection (a closed session's index is most of what it held)."""
+
+    @property
+    def _reader(self) -> SessionReader:
+        reader = self._owner()
+        if reader is None:
+            raise SessionError("the session's reader was let go; its heads cannot be read any more")
+        return reader
 
     @overload
     def __getitem__(self, i: SupportsIndex) -> LineHead: ...

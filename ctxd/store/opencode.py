@@ -203,11 +203,12 @@ def list_database(db: str) -> list[SessionSummary]:
     return out
 
 
+OPENCODE_ENTRY = 2048
+"""Bytes an opencode entry holds as mapped, about (its body and parts)."""
+
+
 class OpencodeFile(TranscriptFile):
     """One opencode session, ``<database>#<session id>``, as a read-only session file."""
-
-    checked_per_request = True
-    """The daemon refreshes it before serving each request (see ``ServiceBase._with``)."""
 
     def __init__(self, path: str, **kwargs: Any) -> None:
         super().__init__(path, **kwargs)
@@ -224,6 +225,15 @@ class OpencodeFile(TranscriptFile):
         self._install(transcript, b"")
         self._token = token
         self.generation += 1
+
+    def held_bytes(self) -> int:
+        """The index and every entry as mapped from the database (no file: about 2 KB an entry)."""
+        return super().held_bytes() + OPENCODE_ENTRY * len(self.heads)
+
+    def changed_since_read(self) -> bool:
+        """Always maybe: whether opencode wrote is its database's state token, which :meth:`refresh`
+        reads (two stats when nothing changed)."""
+        return True
 
     def refresh(self) -> RefreshResult:
         token = state_token(self.db)

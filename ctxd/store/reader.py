@@ -19,6 +19,7 @@ from collections.abc import Callable, KeysView
 from typing import Any, Self
 
 import attrs
+import msgspec
 
 from ctxd.errors import (
     BadHeaderError,
@@ -62,6 +63,13 @@ class RefreshResult:
     reloaded: bool = False
     """The file was truncated or replaced, so everything was read again."""
 
+
+PER_ENTRY = 150
+"""Bytes an indexed entry holds beside its head: its offset, length, line, id and tree links."""
+PER_HEAD = 720
+"""Bytes a decoded head holds."""
+DECODED = 2
+"""A decoded body holds about this many times its line's bytes."""
 
 SCAN_ESTIMATES_BYTES = 256 << 20
 """A read of more than this many bytes (a big file's first read) keeps none of the estimates the native
@@ -202,15 +210,37 @@ class SessionReader(BodyReader):
             return self._reload()
         return RefreshResult(range(start, len(self.heads)))
 
+    def changed_since_read(self) -> bool:
+        """Whether the file may have been written since it was last read (its stat is not the one its
+        mark noted: one ``stat``). Every answer made from what was read checks this first, so that it
+        is the file as it is now (an edit in place of the same length included), as an entry read
+        from its line is."""
+        mark = self._mark
+        if mark is None:
+            return True
+        try:
+            return not mark.unchanged(os.stat(self.path))
+        except OSError:
+            return True
+
     def _reload(self) -> RefreshResult:
         self.load()
         return RefreshResult(range(len(self.heads)), reloaded=True)
 
     def _remark(self) -> None:
-        """Note the file as it is now, after a write of our own that was indexed as written."""
+        """Note the file as it is now, after a write of our own that was indexed as written.
+
+        Another writer (one without the lock) may have added a line since our write was checked to be
+        the last: a mark whose stat counts it would say "nothing written since" and that line would
+        never be read (and, taken for a torn tail, be ended again: a blank line). So the mark keeps
+        the stat only when the file ends where the index does; otherwise the next refresh reads on."""
         fd = self._open_read()
         try:
-            self._mark = FileMark.take(fd, os.fstat(fd), self._end)
+            st = os.fstat(fd)
+            mark = FileMark.take(fd, st, self._end)
+            if mark is not None and st.st_size != self._end:
+                mark = msgspec.structs.replace(mark, size=-1)  # never "unchanged": read on from _end
+            self._mark = mark
         finally:
             os.close(fd)
 
@@ -229,6 +259,14 @@ class SessionReader(BodyReader):
     def save_index(self, extra: dict[str, Any] | None = None) -> bool:
         """Keep this index in the user's cache (see :mod:`ctxd.store.index_cache`)."""
         return index_cache.save(self, extra or {})
+
+    def held_bytes(self) -> int:
+        """About how much memory the index holds (measured with tracemalloc on generated sessions):
+        each entry's offsets, lengths, line and id, each decoded head (a released one costs nothing),
+        and the bodies kept in memory (lines recovered or repaired when read)."""
+        n = len(self.heads)
+        kept = sum(self.lengths[i] for i in self._bodies) if self._bodies else 0
+        return PER_ENTRY * n + PER_HEAD * (n - self.heads.released()) + DECODED * kept
 
     def keep_heads(self) -> KeysView[int]:
         """Entries whose head cannot be decoded again from their line alone (see :class:`Heads`)."""
@@ -451,4 +489,6 @@ class SessionReader(BodyReader):
                 self.index[head_id] = i
 
     def close(self) -> None:
-        """Release what the file holds open (nothing, for a reader)."""
+        """Release what the file holds open (for a reader, only its view of the bodies, which refers
+        back to it: an answer made from it keeps its own)."""
+        self._view = None

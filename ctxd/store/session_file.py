@@ -261,6 +261,7 @@ class SessionFile(SessionReader):
 
     def close(self) -> None:
         self._close_append_fd()
+        super().close()
 
     def take_lock(self, *, wait: bool = True) -> bool:
         """Take the write lock ahead of an append, waiting as :meth:`append` would, and keep it: the

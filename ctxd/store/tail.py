@@ -40,6 +40,7 @@ than any live writer's pause between two pieces of a line (pi has none) keeps th
 
 from __future__ import annotations
 
+import logging
 import os
 import stat
 import time
@@ -52,6 +53,8 @@ from ctxd.store.scan import Diagnostic
 
 if TYPE_CHECKING:
     from ctxd.store.session_file import SessionFile
+
+log = logging.getLogger(__name__)
 
 
 def _grace_from_env() -> float:
@@ -116,13 +119,17 @@ def settle(sf: SessionFile, fd: int, grace: float) -> None:
                     raise Replaced
                 continue
             return
+        # The tail stood still at least from the end of the read that first saw it (``since``) to
+        # the start of the read that sees it again (``looked``): a pause of this thread after a read
+        # (a loaded machine) is never taken for the tail standing still.
+        looked = time.monotonic()
         rfd = sf._open_read()
         try:
             now_seen = _fingerprint(rfd, sf._end, size)
         finally:
             os.close(rfd)
-        now = time.monotonic()
         if now_seen != seen:
+            now = time.monotonic()
             if now - started > max(MAX_WAIT, 2 * grace):
                 raise SessionError(
                     f"the last line has kept growing for {now - started:.0f} s without ending; not appending "
@@ -131,7 +138,7 @@ def settle(sf: SessionFile, fd: int, grace: float) -> None:
                     line=sf._next_line,
                 )
             seen, since, delay = now_seen, now, POLL_FIRST
-        elif now - since >= grace:
+        elif looked - since >= grace:
             set_aside(sf, fd, size)
             seen = b""
             continue
@@ -159,6 +166,12 @@ def set_aside(sf: SessionFile, fd: int, size: int) -> None:
         tail = os.pread(rfd, min(length, SIDECAR_CAP), sf._end)
     finally:
         os.close(rfd)
+    if b"\n" in tail:
+        # Complete lines the reader did not read (its note of the file was wrong): ending the first of
+        # them again would write a blank line. Read the file again instead, and look at its tail anew.
+        log.warning("%s: complete lines after the last one read; reading the file again", sf.path)
+        sf._mark = None
+        return
     line = sf._next_line
     whole = False
     if length <= SIDECAR_CAP:

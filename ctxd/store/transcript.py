@@ -18,6 +18,7 @@ from ctxd.errors import BadHeaderError, ReadOnlySessionError, SessionError
 from ctxd.formats.codec import head_from_dict
 from ctxd.formats.transcripts import Transcript, detect, map_transcript
 from ctxd.store.files import open_regular, read_bounded
+from ctxd.store.reader import DECODED
 from ctxd.store.scan import Diagnostic
 from ctxd.store.session_file import RefreshResult, SessionFile
 
@@ -53,13 +54,26 @@ class TranscriptFile(SessionFile):
     def release_heads(self) -> None:
         """Nothing to let go: a transcript's entries exist only as mapped (they have no lines of their own)."""
 
+    def held_bytes(self) -> int:
+        """The index, and every entry's body as mapped (about twice the file's bytes)."""
+        return super().held_bytes() + DECODED * self._end
+
+    def _unchanged(self, st: os.stat_result) -> bool:
+        stamp = (st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+        return (st.st_dev, st.st_ino) == self._identity and st.st_size == self._end and stamp == self._stamp
+
+    def changed_since_read(self) -> bool:
+        try:
+            return not self._unchanged(os.stat(self.path))
+        except OSError:
+            return True
+
     def refresh(self) -> RefreshResult:
         try:
             st = os.stat(self.path)
         except FileNotFoundError as exc:
             raise SessionError("session file disappeared", path=self.path) from exc
-        unchanged = (st.st_size, st.st_mtime_ns, st.st_ctime_ns) == self._stamp
-        if (st.st_dev, st.st_ino) == self._identity and st.st_size == self._end and unchanged:
+        if self._unchanged(st):
             return RefreshResult(range(len(self.heads), len(self.heads)))
         data, identity, stamp = self._read()
         start = max(0, self._end - FINGERPRINT)

@@ -23,6 +23,8 @@ from ctxd.tree.index import NONE, TreeIndex
 ESTIMATES_WORTH_SAVING = 256
 """New token estimates that make closing a session keep its index again (a context of a few hundred
 messages then builds from the index alone on the next open, without reading a body)."""
+PER_ESTIMATE = 100
+"""Bytes a token estimate holds (an int in a dict)."""
 RELEASE_AT = 100_000
 """Files with at least this many entries let their heads go once the tree is built (see
 :mod:`ctxd.store.heads`): a million entries would otherwise hold 700 MB of them. Below it they are
@@ -137,6 +139,12 @@ class Session:
         kept = self.file.index.get(kept_id) if kept_id else None
         return min(comp, kept) if kept is not None else comp
 
+    def weight(self) -> int:
+        """About how many bytes this session holds: the file's index, the token estimates, and the views
+        kept with it (each that can say: ``weight()``)."""
+        views = sum(int(view.weight()) for view in self.derived.values() if hasattr(view, "weight"))
+        return self.file.held_bytes() + PER_ESTIMATE * len(self.estimates) + views
+
     def close(self) -> None:
         """Keep the index if it grew since it was kept (a big file), and release the file."""
         try:
@@ -146,6 +154,7 @@ class Session:
             if n >= INDEX_MIN_ENTRIES and grown and not self.file.read_only:
                 self.save_index()
         finally:
+            self.derived.clear()  # the kept views refer back to the session: let it all go at once
             self.file.close()
 
     def _take_scan_estimates(self) -> None:

@@ -257,3 +257,51 @@ def test_a_data_folder_that_cannot_be_made_is_a_clear_error(tmp_path: Path) -> N
     with pytest.raises(HistoryUnavailableError) as info:
         HistoryIndex(str(tmp_path / "file" / "ctxd" / "history.sqlite3")).search("anything")
     assert "cannot keep the history database at" in str(info.value) and info.value.code == -31030
+
+
+def test_every_query_is_searched_fts5_as_written_or_as_plain_words(tmp_path: Path, db: HistoryIndex) -> None:
+    """Issue 30: `fix the "parser`, `*` and `"` ended in an OperationalError (the fallback to plain words
+    caught only some of SQLite's messages). Whatever FTS5 rejects is searched as the words it holds."""
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+
+    root = tmp_path / "root"
+    _session(root)
+    db.update([str(root)])
+    assert db.search('measure the "cold') and db.search('"cold start" "loader')  # an unmatched quote
+    assert db.search("*") == [] and db.search('"') == [] and db.search("(") == []  # no word: nothing
+    assert db.search("loader\x00") and db.search("benchmark (")  # a NUL; a word with no letters is no word
+    syntax = st.sampled_from([*'"*()^:-+{},.\\', "AND", "OR", "NOT", "NEAR", " ", "loader", "\x00", "\ud800"])
+
+    @settings(
+        max_examples=300, deadline=None, database=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    )
+    @given(query=st.text(max_size=40) | st.lists(syntax, max_size=12).map("".join))
+    def searched(query: str) -> None:
+        assert isinstance(db.search(query), list)
+
+    searched()
+
+
+def test_a_search_while_another_process_holds_the_database_is_a_clear_error(
+    tmp_path: Path, db: HistoryIndex, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Never an internal error: a database another writer keeps locked past the busy timeout is -31030."""
+    import sqlite3
+
+    import ctxd.history.db as history_db
+    from ctxd.errors import HistoryUnavailableError
+
+    root = tmp_path / "root"
+    _session(root)
+    db.update([str(root)])
+    monkeypatch.setattr(history_db, "BUSY_TIMEOUT_MS", 100)
+    other = sqlite3.connect(db.path, isolation_level=None)
+    try:
+        other.execute("BEGIN EXCLUSIVE")
+        with pytest.raises(HistoryUnavailableError, match="cannot search the history index now"):
+            HistoryIndex(db.path).search("loader")
+    finally:
+        other.execute("ROLLBACK")
+        other.close()
+    assert HistoryIndex(db.path).search("loader")

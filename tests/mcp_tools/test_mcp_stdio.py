@@ -113,3 +113,53 @@ async def test_mcp_current_session_from_the_environment(tmp_path: Path, env_name
     async with stdio_client(params) as (read, write_), ClientSession(read, write_) as session:
         await session.initialize()
         assert "418.7" in _text(await session.call_tool("search_history", {"query": "418.7"}))
+
+
+def test_mcp_search_answers_every_query(tmp_path: Path) -> None:
+    """Issue 30: a query FTS5 rejects reached the model as an internal error. Through the real
+    server and the SDK's client, every query is answered: hits, or "no hits"; never an error."""
+    import asyncio
+    import threading
+
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+
+    root, cwd = tmp_path / "root", tmp_path / "work"
+    cwd.mkdir()
+    _session(root, cwd)
+    params = StdioServerParameters(
+        command=sys.executable, args=["-m", "ctxd", "mcp"], env=_env(tmp_path, root), cwd=str(cwd)
+    )
+    loop = asyncio.new_event_loop()
+    ready: asyncio.Queue[Any] = asyncio.Queue()
+    done = asyncio.Event()
+
+    async def serve() -> None:  # one server for every example, on a loop of its own
+        async with stdio_client(params) as (read, write_), ClientSession(read, write_) as session:
+            await session.initialize()
+            await ready.put(session)
+            await done.wait()
+
+    thread = threading.Thread(target=loop.run_until_complete, args=(serve(),))
+    thread.start()
+    try:
+        session = asyncio.run_coroutine_threadsafe(ready.get(), loop).result(60)
+
+        def search(query: str) -> Any:
+            call = session.call_tool("search_history", {"query": query, "session": "all"})
+            return asyncio.run_coroutine_threadsafe(call, loop).result(60)
+
+        assert "Measure" in _text(search('Measure the "loader'))  # an unmatched quote: plain words
+        syntax = st.sampled_from([*'"*()^:-+{},.', "AND", "OR", "NOT", "NEAR", " ", "loader", "\x00"])
+        queries = st.text(max_size=30) | st.lists(syntax, max_size=10).map("".join)
+
+        @settings(max_examples=60, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
+        @given(query=queries)
+        def answered(query: str) -> None:
+            _text(search(query))  # not an error
+
+        answered()
+    finally:
+        loop.call_soon_threadsafe(done.set)
+        thread.join(60)
+        loop.close()

@@ -1,6 +1,6 @@
 """A session file rewritten in place by another process (same inode) is read again, never taken
 for an append: with the watcher on (the change is announced as ``reloaded`` and served at once)
-and off (the daemon's next append, which catches up with the file under its lock, finds it).
+and off (the next request checks the file's mark first and reads it again).
 Each rewrite is made by a separate process, as an agent or an editor would."""
 
 from __future__ import annotations
@@ -129,3 +129,21 @@ async def test_same_length_edit_is_read_again(daemon: tuple[LanguageClient, bool
     entry_id = (await call(client, p.CONTEXT_BUILD, {"session": path}))["messages"][8]["entryId"]
     entry = await call(client, p.SESSION_ENTRY, {"session": path, "entryId": entry_id})
     assert entry["entry"]["message"]["content"] == "NEW question 4"
+
+
+async def test_same_length_edit_is_served_at_once_by_every_method(
+    daemon: tuple[LanguageClient, bool], tmp_path: Path
+) -> None:
+    """Issue 30: with watching off, a message rewritten in place with the same length was served new
+    by ``session/entry`` (read from the file) and old by ``context/build`` (its kept context) until
+    the next append. Each request now checks the file's mark first: the very next answers agree."""
+    client, _ = daemon
+    path, _ = await twenty(client, tmp_path)
+    built = await call(client, p.CONTEXT_BUILD, {"session": path})
+    entry_id = built["messages"][8]["entryId"]
+    data = Path(path).read_bytes()
+    await asyncio.sleep(0.05)  # a later mtime than the daemon's own last append (coarse clocks)
+    await rewrite(path, b"NEW", offset=data.index(b"old question 4"))
+    entry = await call(client, p.SESSION_ENTRY, {"session": path, "entryId": entry_id})
+    assert entry["entry"]["message"]["content"] == "NEW question 4"
+    assert (await texts(client, path))[8:10] == ["NEW question 4", "old answer 4"]
