@@ -10,7 +10,7 @@ from typing import Any
 
 from ctxd.cli.render import dump as _dump
 from ctxd.cli.render import render_context, render_rows, use_color
-from ctxd.context.build import build_context
+from ctxd.context.live import live_context
 from ctxd.context.openai import to_openai
 from ctxd.context.view import cap, project
 from ctxd.errors import SessionError
@@ -86,7 +86,7 @@ def cmd_tree(args: argparse.Namespace) -> int:
 
 def cmd_context(args: argparse.Namespace) -> int:
     session = open_session(args.file)
-    ctx = build_context(session.file, session.tree, args.leaf, estimates=session.estimates)
+    ctx = live_context(session).context(args.leaf)
     messages = ctx.agent_messages()
     if args.truncate_window:
         from ctxd.context.truncate import is_oversized, limit_chars, truncate_tool_result

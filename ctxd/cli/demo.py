@@ -9,7 +9,7 @@ import time
 from typing import Any
 
 from ctxd.cli.render import render_context, render_rows, use_color
-from ctxd.context.build import build_context
+from ctxd.context.live import live_context
 from ctxd.context.openai import to_openai
 from ctxd.context.view import project
 from ctxd.store.create import create_session
@@ -89,7 +89,7 @@ def write_sample(root: str) -> Session:
     ]
 
     def total() -> int:
-        ctx = build_context(session.file, session.tree, estimates=session.estimates)
+        ctx = live_context(session).context()
         return SYSTEM_PROMPT_TOKENS + ctx.estimatedTokens
 
     for n, (request, tag) in enumerate(turns):
@@ -128,7 +128,7 @@ def run_demo() -> int:
         show_tree(session)
 
         _heading("3. the context for the next request (pi's rules)")
-        ctx = build_context(session.file, session.tree, estimates=session.estimates)
+        ctx = live_context(session).context()
         for line in render_context(ctx):
             _say(line)
         openai = to_openai(ctx.agent_messages())

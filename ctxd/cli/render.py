@@ -7,7 +7,7 @@ import os
 import sys
 from typing import Any
 
-from ctxd.context.build import Context
+from ctxd.context.answers import Context
 from ctxd.context.view import CollapsedRun, Row, TreeNode, one_line
 
 ROLE_MARK = {
@@ -71,8 +71,7 @@ def render_context(ctx: Context) -> list[str]:
         f"{len(ctx.messages)} messages, estimated {ctx.estimatedTokens:,} tokens, "
         f"context size {ctx.contextTokens:,} tokens (pi's estimate: trusted usage + estimates)",
     ]
-    for m in ctx.messages:
-        body = m.message
+    for m, body in zip(ctx.messages, ctx.agent_messages(), strict=True):
         text = body.get("summary") or body.get("content") or body.get("command") or ""
         if isinstance(text, list):
             text = " ".join(

@@ -30,7 +30,7 @@ from ctxd.compaction.summarizers import (
     SummarizerError,
     SummaryRequest,
 )
-from ctxd.context.build import entry_message
+from ctxd.context.rules import entry_message
 from ctxd.context.tokens import estimate_tokens, js_len
 
 

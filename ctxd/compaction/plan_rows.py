@@ -11,9 +11,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from ctxd.compaction.fileops import FileOps, call_file_ops, extract_file_ops
-from ctxd.context.build import ContextMessage
 from ctxd.context.line_estimate import Call, line_calls
 from ctxd.context.live_state import Agent
+from ctxd.context.rows import ContextMessage
 from ctxd.store.bodies import raw_lines
 
 __all__ = ["Rows", "file_ops_of", "messages_of"]

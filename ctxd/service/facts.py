@@ -21,7 +21,8 @@ from ctxd.compaction.goal import first_request
 from ctxd.compaction.ledger import Ledger, Seen
 from ctxd.compaction.ledger_update import advance, seed
 from ctxd.compaction.plan_ledger import iso_time, plans_before, previous_ledger
-from ctxd.context.build import build_context
+from ctxd.context.live import live_context
+from ctxd.context.rows import materialize
 from ctxd.formats.lazy_re import lazy_compile
 from ctxd.service.claude_facts import applied_through, notes_plans, reinjected_blocks
 from ctxd.store.dirs import state_dir as default_state_dir
@@ -64,7 +65,8 @@ class SinceCompaction:
 
 def since_compaction(session: Session) -> SinceCompaction:
     """The newest compaction's summary in the context at the leaf, and the messages after it with where each is."""
-    ctx = build_context(session.file, session.tree, estimates=session.estimates)
+    ctx = live_context(session).context()
+    materialize(ctx.messages)  # one batched read, not one per message
     summary: str | None = None
     compaction_id: str | None = None
     messages: list[dict[str, Any]] = []
