@@ -42,10 +42,11 @@ import fidelity_gen  # noqa: E402
 import fidelity_truth as ft  # noqa: E402
 
 from ctxd.compaction.engine import compact  # noqa: E402
-from ctxd.compaction.fileops import classify_call, tool_calls  # noqa: E402
+from ctxd.compaction.fileops import classify_call  # noqa: E402
 from ctxd.compaction.plan import NothingToCompact, plan_compaction  # noqa: E402
 from ctxd.compaction.settings import CompactionSettings  # noqa: E402
 from ctxd.compaction.summarizers import OfflineSummarizer  # noqa: E402
+from ctxd.context.rules import message_calls  # noqa: E402
 from ctxd.context.tokens import estimate_tokens  # noqa: E402
 from ctxd.tree.session import Session  # noqa: E402
 
@@ -213,16 +214,20 @@ def _calls(messages: Sequence[Mapping[str, Any]]) -> list[str]:
 def _written(messages: Sequence[Mapping[str, Any]]) -> str:
     """What the agent's write and edit calls wrote (a plan item in Next Steps traces to it)."""
     parts: list[str] = []
-    for block in (b for m in messages for b in tool_calls(m)):
-        arguments = block.get("arguments")
-        if not isinstance(arguments, Mapping):
+    for m in messages:
+        if m.get("role") != "assistant":
             continue
-        parts.extend(arguments[k] for k in ("content", "newText", "new_string") if isinstance(arguments.get(k), str))
-        for key in ("todos", "plan"):  # a todo tool's items
-            items = arguments.get(key)
-            for item in items if isinstance(items, list) else ():
-                if isinstance(item, Mapping):
-                    parts.extend(str(item.get(k)) for k in ("content", "step") if item.get(k))
+        for _, arguments in message_calls(m):
+            if not isinstance(arguments, Mapping):
+                continue
+            parts.extend(
+                arguments[k] for k in ("content", "newText", "new_string") if isinstance(arguments.get(k), str)
+            )
+            for key in ("todos", "plan"):  # a todo tool's items
+                items = arguments.get(key)
+                for item in items if isinstance(items, list) else ():
+                    if isinstance(item, Mapping):
+                        parts.extend(str(item.get(k)) for k in ("content", "step") if item.get(k))
     return ft.norm("\n".join(parts))
 
 

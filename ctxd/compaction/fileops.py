@@ -17,6 +17,8 @@ from typing import Any, Literal
 
 import attrs
 
+from ctxd.context.rules import Call, message_calls
+
 FileOp = Literal["read", "written", "edited", "created", "deleted"]
 
 
@@ -209,37 +211,20 @@ def call_command(name: str, arguments: Any) -> str | None:
     return classify_call(name, arguments)[0]
 
 
-def tool_calls(message: Mapping[str, Any]) -> Iterable[Mapping[str, Any]]:
-    """The ``toolCall`` blocks of an assistant message."""
-    if message.get("role") != "assistant":
-        return ()
-    content = message.get("content")
-    if not isinstance(content, list):
-        return ()
-    return [b for b in content if isinstance(b, Mapping) and b.get("type") == "toolCall"]
-
-
-def nested_calls(message: Mapping[str, Any]) -> Iterable[Mapping[str, Any]]:
-    """Calls a tool made itself, recorded on its result (pi 1.5.2's ``nestedCalls``: codemode scripts)."""
-    if message.get("role") != "toolResult":
-        return ()
-    nested = message.get("nestedCalls")
-    calls = nested.get("calls") if isinstance(nested, Mapping) else None
-    return [c for c in calls if isinstance(c, Mapping)] if isinstance(calls, list) else ()
-
-
 def extract_file_ops(messages: Iterable[Mapping[str, Any]]) -> FileOps:
     """File operations of every tool call in ``messages`` (as pi does, whether or not the call succeeded),
-    including the calls a tool result records it made."""
+    including the calls a tool result records it made (``ctxd.context.rules.message_calls``)."""
     ops = FileOps()
     for message in messages:
-        role = message.get("role")
-        if role not in ("assistant", "toolResult"):
-            continue
-        for call in tool_calls(message) if role == "assistant" else nested_calls(message):
-            for op, path in call_file_ops(str(call.get("name") or ""), call.get("arguments")):
-                ops.add(op, path)
+        add_calls(ops, message_calls(message))
     return ops
+
+
+def add_calls(ops: FileOps, calls: Iterable[Call]) -> None:
+    """Add the file operations of ``calls`` (name, arguments) to ``ops``."""
+    for name, arguments in calls:
+        for op, path in call_file_ops(name, arguments):
+            ops.add(op, path)
 
 
 def _strings(value: Any) -> list[str]:
