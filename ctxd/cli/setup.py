@@ -8,12 +8,19 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from typing import Any, Protocol
 
 NAMES = "claude-code | pi | vscode | neovim | codex | opencode"
 """The integrations ``ctxd setup`` knows (:data:`ctxd.setup.INTEGRATIONS`; a test keeps the two the same)."""
 
 
-def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+class Subcommands(Protocol):
+    """What ``ArgumentParser.add_subparsers`` returns."""
+
+    def add_parser(self, name: str, **kwargs: Any) -> argparse.ArgumentParser: ...
+
+
+def add_parsers(sub: Subcommands) -> None:
     names = NAMES
     s = sub.add_parser(
         "setup",

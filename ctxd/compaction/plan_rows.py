@@ -60,9 +60,9 @@ def file_ops_of(rows: Sequence[ContextMessage]) -> FileOps:
         return ops
     by_view: dict[int, list[ContextMessage]] = {}
     for row in lazy:
-        by_view.setdefault(id(row._view), []).append(row)
+        by_view.setdefault(id(row.view), []).append(row)
     for group in by_view.values():
-        view = group[0]._view
+        view = group[0].view
         assert view is not None
         view.check()  # the lines are still the entries these rows were made from
         for row, raw in zip(group, raw_lines(view.reader, [row.source for row in group]), strict=True):

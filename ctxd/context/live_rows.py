@@ -15,7 +15,6 @@ from typing import Any
 from ctxd.context.answers import trusted_usage
 from ctxd.context.line_estimate import Call, fill_estimates
 from ctxd.context.live_state import LazyRow, Source, State
-from ctxd.store.bodies import BodyView
 from ctxd.store.session_file import SessionFile
 
 __all__ = ["add_rows", "defer", "heads_of"]
@@ -29,7 +28,7 @@ def defer(
     the rest, to decode."""
     file = session.file
     estimates = session.estimates
-    view = BodyView.of(file)
+    view = file.body_view()
     lines = file.lines
     clean = file.clean_flags()
     n_clean = len(clean)

@@ -52,6 +52,11 @@ class ContextMessage(msgspec.Struct, gc=False, eq=False):
         return found
 
     @property
+    def view(self) -> BodyView | None:
+        """For a lazy row not read yet: the read its message is to be read from (else None)."""
+        return self._view
+
+    @property
     def loaded(self) -> bool:
         """Whether ``message`` is decoded already."""
         return self._message is not None

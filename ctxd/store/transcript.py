@@ -17,7 +17,7 @@ from typing import Any
 from ctxd.errors import BadHeaderError, ReadOnlySessionError, SessionError
 from ctxd.formats.codec import head_from_dict
 from ctxd.formats.transcripts import Transcript, detect, map_transcript
-from ctxd.store.files import open_regular, read_bounded
+from ctxd.store.files import open_regular, open_session_fd, read_bounded
 from ctxd.store.scan import Diagnostic
 from ctxd.store.session_file import RefreshResult, SessionFile
 
@@ -45,7 +45,7 @@ class TranscriptFile(SessionFile):
         if transcript is None:
             raise BadHeaderError("not a pi, Claude Code or Codex session file; refusing it", path=self.path, line=1)
         self._reset()  # only now: a file that fails to map leaves the last good state
-        self._identity = identity
+        self.identity = identity
         self._install(transcript, data)
         self._stamp = stamp
         self.generation += 1
@@ -59,11 +59,11 @@ class TranscriptFile(SessionFile):
         except FileNotFoundError as exc:
             raise SessionError("session file disappeared", path=self.path) from exc
         unchanged = (st.st_size, st.st_mtime_ns, st.st_ctime_ns) == self._stamp
-        if (st.st_dev, st.st_ino) == self._identity and st.st_size == self._end and unchanged:
+        if (st.st_dev, st.st_ino) == self.identity and st.st_size == self.end and unchanged:
             return RefreshResult(range(len(self.heads), len(self.heads)))
         data, identity, stamp = self._read()
-        start = max(0, self._end - FINGERPRINT)
-        same_prefix = identity == self._identity and data[start : self._end] == self._fingerprint
+        start = max(0, self.end - FINGERPRINT)
+        same_prefix = identity == self.identity and data[start : self.end] == self._fingerprint
         transcript = map_transcript(data, self.path)
         if transcript is None:
             raise BadHeaderError("the file is no longer a session transcript", path=self.path, line=1)
@@ -73,13 +73,13 @@ class TranscriptFile(SessionFile):
             first = len(self.heads)
             self._extend(transcript, first)
             self._leaf = transcript.leaf_id
-            self._end = data.rfind(b"\n") + 1
-            self._fingerprint = data[max(0, self._end - FINGERPRINT) : self._end]
+            self.end = data.rfind(b"\n") + 1
+            self._fingerprint = data[max(0, self.end - FINGERPRINT) : self.end]
             self._diagnose(transcript)
             self._stamp = stamp
             return RefreshResult(range(first, len(self.heads)))
         self._reset()
-        self._identity = identity
+        self.identity = identity
         self._install(transcript, data)
         self._stamp = stamp
         self.generation += 1
@@ -102,7 +102,7 @@ class TranscriptFile(SessionFile):
     # --- internals ----------------------------------------------------------------------------
 
     def _read(self) -> tuple[bytes, tuple[int, int], tuple[int, int, int]]:
-        fd = self._open_read()
+        fd = open_session_fd(self.path)
         try:
             st = os.fstat(fd)
             data = read_bounded(fd, MAX_TRANSCRIPT + 1)
@@ -120,9 +120,9 @@ class TranscriptFile(SessionFile):
         self._bodies_list = []
         self._extend(transcript, 0)
         self._leaf = transcript.leaf_id
-        self._end = data.rfind(b"\n") + 1
-        self._fingerprint = data[max(0, self._end - FINGERPRINT) : self._end]
-        self._next_line = data.count(b"\n", 0, self._end) + 1
+        self.end = data.rfind(b"\n") + 1
+        self._fingerprint = data[max(0, self.end - FINGERPRINT) : self.end]
+        self.next_line = data.count(b"\n", 0, self.end) + 1
         self._diagnose(transcript)
 
     def _extend(self, transcript: Transcript, first: int) -> None:
