@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 
+from ctxd.cli.render import render_tree
 from ctxd.compaction.branching import branch
 from ctxd.compaction.engine import compact, dry_run
 from ctxd.compaction.settings import CompactionSettings
@@ -54,9 +55,8 @@ def run(session: Session, root: str, say: Say, heading: Callable[[str], None]) -
     say(f"leaf moved to {target}; branch_summary {result.summaryEntryId} covers {result.summarizedEntries} messages")
     for line in (result.summary or "").splitlines()[:12]:
         say(f"  | {line}")
-    from ctxd.cli.demo import show_tree
-
     heading("7. the tree now")
-    show_tree(session)
+    for line in render_tree(session, 6):
+        say(line)
     ctx = live_context(session).context()
     say(f"context at the new leaf: {[m.role for m in ctx.messages]}")

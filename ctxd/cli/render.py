@@ -8,7 +8,8 @@ import sys
 from typing import Any
 
 from ctxd.context.answers import Context
-from ctxd.context.view import CollapsedRun, Row, TreeNode, one_line
+from ctxd.context.view import CollapsedRun, Row, TreeNode, one_line, project
+from ctxd.tree.session import Session
 
 ROLE_MARK = {
     "user": "U",
@@ -63,6 +64,12 @@ def render_rows(rows: list[Row], *, color: bool = False) -> list[str]:
             line = _paint(line, "32", color)
         out.append(line)
     return out
+
+
+def render_tree(session: Session, collapse: int) -> list[str]:
+    """The session's tree as ``ctxd tree`` prints it (runs longer than ``collapse`` folded; 0: none)."""
+    rows, _ = project(session, collapse=collapse)
+    return render_rows(rows, color=use_color())
 
 
 def render_context(ctx: Context) -> list[str]:

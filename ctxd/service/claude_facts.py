@@ -15,21 +15,28 @@ starts with them again; only the calls after that message change the documents o
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 import attrs
 
 from ctxd.compaction.fileops import extract_file_ops, file_lists
 from ctxd.compaction.goal import first_request
-from ctxd.compaction.ledger import Ledger, Seen
+from ctxd.compaction.ledger import Ledger
 from ctxd.compaction.ledger_update import advance, seed
 from ctxd.compaction.mustkeep import FactSheet
-from ctxd.formats.injected import CTXD_MARK, ctxd_blocks
+from ctxd.service.transcript_ledger import MAX_BLOCK_ENTRIES, applied_through, reinjected_blocks, since_compaction
 from ctxd.tree.session import Session
 
-MAX_BLOCK_ENTRIES = 2_000
-"""Attachment entries read (the newest) when looking for ctxd's re-injected blocks (only without a ledger)."""
+__all__ = [
+    "MAX_BLOCK_ENTRIES",
+    "TranscriptFacts",
+    "applied_through",
+    "compaction_summaries",
+    "notes_plans",
+    "reinjected_blocks",
+    "transcript_facts",
+]
 
 
 @attrs.frozen
@@ -53,8 +60,6 @@ def transcript_facts(
     """The fact sheet of the context at the transcript's leaf with ``ledger`` (the session's, from the notes)
     carried, and what the transcript says of its compactions. ``plans`` are the plan documents as the messages
     up to the entry ``through`` left them (both from the notes); the calls of the messages after it change them."""
-    from ctxd.service.facts import since_compaction
-
     session = Session.open(path)
     since = since_compaction(session)
     previous, messages = since.summary, since.messages
@@ -93,31 +98,6 @@ def notes_plans(notes: Mapping[str, Any]) -> tuple[dict[str, str] | None, str | 
         else None
     )
     return kept, through if isinstance(through, str) else None
-
-
-def applied_through(where: Sequence[Seen | None], through: str | None) -> int:
-    """The index of the first message after the entry ``through`` (its calls are in the notes' plan documents);
-    0 when the messages do not hold it."""
-    ids = [seen.entryId if seen is not None else None for seen in where]
-    return len(ids) - ids[::-1].index(through) if through is not None and through in ids else 0
-
-
-def reinjected_blocks(session: Session) -> list[str]:
-    """The blocks of facts ctxd re-injected into the transcript (Claude Code records a hook's
-    ``additionalContext`` as an attachment entry), oldest first."""
-    heads = session.file.heads
-    found = [i for i, head in enumerate(heads) if head.type == "custom"][-MAX_BLOCK_ENTRIES:]
-    blocks: list[str] = []
-    for body in session.file.entries(found):
-        data = body.get("data")
-        attachment = data.get("attachment") if isinstance(data, dict) else None
-        if not isinstance(attachment, dict) or attachment.get("type") != "hook_additional_context":
-            continue
-        content = attachment.get("content")
-        for text in content if isinstance(content, list) else [content]:
-            if isinstance(text, str) and CTXD_MARK in text:
-                blocks.extend(ctxd_blocks(text))
-    return blocks
 
 
 def compaction_summaries(session: Session) -> tuple[int, str | None]:

@@ -14,22 +14,20 @@ import json
 import os
 from typing import Any
 
-import attrs
-
 from ctxd.compaction.fileops import extract_file_ops, file_lists
 from ctxd.compaction.goal import first_request
-from ctxd.compaction.ledger import Ledger, Seen
+from ctxd.compaction.ledger import Ledger
 from ctxd.compaction.ledger_update import advance, seed
-from ctxd.compaction.plan_ledger import iso_time, plans_before, previous_ledger
-from ctxd.context.live import live_context
-from ctxd.context.rows import materialize
+from ctxd.compaction.plan_ledger import plans_before, previous_ledger
 from ctxd.formats.lazy_re import lazy_compile
-from ctxd.service.claude_facts import applied_through, notes_plans, reinjected_blocks
+from ctxd.service.claude_facts import notes_plans
+from ctxd.service.transcript_ledger import SinceCompaction, applied_through, reinjected_blocks, since_compaction
 from ctxd.store.dirs import state_dir as default_state_dir
 from ctxd.tree.session import Session
 
 RENDER_CHARS = 9_000
 """The rendered open facts (``text``) are at most this long, as the hooks' re-injected block."""
+__all__ = ["SinceCompaction", "facts_json", "notes_ledger", "read_notes", "session_facts", "since_compaction"]
 _ID_RE = lazy_compile(r"^[A-Za-z0-9_.-]{1,128}$")
 
 
@@ -49,37 +47,6 @@ def read_notes(state: str, agent: str, session_id: str) -> dict[str, Any] | None
     except (OSError, ValueError):
         return None
     return notes if isinstance(notes, dict) else None
-
-
-@attrs.frozen
-class SinceCompaction:
-    """The context at the leaf, split at its newest compaction."""
-
-    summary: str | None
-    compaction_id: str | None
-    messages: list[dict[str, Any]]
-    """The messages after the summary, oldest first."""
-    where: list[Seen | None]
-    """Where each of ``messages`` lies in the session."""
-
-
-def since_compaction(session: Session) -> SinceCompaction:
-    """The newest compaction's summary in the context at the leaf, and the messages after it with where each is."""
-    ctx = live_context(session).context()
-    materialize(ctx.messages)  # one batched read, not one per message
-    summary: str | None = None
-    compaction_id: str | None = None
-    messages: list[dict[str, Any]] = []
-    where: list[Seen | None] = []
-    for m in ctx.messages:
-        if m.role == "compactionSummary":
-            text = m.message.get("summary")
-            summary, compaction_id = (text if isinstance(text, str) else None), m.entryId
-            messages, where = [], []
-        else:
-            messages.append(m.message)
-            where.append(Seen(entryId=m.entryId, line=m.line, time=iso_time(m.message.get("timestamp"))))
-    return SinceCompaction(summary, compaction_id, messages, where)
 
 
 def session_facts(path: str, *, state_dir: str | None = None, session: Session | None = None) -> Ledger:

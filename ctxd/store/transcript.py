@@ -159,17 +159,3 @@ def sniff(path: str) -> str | None:
         os.close(fd)
     first = head.split(b"\n", 1)[0]
     return detect(first) if first.strip() else None
-
-
-def open_session_file(path: str, **kwargs: Any) -> SessionFile:
-    """A pi session file, or a read-only view of a Claude Code / Codex transcript or of an opencode
-    session (``<database>#<session id>``, :mod:`ctxd.store.opencode`)."""
-    if isinstance(path, str) and "#" in path:  # opencode.SEPARATOR: only then is sqlite3 imported
-        from ctxd.store.opencode import OpencodeFile, split_ref
-
-        if split_ref(path) is not None:
-            return OpencodeFile.open(path, **kwargs)
-    kind = sniff(path)
-    if kind in ("claude", "codex", "opencode"):
-        return TranscriptFile.open(path, **kwargs)
-    return SessionFile.open(path, **kwargs)

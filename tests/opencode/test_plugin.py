@@ -17,7 +17,7 @@ from typing import Any
 from fakes.openai_server import FakeOpenAIServer
 
 from ctxd.store.opencode import session_path
-from ctxd.store.transcript import open_session_file
+from ctxd.store.opening import open_session_file
 
 from .harness import REPO, SUMMARY, CompactingResponder, OpencodeHome, is_compaction_request, opencode_binary
 
