@@ -170,14 +170,6 @@ def message_calls(message: Mapping[str, Any]) -> list[Call]:
     return [(str(b.get("name") or ""), b.get("arguments")) for b in blocks]
 
 
-def starts_turn(messages: Iterable[Mapping[str, Any]]) -> bool:
-    return any(m.get("role") in TURN_START_ROLES for m in messages)
-
-
-def is_cut_point(messages: Iterable[Mapping[str, Any]]) -> bool:
-    return any(m.get("role") in CUT_POINT_ROLES for m in messages)
-
-
 def _content_text(content: Any) -> str:
     """pi-ai's ``contentText``: a string, or the text blocks joined by newlines."""
     if isinstance(content, str):

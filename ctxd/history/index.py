@@ -202,16 +202,6 @@ class HistoryIndex:
                 raise
         return self._run(lambda c: _search(c, _fts_query(query), session, limit))
 
-    def sessions_for_cwd(self, cwd: str) -> list[tuple[str, str]]:
-        """(path, session id) of the indexed live sessions started in ``cwd``, newest first."""
-        rows = self._run(
-            lambda c: c.execute(
-                "SELECT path, session FROM files WHERE cwd = ? AND archived = 0 ORDER BY mtime_ns DESC",
-                (os.path.normpath(cwd),),
-            ).fetchall()
-        )
-        return [(str(a), str(b)) for a, b in rows]
-
 
 # --- one file ---------------------------------------------------------------------------------------
 

@@ -7,7 +7,6 @@ import asyncio
 import json
 import logging
 import os
-import time
 from typing import Any
 
 from ctxd.context.answers import Size
@@ -133,7 +132,6 @@ class Live(ServiceBase):
         if not result.added and not result.reloaded:
             return  # our own append, already announced; or nothing complete yet
         ids = [] if result.reloaded else [s.tree.id_of(i) for i in result.added]
-        opened.last_activity = time.monotonic()
         self._emit(p.DID_CHANGE, p.DidChange(real, s.file.session_id, ids, s.leaf_id(), "external", result.reloaded))
         self._emit(p.CONTEXT_USAGE, self._usage(s, size.tokens))
         if self.config.autoCompactExternal and any(_role(s, i) == "assistant" for i in new):

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import time
 from collections.abc import Iterable
 from typing import Any
 
@@ -20,7 +19,6 @@ from ctxd.tree.session import Session
 class OpenSession:
     session: Session
     lock: asyncio.Lock = attrs.field(factory=asyncio.Lock)
-    last_activity: float = attrs.field(factory=time.monotonic)
     compaction: asyncio.Task[None] | None = None
     scheduled: asyncio.TimerHandle | None = None
     truncation_attempted: set[str] = attrs.field(factory=set)

@@ -19,7 +19,6 @@ import asyncio
 import contextlib
 import logging
 import threading
-import time
 from typing import Any
 
 import attrs
@@ -177,7 +176,6 @@ class Writing(ServiceBase):
 
         async with opened.lock:
             results, size, decision = await asyncio.to_thread(work)
-        opened.last_activity = time.monotonic()
         usage = self._usage(s, size.tokens) if size is not None else None
         leaf = s.leaf_id()
         for item, result in zip(batch, results, strict=True):

@@ -70,16 +70,6 @@ class BodyReader:
         checked = self._checked
         return i < len(checked) and checked[i] == 1 and i not in self._bodies
 
-    def unchecked(self, indices: Iterable[int]) -> list[int]:
-        """Those of ``indices`` whose line was not read clean yet (see :meth:`body_checked`)."""
-        checked = self._checked
-        n = len(checked)
-        out = [i for i in indices if i >= n or not checked[i]]
-        bodies = self._bodies
-        if bodies:
-            out.extend(i for i in indices if i in bodies and i < n and checked[i])
-        return out
-
     def clean_flags(self) -> bytearray:
         """Per entry, 1 when its line was read once and is served as it is (entries past its end: not
         read yet); see :meth:`body_checked` (which also excludes the entries served from memory)."""

@@ -32,10 +32,6 @@ class Exchange:
     status: str | None = None
     """Why there is no final response: "interrupted", "error: ...", or "continues" (the agent was mid-work)."""
 
-    @property
-    def has_actions(self) -> bool:
-        return bool(self.modified or self.created or self.deleted or self.viewed or self.commands)
-
 
 def exchange_bounds(messages: Sequence[Message], user_indices: Sequence[int]) -> list[tuple[int, int]]:
     """``[start, end)`` of each exchange; messages before the first user message form their own exchange."""

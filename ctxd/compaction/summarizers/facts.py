@@ -69,8 +69,9 @@ LATE_TEXTS = 250
 MAX_FIXED = 200
 """Texts saying something was fixed, kept per scan (the newest)."""
 STATED_PER_MESSAGE = 4
-LONG_MESSAGE = 2_000
-"""User messages longer than this are treated as pastes: their error lines become facts of their own."""
+LONG_MESSAGE = 200
+"""User messages longer than this, over several lines, are treated as pastes: their error lines become facts of
+their own."""
 
 
 def user_words(message: Message) -> str:
@@ -317,7 +318,7 @@ class _Scanner:
                 self.early_user.append((index, text))
             else:
                 self.late_user.append((index, text))
-        if len(text) > 200 and "\n" in text:
+        if len(text) > LONG_MESSAGE and "\n" in text:
             for line in key_lines(text):
                 self.reported(index, line)
         self.statements(index, text)
