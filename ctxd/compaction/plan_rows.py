@@ -1,8 +1,9 @@
 """What a compaction plan reads of the messages it summarises, without decoding them first.
 
 A plan names thousands of messages and reads few of them: the file operations of their tool calls
-(:func:`file_ops_of`, from each line's tool calls alone: ``ctxd.context.line_estimate.line_calls``)
-and, only when a summariser asks, the messages themselves (:class:`Rows`, decoded on first read).
+(:func:`file_ops_of`: from the calls' own bytes where the native scanner noted them,
+``ctxd.context.line_estimate.noted_calls``, else from each line's tool calls alone, ``line_calls``) and,
+only when a summariser asks, the messages themselves (:class:`Rows`, decoded on first read).
 """
 
 from __future__ import annotations
@@ -10,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ctxd.compaction.fileops import FileOps, call_file_ops, extract_file_ops
-from ctxd.context.line_estimate import Call, line_calls
+from ctxd.compaction.fileops import FileOps, add_calls, extract_file_ops
+from ctxd.context.line_estimate import line_calls, noted_calls
 from ctxd.context.live_state import Agent
 from ctxd.context.rows import ContextMessage
 from ctxd.store.bodies import raw_lines
@@ -51,7 +52,7 @@ def file_ops_of(rows: Sequence[ContextMessage]) -> FileOps:
         if row.role not in _CALLERS:
             continue
         if row.calls is not None:
-            _add_calls(ops, row.calls)
+            add_calls(ops, row.calls)
         elif row.source >= 0:
             lazy.append(row)
         else:
@@ -65,16 +66,16 @@ def file_ops_of(rows: Sequence[ContextMessage]) -> FileOps:
         view = group[0].view
         assert view is not None
         view.check()  # the lines are still the entries these rows were made from
-        for row, raw in zip(group, raw_lines(view.reader, [row.source for row in group]), strict=True):
-            calls = line_calls(raw)
-            if calls is None:
+        noted, left = noted_calls(view.reader, [row.source for row in group])
+        for calls in noted.values():
+            add_calls(ops, calls)
+        if not left:
+            continue
+        rows = [row for row in group if row.source not in noted]
+        for row, raw in zip(rows, raw_lines(view.reader, [row.source for row in rows]), strict=True):
+            found = line_calls(raw)
+            if found is None:
                 ops.update(extract_file_ops([row.message]))
             else:
-                _add_calls(ops, calls)
+                add_calls(ops, found)
     return ops
-
-
-def _add_calls(ops: FileOps, calls: list[Call]) -> None:
-    for name, arguments in calls:
-        for op, path in call_file_ops(name, arguments):
-            ops.add(op, path)

@@ -24,9 +24,19 @@ from ctxd.context.rules import Call, message_calls
 from ctxd.context.tokens import estimate_tokens
 from ctxd.formats import depth
 from ctxd.store.bodies import line_spans
+from ctxd.store.calls import NESTED, Lines, read_calls
 from ctxd.store.reader import SessionReader
 
-__all__ = ["Call", "clean", "estimate_and_calls", "estimate_line", "fill_estimates", "line_calls"]
+__all__ = [
+    "Call",
+    "clean",
+    "decode_noted",
+    "estimate_and_calls",
+    "estimate_line",
+    "fill_estimates",
+    "line_calls",
+    "noted_calls",
+]
 
 
 class _Entry(msgspec.Struct, gc=False):
@@ -34,7 +44,14 @@ class _Entry(msgspec.Struct, gc=False):
     message: Any = None
 
 
+class _CallBlock(msgspec.Struct, gc=False):
+    name: Any = None
+    arguments: Any = None
+
+
 _decode_entry = msgspec.json.Decoder(_Entry).decode
+_decode_blocks = msgspec.json.Decoder(list[_CallBlock]).decode
+_decode_any = msgspec.json.Decoder().decode
 
 
 def clean(raw: bytes) -> bool:
@@ -82,6 +99,32 @@ def line_calls(raw: bytes) -> list[Call] | None:
         return []  # neither can be there: without escapes they would appear as written
     message = _message(raw)
     return None if message is None else message_calls(message)
+
+
+def noted_calls(reader: Lines, indices: Sequence[int]) -> tuple[dict[int, list[Call]], list[int]]:
+    """The tool calls of the entries ``indices`` whose calls the native scanner noted, read from their bytes
+    alone (``ctxd.store.calls``) as :func:`line_calls` reads them from the line; and the entries it did not
+    note (read their lines)."""
+    found, left = read_calls(reader, indices)
+    return decode_noted(found), left
+
+
+def decode_noted(found: dict[int, list[tuple[int, bytes]]]) -> dict[int, list[Call]]:
+    """The calls of each entry from the JSON the scanner noted of them (``ctxd.store.calls.read_calls``):
+    its ``toolCall`` blocks decoded in one batch, a tool result's ``nestedCalls`` read by ``message_calls``."""
+    blocks = [data for raw in found.values() for kind, data in raw if kind != NESTED]
+    decoded = iter(_decode_blocks(b"[" + b",".join(blocks) + b"]")) if blocks else iter(())
+    out: dict[int, list[Call]] = {}
+    for i, raw in found.items():
+        calls: list[Call] = []
+        for kind, data in raw:
+            if kind == NESTED:
+                calls.extend(message_calls({"role": "toolResult", "nestedCalls": _decode_any(data)}))
+            else:
+                block = next(decoded)
+                calls.append((str(block.name or ""), block.arguments))
+        out[i] = calls
+    return out
 
 
 def _message(raw: bytes | memoryview) -> dict[str, Any] | None:

@@ -20,6 +20,7 @@ from itertools import pairwise
 from typing import Any, Protocol
 
 from ctxd.errors import SessionError
+from ctxd.store.calls import NotedCalls
 from ctxd.store.files import open_session_fd
 from ctxd.store.private import FileMark
 
@@ -39,6 +40,7 @@ class Reader(Lines, Protocol):
 
     generation: int
     mark: FileMark | None
+    noted_calls: NotedCalls
 
     def entries(self, indices: Sequence[int]) -> list[dict[str, Any]]: ...
 

@@ -29,11 +29,12 @@ import attrs
 import msgspec
 
 from ctxd.formats.codec import CURRENT_VERSION, LineHead
+from ctxd.store.calls import FIELDS, NotedCalls
 from ctxd.store.files import open_session_fd
 from ctxd.store.private import FileMark, cache_dir, forget_kept, read_kept, write_kept
 from ctxd.store.scan import Diagnostic
 
-FORMAT = 4
+FORMAT = 5
 MAGIC = b"ctxd-index\x00"
 MIN_ENTRIES = 2000
 """Smaller files are read whole every time (it takes a few milliseconds)."""
@@ -59,6 +60,8 @@ class Saved(msgspec.Struct, array_like=True):
     checked: memoryview
     pin_entries: list[int]
     diagnostics: list[tuple[str, int, str, str, str | None, str | None]]
+    call_flags: memoryview
+    calls: memoryview
     extra: dict[str, Any]
 
 
@@ -122,6 +125,7 @@ class Kept:
     checked: bytearray | bytes
     pin_entries: list[int]
     diagnostics: list[Diagnostic]
+    noted_calls: NotedCalls
     extra: dict[str, Any]
     """What the layers above keep with it (the tree, token estimates)."""
 
@@ -145,6 +149,14 @@ def restore(path: str, fd: int, st: os.stat_result) -> Kept | None:
         return None
     if any(not 0 <= i < n for i, _ in saved.heads) or any(not 0 <= i < n for i, _ in saved.bodies):
         return None
+    calls = _ints(saved.calls, len(saved.calls) // 8)
+    if (
+        calls is None
+        or len(saved.call_flags) > n
+        or len(calls) % FIELDS
+        or any(not 0 <= i < n for i in calls[0::FIELDS])
+    ):
+        return None
     return Kept(
         header=saved.header,
         version=saved.version,
@@ -160,6 +172,7 @@ def restore(path: str, fd: int, st: os.stat_result) -> Kept | None:
         checked=bytearray(saved.checked),
         pin_entries=[i for i in saved.pin_entries if 0 <= i < n],
         diagnostics=[Diagnostic(*d) for d in saved.diagnostics],
+        noted_calls=NotedCalls(saved.call_flags, calls),
         extra=saved.extra,
     )
 
@@ -207,6 +220,8 @@ def save(path: str, kept: Kept, identity: tuple[int, int], mark: FileMark | None
         checked=memoryview(bytes(kept.checked[: kept.count])),
         pin_entries=list(kept.pin_entries),
         diagnostics=[(d.path, d.line, d.message, d.severity, d.entryId, d.kind) for d in kept.diagnostics],
+        call_flags=memoryview(bytes(kept.noted_calls.flags[: kept.count])),
+        calls=memoryview(kept.noted_calls.calls).cast("B"),
         extra=kept.extra,
     )
     return write_kept(target, _encoder.encode(saved), MAGIC)

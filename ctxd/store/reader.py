@@ -25,6 +25,7 @@ from ctxd.formats.codec import CURRENT_VERSION
 from ctxd.formats.migrate import migrate_head_roles, migrate_heads
 from ctxd.store import index_cache
 from ctxd.store.bodies import BodyView
+from ctxd.store.calls import NotedCalls
 from ctxd.store.files import Clock, open_session_fd
 from ctxd.store.header import read_header
 from ctxd.store.heads import Heads, HeadSink, read_heads
@@ -102,6 +103,8 @@ class SessionReader(BodyReader):
         self._bodies: dict[int, dict[str, Any]] = {}
         self._checked = bytearray()
         """1 for entries whose body was read once and needed nothing (see decode_bounded)."""
+        self.noted_calls = NotedCalls()
+        """Where the tool calls of the entries the native scanner read lie in their lines (``ctxd.store.calls``)."""
         self.scan_estimates: dict[int, int] = {}
         """Token estimates of message entries made while their lines were indexed (the native
         scanner's: ``ctxd.store.native``), by entry index, for ``Session`` to take."""
@@ -236,6 +239,7 @@ class SessionReader(BodyReader):
         self.diagnostics = kept.diagnostics
         self.header, self.version = kept.header, kept.version
         self.end, self.next_line = kept.end, kept.next_line
+        self.noted_calls = kept.noted_calls
         self.restored = (kept.count, kept.extra)
         return True
 
@@ -257,6 +261,7 @@ class SessionReader(BodyReader):
             checked=self._checked,
             pin_entries=self.pin_entries,
             diagnostics=self.diagnostics,
+            noted_calls=self.noted_calls,
             extra=extra or {},
         )
         return index_cache.save(self.path, kept, self.identity, self.mark)
@@ -359,6 +364,8 @@ class SessionReader(BodyReader):
                 self.lines.fromlist(list(range(chunk.line, chunk.line + len(new))))
             if chunk.estimates is not None:
                 self._validated(first, len(new), chunk.estimates if keep_estimates else None)
+            if chunk.calls is not None and self.version == CURRENT_VERSION:
+                self.noted_calls.note(first, *chunk.calls)  # bodies served as written: the lines are theirs
             return True
 
         after = (lambda: on_chunk(self)) if on_chunk is not None else None
