@@ -504,7 +504,7 @@ def check_calls(chunk_lines: list[bytes], found: native.NativeChunk) -> None:
         body = msgspec.json.decode(line)
         message = body.get("message") if isinstance(body, dict) and body.get("type") == "message" else None
         expected = message_calls(message) if isinstance(message, dict) else []
-        assert decode_noted({k: listed.get(k, [])})[k] == expected, line
+        assert decode_noted(listed.get(k, [])) == expected, line
 
 
 def _line(message: dict[str, Any]) -> bytes:

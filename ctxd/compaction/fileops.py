@@ -177,33 +177,38 @@ def _shell_command(arguments: Mapping[str, Any]) -> str | None:
 def classify_call(name: str, arguments: Any) -> tuple[str | None, list[tuple[FileOp, str]]]:
     """``(shell command or None, file operations)`` of one tool call, judged from its name and arguments."""
     tool = _norm(name) if isinstance(name, str) else ""
+    command = _shell_command(arguments) if tool in SHELL_TOOLS and isinstance(arguments, Mapping) else None
+    return command, _file_ops(tool, arguments)
+
+
+def _file_ops(tool: str, arguments: Any) -> list[tuple[FileOp, str]]:
+    """The file operations of a call of the tool named ``tool`` (normalised: :func:`tool_kind`)."""
     op = _SIMPLE_OPS.get(tool)
     if op is not None:
         if type(arguments) is dict or isinstance(arguments, Mapping):
-            return None, [(op, p) for p in _paths(arguments)]
-        return None, []
+            return [(op, p) for p in _paths(arguments)]
+        return []
     if tool in SHELL_TOOLS:
         if not isinstance(arguments, Mapping):
-            return None, []
-        command = _shell_command(arguments)
+            return []
         argv = _command_list(arguments.get("command") or arguments.get("cmd"))
         if argv and len(argv) >= 2 and _norm(argv[0]) == "applypatch":
-            return command, patch_file_ops(argv[1])
-        return command, []
+            return patch_file_ops(argv[1])
+        return []
     if tool in PATCH_TOOLS:
         text = _patch_text(arguments)
-        return None, (patch_file_ops(text) if text else [])
+        return patch_file_ops(text) if text else []
     if tool in EDITOR_TOOLS and isinstance(arguments, Mapping):
         command = arguments.get("command")
         editor_op = _EDITOR_COMMANDS.get(command) if isinstance(command, str) else None
         if editor_op is not None:
-            return None, [(editor_op, p) for p in _paths(arguments)]
-    return None, []
+            return [(editor_op, p) for p in _paths(arguments)]
+    return []
 
 
 def call_file_ops(name: str, arguments: Any) -> list[tuple[FileOp, str]]:
     """The file operations one tool call performs."""
-    return classify_call(name, arguments)[1]
+    return _file_ops(_norm(name) if isinstance(name, str) else "", arguments)
 
 
 def call_command(name: str, arguments: Any) -> str | None:
@@ -223,8 +228,8 @@ def extract_file_ops(messages: Iterable[Mapping[str, Any]]) -> FileOps:
 def add_calls(ops: FileOps, calls: Iterable[Call]) -> None:
     """Add the file operations of ``calls`` (name, arguments) to ``ops``."""
     for name, arguments in calls:
-        for op, path in call_file_ops(name, arguments):
-            ops.add(op, path)
+        for op, path in _file_ops(_norm(name), arguments):  # a call's name is a str (message_calls)
+            getattr(ops, op).add(path)
 
 
 def _strings(value: Any) -> list[str]:

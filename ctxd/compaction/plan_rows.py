@@ -9,17 +9,21 @@ only when a summariser asks, the messages themselves (:class:`Rows`, decoded on 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from itertools import compress, repeat
+from operator import attrgetter, is_
 from typing import Any
 
 from ctxd.compaction.fileops import FileOps, add_calls, extract_file_ops
 from ctxd.context.line_estimate import line_calls, noted_calls
 from ctxd.context.live_state import Agent
-from ctxd.context.rows import ContextMessage
+from ctxd.context.rows import ContextMessage, by_read
 from ctxd.store.bodies import raw_lines
 
 __all__ = ["Rows", "file_ops_of", "messages_of"]
 
 _CALLERS = frozenset({"assistant", "toolResult"})
+_ROLE = attrgetter("role")
+_CALLS = attrgetter("calls")
 
 
 class Rows(Agent):
@@ -47,32 +51,22 @@ def messages_of(value: list[dict[str, Any]] | Rows) -> list[dict[str, Any]]:
 def file_ops_of(rows: Sequence[ContextMessage]) -> FileOps:
     """``extract_file_ops`` of the rows' messages, reading only the tool calls of rows not decoded yet."""
     ops = FileOps()
-    lazy: list[ContextMessage] = []
-    for row in rows:
-        if row.role not in _CALLERS:
-            continue
-        if row.calls is not None:
-            add_calls(ops, row.calls)
-        elif row.source >= 0:
-            lazy.append(row)
-        else:
-            ops.update(extract_file_ops([row.message]))
-    if not lazy:
-        return ops
-    by_view: dict[int, list[ContextMessage]] = {}
-    for row in lazy:
-        by_view.setdefault(id(row.view), []).append(row)
-    for group in by_view.values():
-        view = group[0].view
-        assert view is not None
+    callers = list(compress(rows, map(_CALLERS.__contains__, map(_ROLE, rows))))
+    carried = list(map(_CALLS, callers))
+    for calls in filter(None, carried):
+        add_calls(ops, calls)
+    groups, read = by_read(list(compress(callers, map(is_, carried, repeat(None)))))
+    for row in read:
+        ops.update(extract_file_ops([row.message]))
+    for view, group in groups:
         view.check()  # the lines are still the entries these rows were made from
-        noted, left = noted_calls(view.reader, [row.source for row in group])
-        for calls in noted.values():
-            add_calls(ops, calls)
+        noted, left = noted_calls(view.reader, [row.index for row in group])
+        add_calls(ops, noted)
         if not left:
             continue
-        rows = [row for row in group if row.source not in noted]
-        for row, raw in zip(rows, raw_lines(view.reader, [row.source for row in rows]), strict=True):
+        unread = set(left)
+        rows = [row for row in group if row.index in unread]
+        for row, raw in zip(rows, raw_lines(view.reader, [row.index for row in rows]), strict=True):
             found = line_calls(raw)
             if found is None:
                 ops.update(extract_file_ops([row.message]))

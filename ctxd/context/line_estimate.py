@@ -101,30 +101,26 @@ def line_calls(raw: bytes) -> list[Call] | None:
     return None if message is None else message_calls(message)
 
 
-def noted_calls(reader: Lines, indices: Sequence[int]) -> tuple[dict[int, list[Call]], list[int]]:
-    """The tool calls of the entries ``indices`` whose calls the native scanner noted, read from their bytes
-    alone (``ctxd.store.calls``) as :func:`line_calls` reads them from the line; and the entries it did not
-    note (read their lines)."""
+def noted_calls(reader: Lines, indices: Sequence[int]) -> tuple[list[Call], list[int]]:
+    """The tool calls of those of the entries ``indices`` whose calls the native scanner noted, read from
+    their bytes alone (``ctxd.store.calls``) as :func:`line_calls` reads them from the line; and the entries
+    it did not note (read their lines)."""
     found, left = read_calls(reader, indices)
     return decode_noted(found), left
 
 
-def decode_noted(found: dict[int, list[tuple[int, bytes]]]) -> dict[int, list[Call]]:
-    """The calls of each entry from the JSON the scanner noted of them (``ctxd.store.calls.read_calls``):
-    its ``toolCall`` blocks decoded in one batch, a tool result's ``nestedCalls`` read by ``message_calls``."""
-    blocks = [data for raw in found.values() for kind, data in raw if kind != NESTED]
-    decoded = iter(_decode_blocks(b"[" + b",".join(blocks) + b"]")) if blocks else iter(())
-    out: dict[int, list[Call]] = {}
-    for i, raw in found.items():
-        calls: list[Call] = []
-        for kind, data in raw:
+def decode_noted(found: list[tuple[int, bytes]]) -> list[Call]:
+    """The calls in the JSON the scanner noted of them (``ctxd.store.calls.read_calls``): ``toolCall`` blocks
+    decoded in one batch, a tool result's ``nestedCalls`` read by ``message_calls``."""
+    blocks = [data for kind, data in found if kind != NESTED]
+    calls: list[Call] = []
+    if blocks:
+        calls = [(str(b.name or ""), b.arguments) for b in _decode_blocks(b"[" + b",".join(blocks) + b"]")]
+    if len(blocks) < len(found):
+        for kind, data in found:
             if kind == NESTED:
                 calls.extend(message_calls({"role": "toolResult", "nestedCalls": _decode_any(data)}))
-            else:
-                block = next(decoded)
-                calls.append((str(block.name or ""), block.arguments))
-        out[i] = calls
-    return out
+    return calls
 
 
 def _message(raw: bytes | memoryview) -> dict[str, Any] | None:

@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import os
 from array import array
-from bisect import bisect_left
+from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
+from itertools import compress
+from operator import add
 from typing import Protocol
 
 from ctxd.errors import SessionError
@@ -28,7 +30,7 @@ TOOL_CALL, NESTED = 1, 2
 """A listed call's kind: an assistant's ``toolCall`` block, or the ``nestedCalls`` value of a tool result."""
 FIELDS = 4
 """Per listed call: its entry, its kind, its JSON's offset in the entry's line and its length."""
-GAP = 1 << 14
+GAP = 1 << 16
 """Calls closer than this in the file are read in one piece."""
 
 
@@ -64,61 +66,50 @@ class Lines(Protocol):
     noted_calls: NotedCalls
 
 
-def read_calls(reader: Lines, indices: Sequence[int]) -> tuple[dict[int, list[tuple[int, bytes]]], list[int]]:
-    """The calls of the entries ``indices`` the scanner noted, as (kind, JSON) each (entries without calls:
-    an empty list); and the entries it did not note (read their lines)."""
+def read_calls(reader: Lines, indices: Sequence[int]) -> tuple[list[tuple[int, bytes]], list[int]]:
+    """The calls of those of the entries ``indices`` the scanner noted, as (kind, JSON) each, in file order;
+    and the entries it did not note (read their lines)."""
     noted = reader.noted_calls
     flags = noted.flags
-    n = len(flags)
-    out: dict[int, list[tuple[int, bytes]]] = {}
-    left: list[int] = []
-    listed: list[int] = []
-    for i in indices:
-        flag = flags[i] if i < n else UNKNOWN
-        if flag == NONE:
-            out[i] = []
-        elif flag == NOTED:
-            out[i] = []
-            listed.append(i)
-        else:
-            left.append(i)
+    if not indices:
+        return [], []
+    if max(indices) < len(flags):
+        found = bytes(map(flags.__getitem__, indices))
+    else:
+        found = bytes(flags[i] if i < len(flags) else UNKNOWN for i in indices)
+    left = list(compress(indices, map(UNKNOWN.__eq__, found)))
+    listed = set(compress(indices, map(NOTED.__eq__, found)))
     if not listed:
-        return out, left
-    listed.sort()
-    calls, offsets = noted.calls, reader.offsets
+        return [], left
+    calls = noted.calls
     entries = memoryview(calls)[0::FIELDS]
-    wanted: list[tuple[int, int, int, int]] = []  # entry, kind, offset in the file, length
-    k = bisect_left(entries, listed[0])
-    for i in listed:
-        if k >= len(entries) or entries[k] != i:
-            k = bisect_left(entries, i)
-        base = offsets[i]
-        while k < len(entries) and entries[k] == i:
-            at = k * FIELDS
-            wanted.append((i, calls[at + 1], base + calls[at + 2], calls[at + 3]))
-            k += 1
-    for (i, kind, _, _), data in zip(wanted, _read(reader.path, wanted), strict=True):
-        out[i].append((kind, data))
-    return out, left
+    lo, hi = bisect_left(entries, min(listed)), bisect_right(entries, max(listed))
+    window = calls[lo * FIELDS : hi * FIELDS]
+    keep = list(map(listed.__contains__, window[0::FIELDS]))
+    kinds = list(compress(window[1::FIELDS], keep))
+    starts = list(
+        map(add, map(reader.offsets.__getitem__, compress(window[0::FIELDS], keep)), compress(window[2::FIELDS], keep))
+    )
+    return list(zip(kinds, _read(reader.path, starts, list(compress(window[3::FIELDS], keep))), strict=True)), left
 
 
-def _read(path: str, wanted: list[tuple[int, int, int, int]]) -> list[bytes]:
-    """The bytes of each wanted call (sorted by offset), read in few pieces (nearby calls together)."""
+def _read(path: str, starts: list[int], lengths: list[int]) -> list[bytes]:
+    """The bytes at ``starts`` (ascending) of ``lengths``, read in few pieces (nearby ones together)."""
     out: list[bytes] = []
     fd = open_session_fd(path)
     try:
-        k = 0
-        while k < len(wanted):
-            lo = wanted[k][2]
-            hi = lo + wanted[k][3]
+        k, n = 0, len(starts)
+        while k < n:
+            lo = starts[k]
+            hi = lo + lengths[k]
             j = k + 1
-            while j < len(wanted) and wanted[j][2] - hi <= GAP:
-                hi = max(hi, wanted[j][2] + wanted[j][3])
+            while j < n and starts[j] - hi <= GAP:
+                hi = max(hi, starts[j] + lengths[j])
                 j += 1
             buf = os.pread(fd, hi - lo, lo)
             if len(buf) != hi - lo:
                 raise SessionError("the session file is shorter than its index; it will be read again", path=path)
-            out.extend(buf[at - lo : at - lo + length] for _, _, at, length in wanted[k:j])
+            out.extend(buf[at - lo : at - lo + length] for at, length in zip(starts[k:j], lengths[k:j], strict=True))
             k = j
     finally:
         os.close(fd)
