@@ -10,8 +10,8 @@ A cache file holds the session's real path and header line, the file's mark when
 last 4 KB and blocks spread between: :class:`ctxd.store.private.FileMark`)
 and the index: entry ids, byte offsets, lengths and line numbers, the heads a line alone cannot
 give back, recovered bodies, diagnostics, where the native scanner found each entry's tool calls
-(:mod:`ctxd.store.calls`), and what the layers above add (``extra``: the tree, token estimates). Heads are not stored: they are decoded from
-the file's lines when asked for (:mod:`ctxd.store.heads`).
+(:mod:`ctxd.store.calls`), and what the layers above add (``extra``: the tree, token estimates).
+Heads are not stored: they are decoded from the file's lines when asked for (:mod:`ctxd.store.heads`).
 
 It is used only when every check holds: the cache's own checksum and format, the same path and
 header line, and a file that was only appended to since (:meth:`FileMark.appended_only`).
