@@ -75,6 +75,7 @@ def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("session", type=Path, help="a pi session file (bench/out/100k.jsonl)")
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--no-hook", action="store_true", help="skip ctxd hook PreCompact")
     args = parser.parse_args()
     load_start = os.getloadavg()
     subprocess.run(
@@ -100,7 +101,7 @@ def main() -> int:
         out["context_cold_ms"] = statistics.median(cold)
         out["context_warm_ms"] = statistics.median(warm)
         out["pi_oracle_ms"] = statistics.median(pi) if pi else None
-        transcript = claude_transcript(Path(tmp))
+        transcript = None if args.no_hook else claude_transcript(Path(tmp))
         bare, hook, hook_cpu = [], [], []
         if transcript is not None:
             out["transcript_bytes"] = transcript.stat().st_size

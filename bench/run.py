@@ -43,6 +43,7 @@ SESSIONS: dict[str, tuple[int, int, list[str]]] = {
     "ctx30k": (400_000, 1, ["--compact-at", "0", "--steps", "20", "--scale", "0.1", "--context-messages", "30000"]),
     "1k": (1_000, 0, []),
     "10k": (10_000, 0, []),
+    "10k1m": (10_000, 1, ["--compact-at", "900000"]),
     "100k": (100_000, 0, []),
     "1m": (1_000_000, 0, []),
     "1mb": (500, 3, []),
@@ -52,6 +53,7 @@ SHAPES = {
     "ctx10k": "1M-token window, small outputs",
     "ctx30k": "never compacted, small outputs",
     "10k": "200k window, frequent compactions",
+    "10k1m": "1M-token window, one compaction",
     "100k": "200k window, frequent compactions",
 }
 
@@ -366,18 +368,24 @@ def section_listing() -> dict[str, Any]:
     return r
 
 
-def section_cold_processes(size: str, rounds: int) -> dict[str, Any]:
-    """Whole processes as users start them (bench/cold_bench.py): ``ctxd context --json`` against pi's oracle,
-    and ``ctxd hook PreCompact`` on a 3 MB transcript written by the real Claude Code."""
-    path = ensure(size)
-    cmd = [sys.executable, str(HERE / "cold_bench.py"), str(path), "--rounds", str(rounds)]
-    r = run_json(cmd, {**os.environ, "PI_ORACLE_DIR": str(ORACLE)})
-    table = Table(f"Cold processes: a new process per run, wall ms, medians of {r['rounds']} alternating runs")
-    table.note(f"load {r['load_start'][0]:.1f} at the start, {r['load_end'][0]:.1f} at the end (2 cores, shared)")
-    table.note(f"{size}: {r['bytes'] / 1e6:,.0f} MB; pi: its oracle's whole process (Node, open, build, and more)")
-    label = f"  ctxd context --json, whole process, {size} entries"
-    table.row(label, r["context_cold_ms"], r["pi_oracle_ms"], ratio_limit=0.5, fmt=".0f")
-    table.row("  the same, persistent index kept", r["context_warm_ms"], r["pi_oracle_ms"], fmt=".0f")
+def section_cold_processes(sizes: list[str], rounds: int) -> dict[str, Any]:
+    """Whole processes as users start them (bench/cold_bench.py): ``ctxd context --json`` against pi's oracle
+    on each of ``sizes``, and (with the first) ``ctxd hook PreCompact`` on a 3 MB transcript written by the real
+    Claude Code."""
+    results: dict[str, Any] = {}
+    table = Table(f"Cold processes: a new process per run, wall ms, medians of {rounds} alternating runs")
+    for size in sizes:
+        path = ensure(size)
+        cmd = [sys.executable, str(HERE / "cold_bench.py"), str(path), "--rounds", str(rounds)]
+        if size != sizes[0]:
+            cmd.append("--no-hook")
+        r = results[size] = run_json(cmd, {**os.environ, "PI_ORACLE_DIR": str(ORACLE)})
+        table.note(f"load {r['load_start'][0]:.1f} at the start, {r['load_end'][0]:.1f} at the end (2 cores, shared)")
+        table.note(f"{size}: {r['bytes'] / 1e6:,.0f} MB; pi: its oracle's whole process (Node, open, build, and more)")
+        label = f"  ctxd context --json, whole process, {size} entries"
+        table.row(label, r["context_cold_ms"], r["pi_oracle_ms"], ratio_limit=0.5, fmt=".0f")
+        table.row("  the same, persistent index kept", r["context_warm_ms"], r["pi_oracle_ms"], fmt=".0f")
+    r = results[sizes[0]]
     if r["hook_precompact_ms"] is None:
         table.note("  ctxd hook PreCompact: Claude Code is not installed (scripts/claude-code.sh): NOT MEASURED")
     else:
@@ -392,23 +400,24 @@ def section_cold_processes(size: str, rounds: int) -> dict[str, Any]:
         table.row("  the same, CPU time (user + system, ms)", r["hook_precompact_cpu_ms"], pi_expected=False, fmt=".0f")
         table.row("  python -c pass, for scale (ms)", r["python_pass_ms"], pi_expected=False, fmt=".0f")
     table.print()
-    return r
+    return results
 
 
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument(
-        "--contexts", default="ctx3k,ctx10k,ctx30k,10k,100k", help="sessions for the context section ('' to skip)"
+        "--contexts", default="ctx3k,ctx10k,ctx30k,10k,10k1m,100k", help="sessions for the context section ('' to skip)"
     )
     parser.add_argument("--sizes", default="1k,10k,100k", help="store sizes ('' to skip)")
     parser.add_argument("--rounds", type=int, default=3, help="alternating ctxd/pi runs per session")
     parser.add_argument("--appends", type=int, default=200, help="appends timed per run")
     parser.add_argument(
-        "--opens", default="ctx3k,ctx10k,ctx30k,10k,100k,1m", help="sessions for the open section ('' to skip)"
+        "--opens", default="ctx3k,ctx10k,ctx30k,10k,10k1m,100k,1m", help="sessions for the open section ('' to skip)"
     )
     parser.add_argument("--no-daemon", action="store_true", help="skip the daemon's benchmark")
     parser.add_argument("--no-listing", action="store_true", help="skip the listing benchmark")
     parser.add_argument("--no-cold", action="store_true", help="skip the whole-process cold paths")
+    parser.add_argument("--colds", default="100k,10k1m", help="sessions for the whole-process cold paths")
     parser.add_argument("--json", type=Path, help="also write every figure to this file")
     args = parser.parse_args()
     started = time.time()
@@ -436,7 +445,8 @@ def main() -> int:
     if sizes:
         steps.append(("store", lambda: section_store(sizes)))
     if not args.no_cold:
-        steps.append(("cold", lambda: section_cold_processes("100k", max(args.rounds, 5))))
+        colds = [n for n in args.colds.split(",") if n]
+        steps.append(("cold", lambda: section_cold_processes(colds, max(args.rounds, 5))))
     for key, step in steps:
         report[key] = step()
     report["load_end"] = os.getloadavg()

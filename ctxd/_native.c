@@ -16,6 +16,11 @@
  * does not know it (then the caller estimates as before): a float or a long integer or a repeated key in
  * a tool call's arguments, a repeated field the estimate reads, an escaped role or type, an unexpected
  * shape.
+ *
+ * The tool calls a "message" entry records (ctxd.context.rules.message_calls: an assistant's toolCall
+ * blocks, a tool result's nestedCalls) are noted as where their JSON lies in the line (each toolCall block,
+ * or a tool result's nestedCalls value), so that a compaction plan decodes those few bytes and not the
+ * line. Each line gets a flag: 1 no calls, 2 calls (listed), 0 not known (the caller reads the line).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -450,15 +455,36 @@ static int copy_member(Out *out, int *first, const unsigned char *start, const u
     return out_put(out, start, end - start);
 }
 
-enum { ROLE_NONE, ROLE_TEXT, ROLE_ASSISTANT, ROLE_OTHER };
+enum { ROLE_NONE, ROLE_TEXT, ROLE_TOOL_RESULT, ROLE_ASSISTANT, ROLE_OTHER };
 
-/* What the content of a message counts, for each kind of role; known: its shape is one the estimate knows. */
+#define MAX_LINE_CALLS 64
+
+/* Where a toolCall block lies, as an offset from the line's start. */
+typedef struct {
+    int64_t off, len;
+} CallSpan;
+
+/* What the content of a message counts, for each kind of role; known: its shape is one the estimate knows.
+ * Also the tool calls it records (see the top): its toolCall blocks, and the message's nestedCalls. */
 typedef struct {
     int64_t text_chars;      /* user, toolResult, custom */
     int64_t assistant_chars; /* assistant */
     int assistant_known;
     int known;
+    const unsigned char *line; /* the line's first byte */
+    int ncalls;
+    int calls_known; /* 0: more toolCall blocks than MAX_LINE_CALLS */
+    int64_t nested_off, nested_len;
+    CallSpan calls[MAX_LINE_CALLS];
 } Content;
+
+static void content_init(Content *ct, const unsigned char *line) {
+    ct->text_chars = ct->assistant_chars = 0;
+    ct->assistant_known = ct->known = ct->calls_known = 1;
+    ct->line = line;
+    ct->ncalls = 0;
+    ct->nested_off = ct->nested_len = -1;
+}
 
 /* A content block (an object). Fields of interest: type, text, thinking, name, arguments. */
 static int scan_block(Cursor *c, Content *ct) {
@@ -466,6 +492,7 @@ static int scan_block(Cursor *c, Content *ct) {
     int seen = 0;
     int kind = 0; /* 1 text, 2 image, 3 thinking, 4 toolCall */
     int64_t text = -1, thinking = -1, name = -1, args = -2; /* -1: not a string; args -2: absent */
+    CallSpan span = {c->p - ct->line, 0};
     int opened = enter(c, '}');
     if (opened < 2) return opened;
     for (;;) {
@@ -518,6 +545,11 @@ static int scan_block(Cursor *c, Content *ct) {
         if (next == 1) continue;
         if (next == 2) break;
         return 0;
+    }
+    if (kind == 4) {
+        span.len = (c->p - ct->line) - span.off;
+        if (ct->ncalls < MAX_LINE_CALLS) ct->calls[ct->ncalls++] = span;
+        else ct->calls_known = 0;
     }
     if (kind == 1) {
         if (text >= 0) {
@@ -592,14 +624,20 @@ static int scan_message(Cursor *c, Out *out, int *role, Content *ct) {
                 if (!scan_string(c, &s)) return 0;
                 Py_ssize_t vl = (c->p - 1) - vstart;
                 if (s.escaped) *role = ROLE_OTHER, ct->known = 0;
-                else if (KEY_IS(vstart, vl, "user") || KEY_IS(vstart, vl, "toolResult") || KEY_IS(vstart, vl, "custom"))
-                    *role = ROLE_TEXT;
+                else if (KEY_IS(vstart, vl, "user") || KEY_IS(vstart, vl, "custom")) *role = ROLE_TEXT;
+                else if (KEY_IS(vstart, vl, "toolResult")) *role = ROLE_TOOL_RESULT;
                 else if (KEY_IS(vstart, vl, "assistant")) *role = ROLE_ASSISTANT;
                 else *role = ROLE_OTHER;
             } else {
                 if (!skip_value(c)) return 0;
                 *role = ROLE_OTHER;
             }
+        } else if (KEY_IS(k, kl, "nestedCalls")) {
+            const unsigned char *value = c->p;
+            if (ct->nested_off >= 0) ct->known = 0; /* repeated: the decoder keeps the last */
+            if (!skip_value(c)) return 0;
+            ct->nested_off = value - ct->line;
+            ct->nested_len = c->p - value;
         } else {
             if (!skip_value(c)) return 0;
         }
@@ -611,12 +649,14 @@ static int scan_message(Cursor *c, Out *out, int *role, Content *ct) {
     }
 }
 
-/* One line [c->p, c->end): 1 plain (reduced copy appended to out, *estimate set), 0 not plain, -1 no memory. */
-static int scan_line(Cursor *c, Out *out, int64_t *estimate) {
+/* One line [c->p, c->end): 1 plain (reduced copy appended to out, *estimate and *calls set: 0 not known,
+ * 1 none, 2 the toolCall blocks in ct, 3 the nestedCalls in ct), 0 not plain, -1 no memory. */
+static int scan_line(Cursor *c, Out *out, int64_t *estimate, int *calls, Content *ct) {
     int first = 1, type_message = 0, type_seen = 0, message_seen = 0, message_object = 0;
     int role = ROLE_NONE;
-    Content ct = {0, 0, 1, 1};
+    content_init(ct, c->p);
     *estimate = -1;
+    *calls = 0;
     skip_ws(c);
     if (c->p >= c->end || *c->p != '{') return 0;
     c->depth = 1;
@@ -633,14 +673,14 @@ static int scan_line(Cursor *c, Out *out, int64_t *estimate) {
             if (!plain_key(c, &k, &kl)) return 0;
             int wanted = head_key(k, kl);
             if (KEY_IS(k, kl, "message")) {
-                if (message_seen) ct.known = 0;
+                if (message_seen) ct->known = 0;
                 message_seen = 1;
                 if (!first && !out_put(out, ",", 1)) return -1;
                 first = 0;
                 if (c->p < c->end && *c->p == '{') {
                     message_object = 1;
                     if (!out_put(out, mstart, c->p - mstart)) return -1;
-                    int r = scan_message(c, out, &role, &ct);
+                    int r = scan_message(c, out, &role, ct);
                     if (r <= 0) return r;
                 } else {
                     const unsigned char *vstart = c->p;
@@ -651,13 +691,13 @@ static int scan_line(Cursor *c, Out *out, int64_t *estimate) {
                 }
                 wanted = 0;
             } else if (KEY_IS(k, kl, "type")) {
-                if (type_seen) ct.known = 0;
+                if (type_seen) ct->known = 0;
                 type_seen = 1;
                 const unsigned char *vstart = c->p + 1;
                 if (c->p < c->end && *c->p == '"') {
                     if (!scan_string(c, &s)) return 0;
                     type_message = !s.escaped && KEY_IS(vstart, (c->p - 1) - vstart, "message");
-                    if (s.escaped) ct.known = 0;
+                    if (s.escaped) ct->known = 0;
                 } else {
                     if (!skip_value(c)) return 0;
                     type_message = 0;
@@ -675,9 +715,14 @@ static int scan_line(Cursor *c, Out *out, int64_t *estimate) {
     skip_ws(c);
     if (c->p != c->end) return 0; /* something after the object: the Python path reports or recovers it */
     if (!out_put(out, "}\n", 2)) return -1;
-    if (type_message && message_object && ct.known) {
-        if (role == ROLE_TEXT) *estimate = (ct.text_chars + 3) / 4;
-        else if (role == ROLE_ASSISTANT && ct.assistant_known) *estimate = (ct.assistant_chars + 3) / 4;
+    if (type_message && message_object && ct->known) {
+        if (role == ROLE_TEXT || role == ROLE_TOOL_RESULT) *estimate = (ct->text_chars + 3) / 4;
+        else if (role == ROLE_ASSISTANT && ct->assistant_known) *estimate = (ct->assistant_chars + 3) / 4;
+        if (ct->calls_known) {
+            if (role == ROLE_ASSISTANT) *calls = ct->ncalls ? 2 : 1;
+            else if (role == ROLE_TOOL_RESULT) *calls = ct->nested_off >= 0 ? 3 : 1;
+            else *calls = 1;
+        }
     }
     return 1;
 }
@@ -689,11 +734,12 @@ static PyObject *bytes_of(const void *data, Py_ssize_t n) {
 
 /* What one chunk's scan produced. */
 typedef struct {
-    Out lines, offsets, lengths, est_lines, est_values, numbers;
+    Out lines, offsets, lengths, est_lines, est_values, numbers, call_flags, calls;
 } Outs;
 
 static void outs_reset(Outs *o) {
     o->lines.len = o->offsets.len = o->lengths.len = o->est_lines.len = o->est_values.len = o->numbers.len = 0;
+    o->call_flags.len = o->calls.len = 0;
 }
 
 static void out_free(Out *o) {
@@ -709,6 +755,27 @@ static void outs_free(Outs *o) {
     out_free(&o->est_lines);
     out_free(&o->est_values);
     out_free(&o->numbers);
+    out_free(&o->call_flags);
+    out_free(&o->calls);
+}
+
+/* A line's tool calls (see the top): its flag, and for each call four int64s: the line (0-based in the chunk),
+ * the kind (1 a toolCall block, 2 the nestedCalls value of a tool result), its offset in the line and its
+ * length. 0: no memory. */
+static int put_calls(Outs *o, int64_t line, int calls, const Content *ct) {
+    unsigned char f = (unsigned char)(calls > 2 ? 2 : calls);
+    if (!out_put(&o->call_flags, &f, 1)) return 0;
+    if (calls == 3) {
+        int64_t rec[4] = {line, 2, ct->nested_off, ct->nested_len};
+        return out_put(&o->calls, rec, sizeof rec);
+    }
+    if (calls != 2) return 1;
+    for (int k = 0; k < ct->ncalls; k++) {
+        const CallSpan *cs = &ct->calls[k];
+        int64_t rec[4] = {line, 1, cs->off, cs->len};
+        if (!out_put(&o->calls, rec, sizeof rec)) return 0;
+    }
+    return 1;
 }
 
 /* Scan the complete lines of data[:end] into o (no Python object is touched: callable without the GIL).
@@ -724,8 +791,11 @@ static int scan_lines(const unsigned char *data, Py_ssize_t end, int64_t base, i
         Py_ssize_t stop = nl - data;
         Cursor c = {data + pos, nl, 0, max_depth};
         int64_t estimate;
-        int r = scan_line(&c, &o->lines, &estimate);
+        int calls;
+        Content ct;
+        int r = scan_line(&c, &o->lines, &estimate, &calls, &ct);
         if (r <= 0) return r;
+        if (!put_calls(o, line, calls, &ct)) return -1;
         int64_t off = base + pos, len = stop - pos, number = first_line + line;
         if (!out_put(&o->offsets, &off, 8) || !out_put(&o->lengths, &len, 8) || !out_put(&o->numbers, &number, 8))
             return -1;
@@ -739,28 +809,34 @@ static int scan_lines(const unsigned char *data, Py_ssize_t end, int64_t base, i
 }
 
 static PyObject *outs_tuple(Outs *o) {
-    return Py_BuildValue("(NNNNNN)", bytes_of(o->lines.data, o->lines.len), bytes_of(o->offsets.data, o->offsets.len),
-                         bytes_of(o->lengths.data, o->lengths.len), bytes_of(o->est_lines.data, o->est_lines.len),
-                         bytes_of(o->est_values.data, o->est_values.len), bytes_of(o->numbers.data, o->numbers.len));
+    return Py_BuildValue("(NNNNNNNN)", bytes_of(o->lines.data, o->lines.len),
+                         bytes_of(o->offsets.data, o->offsets.len), bytes_of(o->lengths.data, o->lengths.len),
+                         bytes_of(o->est_lines.data, o->est_lines.len), bytes_of(o->est_values.data, o->est_values.len),
+                         bytes_of(o->numbers.data, o->numbers.len), bytes_of(o->call_flags.data, o->call_flags.len),
+                         bytes_of(o->calls.data, o->calls.len));
 }
 
 /* Kept between calls, one set per thread: a call releases the GIL while it scans. */
 static _Thread_local Outs thread_outs;
 
 static void outs_trim(Outs *o) {
-    Out *all[] = {&o->lines, &o->offsets, &o->lengths, &o->est_lines, &o->est_values, &o->numbers};
-    for (int k = 0; k < 6; k++)
+    Out *all[] = {&o->lines, &o->offsets, &o->lengths, &o->est_lines, &o->est_values, &o->numbers,
+                  &o->call_flags, &o->calls};
+    for (int k = 0; k < 8; k++)
         if (all[k]->cap > (8 << 20)) out_free(all[k]);
 }
 
 PyDoc_STRVAR(scan_chunk_doc,
 "scan_chunk(buffer, end, base, max_depth, first_line) -> (reduced, offsets, lengths, est_lines, est_values,\n"
-"numbers) or None\n\n"
+"numbers, call_flags, calls) or None\n\n"
 "Index the complete lines of buffer[:end] (each ending in a newline): None when any line is not plain\n"
 "(the caller takes the Python path); else the reduced lines (one per line, newline-separated), each\n"
 "line's offset (base + its start) and length without the newline, as int64 arrays in bytes, and the\n"
 "lines (0-based in the chunk) whose estimate is known with their estimates, and each line's number\n"
-"(first_line + its position), as int64 arrays in bytes. The GIL is released while it scans: the buffer must not change until it returns.");
+"(first_line + its position), as int64 arrays in bytes; each line's calls flag (a byte: 0 not known, 1 none,\n"
+"2 listed) and the calls listed, four int64s each (line, kind: 1 a toolCall block, 2 a tool result's\n"
+"nestedCalls value, its offset in the line and its length). The GIL is released while it scans: the buffer\n"
+"must not change until it returns.");
 
 static PyObject *scan_chunk(PyObject *self, PyObject *args) {
     PyObject *obj;

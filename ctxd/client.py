@@ -27,6 +27,8 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from types import TracebackType
 from typing import IO, Any
 
+from ctxd.jsonrpc import FrameReader, decode_frames, encode_frame
+
 __all__ = [
     "ClientError",
     "CtxdClient",
@@ -45,6 +47,8 @@ Trace = Callable[[str, dict[str, Any]], None]
 """Called with ("send" or "recv", message) for every JSON-RPC message on the wire."""
 
 SERVER_EXITED = -32099
+READ_LIMIT = 1 << 20
+"""The daemon's output is read in pieces of up to this many bytes (and no header line is longer)."""
 HISTORY = 10_000
 
 
@@ -77,38 +81,6 @@ class Notification:
 
     def __repr__(self) -> str:
         return f"Notification({self.index}, {self.method!r}, {self.params!r})"
-
-
-def encode_frame(message: Mapping[str, Any] | Any) -> bytes:
-    """One LSP frame: a ``Content-Length`` header (in bytes) and the UTF-8 JSON body."""
-    body = json.dumps(message, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
-    return b"Content-Length: %d\r\n\r\n%s" % (len(body), body)
-
-
-def decode_frames(data: bytes) -> tuple[list[Any], bytes]:
-    """Split ``data`` into complete frames' JSON bodies and the incomplete rest.
-
-    Raises ValueError on anything that is not LSP framing (for checking a raw stream)."""
-    messages: list[Any] = []
-    while data:
-        end = data.find(b"\r\n\r\n")
-        if end < 0:
-            break
-        length: int | None = None
-        for line in data[:end].split(b"\r\n"):
-            name, sep, value = line.partition(b":")
-            if not sep:
-                raise ValueError(f"not an LSP header line: {line!r}")
-            if name.strip().lower() == b"content-length":
-                length = int(value.strip())
-        if length is None:
-            raise ValueError(f"a frame without Content-Length: {data[:end]!r}")
-        start = end + 4
-        if len(data) < start + length:
-            break
-        messages.append(json.loads(data[start : start + length].decode("utf-8")))
-        data = data[start + length :]
-    return messages, data
 
 
 def default_command() -> list[str]:
@@ -195,7 +167,7 @@ class CtxdClient:
             stderr=self.stderr,
             env=env,
             cwd=self.cwd,
-            limit=1 << 20,
+            limit=READ_LIMIT,
         )
         self._reader_task = asyncio.create_task(self._read_loop(), name="ctxd-client-reader")
         params: dict[str, Any] = {
@@ -369,22 +341,12 @@ class CtxdClient:
 
     async def _read_loop(self) -> None:
         assert self.process is not None and self.process.stdout is not None
-        stdout = self.process.stdout
+        frames = FrameReader(self.process.stdout, lambda reason: None, READ_LIMIT)  # lost: skipped to the next
         try:
             while True:
-                length: int | None = None
-                while True:
-                    line = await stdout.readline()
-                    if not line:
-                        return
-                    if line in (b"\r\n", b"\n"):
-                        break
-                    name, _, value = line.decode("ascii", "replace").partition(":")
-                    if name.strip().lower() == "content-length":
-                        length = int(value.strip())
-                if length is None:
-                    continue
-                body = await stdout.readexactly(length)
+                body = await frames.next_body()
+                if body is None:
+                    return
                 try:
                     message = json.loads(body.decode("utf-8"))
                 except ValueError:

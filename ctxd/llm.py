@@ -147,10 +147,6 @@ async def load_async() -> Any:
     return await asyncio.to_thread(_load)
 
 
-def is_loaded() -> bool:
-    return _litellm is not None
-
-
 # --- redaction ------------------------------------------------------------------------------------------------
 
 

@@ -116,18 +116,23 @@ def redact_json(value: Any) -> Any:
 
 
 class RedactingFormatter(logging.Formatter):
-    """A log formatter whose lines (message and traceback) never show a secret."""
+    """A log formatter whose lines (message and traceback) never show a secret: its own format's, or
+    those of the formatter it wraps (``inner``)."""
+
+    def __init__(self, *args: Any, inner: logging.Formatter | None = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.inner = inner
 
     def format(self, record: logging.LogRecord) -> str:
-        return redact(super().format(record))
+        return redact(self.inner.format(record) if self.inner is not None else super().format(record))
 
 
 def redact_logs(logger: logging.Logger | None = None) -> None:
     """Give every handler of ``logger`` (default: the root logger) a redacting formatter."""
     for handler in (logger or logging.getLogger()).handlers:
         current = handler.formatter
-        formatter = RedactingFormatter(current._fmt if current else None, current.datefmt if current else None)
-        handler.setFormatter(formatter)
+        if not isinstance(current, RedactingFormatter):
+            handler.setFormatter(RedactingFormatter(inner=current))
 
 
 __all__ = ["MASK", "RedactingFormatter", "add_secret", "redact", "redact_json", "redact_logs", "secrets"]

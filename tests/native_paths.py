@@ -102,7 +102,8 @@ def observe(s: Session, keep_recent: tuple[int, ...] = (2000, 20000), bodies: bo
         rows = [(m.role, m.entryId, m.line, m.tokens, m.message) for m in ctx.messages]
         return {"rows": rows, "contextTokens": ctx.contextTokens, "json": ctx.to_json()}
 
-    out["context"] = outcome(context)
+    # The plans first: a plan of messages not read yet takes their file operations from what the
+    # native scanner noted of their tool calls (ctxd.store.calls), not from the messages.
     for keep in keep_recent:
 
         def plan(keep: int = keep) -> dict[str, Any] | str:
@@ -112,6 +113,7 @@ def observe(s: Session, keep_recent: tuple[int, ...] = (2000, 20000), bodies: bo
                 return f"nothing to compact: {exc}"
 
         out[f"plan{keep}"] = outcome(plan)
+    out["context"] = outcome(context)
     out["diagnostics after"] = outcome(lambda: [d.to_json() for d in s.diagnostics()])
     if bodies:  # last: reading a body first would note its line read
         out["bodies"] = outcome(lambda: f.entries(range(n)))

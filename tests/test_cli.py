@@ -2,14 +2,21 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 from conftest import REPO, reference
 from factories import assistant, chain, user, write
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ctxd.cli.render import dump
 
 
 def ctxd(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
@@ -133,3 +140,28 @@ def test_serve_over_tcp_on_loopback(tmp_path: Path) -> None:
         [sys.executable, "-m", "ctxd", "serve", "--tcp", "0.0.0.0:1"], capture_output=True, text=True
     )
     assert refused.returncode == 2 and "loopback" in refused.stderr
+
+
+json_values = st.recursive(
+    st.one_of(
+        st.none(),
+        st.booleans(),
+        st.integers(min_value=-(10**30), max_value=10**30),
+        st.floats(allow_nan=True, allow_infinity=True),
+        st.text(max_size=8),
+        st.sampled_from(["\ud800", "\u2028", "\x00\x1f\x7f", "é 😀", "</script>", '"\\']),
+    ),
+    lambda inner: st.one_of(st.lists(inner, max_size=4), st.dictionaries(st.text(max_size=4), inner, max_size=4)),
+    max_leaves=20,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(value=json_values)
+def test_json_output_is_the_standard_librarys_indented_json(value: Any) -> None:
+    """``--json`` output is written by a fast path (C encoder, msgspec's indentation): byte for byte what
+    ``json.dumps(..., ensure_ascii=False, indent=2)`` writes, lone surrogates and NaN included."""
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        dump(value)
+    assert out.getvalue() == json.dumps(value, ensure_ascii=False, indent=2) + "\n"

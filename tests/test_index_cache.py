@@ -64,7 +64,7 @@ def snapshot(s: Session) -> dict[str, Any]:
         "index": dict(f.index),
         "diagnostics": [d.to_json() for d in s.diagnostics()],
         "header": f.header,
-        "end": f._end,
+        "end": f.end,
         "tree": {k: v for k, v in t.snapshot().items() if k != "arrays"},
         "arrays": [list(getattr(t, name)) for name in t._ARRAYS],
         "children": {k: list(v) for k, v in t.children.items()},

@@ -23,7 +23,8 @@ from hypothesis import HealthCheck, Phase, event, given, settings
 from hypothesis import strategies as st
 from native_paths import native_scan
 
-from ctxd.context.line_estimate import clean, estimate_line
+from ctxd.context.line_estimate import clean, decode_noted, estimate_line
+from ctxd.context.rules import message_calls
 from ctxd.formats.codec import LineHead, decode_head
 from ctxd.formats.depth import MAX_DEPTH, depth
 from ctxd.store import native
@@ -476,11 +477,78 @@ def check_taken(chunk_lines: list[bytes], found: native.NativeChunk, base: int =
     assert sorted(estimated) == ints(found.est_lines)
     for k, value in estimated.items():
         assert value == estimate_line(chunk_lines[k]), (chunk_lines[k], value)
+    check_calls(chunk_lines, found)
     try:  # how ctxd.store.scan reads the reduced lines: all at once
         heads = _decode_reduced(found.reduced)
     except msgspec.ValidationError:
         return
     assert heads == [decode_head(line) for line in chunk_lines]
+
+
+def check_calls(chunk_lines: list[bytes], found: native.NativeChunk) -> None:
+    """The tool calls the scanner noted of each line (``ctxd.store.calls``) are those the Python path reads
+    of its message (``message_calls``): none for a line flagged 1, exactly those listed for one flagged 2."""
+    flags, calls = found.call_flags, ints(found.calls)
+    assert len(flags) == len(chunk_lines) and len(calls) % 4 == 0
+    listed: dict[int, list[tuple[int, bytes]]] = {}
+    for k in range(0, len(calls), 4):
+        line, kind, at, length = calls[k : k + 4]
+        assert kind in (1, 2) and at >= 0 and at + length <= len(chunk_lines[line])
+        listed.setdefault(line, []).append((kind, chunk_lines[line][at : at + length]))
+    assert list(listed) == sorted(listed)  # in line order
+    for k, line in enumerate(chunk_lines):
+        flag = flags[k]
+        assert flag in (0, 1, 2) and (flag == 2) == (k in listed), (line, flag)
+        if flag == 0:
+            continue
+        body = msgspec.json.decode(line)
+        message = body.get("message") if isinstance(body, dict) and body.get("type") == "message" else None
+        expected = message_calls(message) if isinstance(message, dict) else []
+        assert decode_noted(listed.get(k, [])) == expected, line
+
+
+def _line(message: dict[str, Any]) -> bytes:
+    return json.dumps({"type": "message", "id": "a", "parentId": None, "message": message}).encode()
+
+
+def _call(name: Any, arguments: Any = None, **extra: Any) -> dict[str, Any]:
+    block = {"type": "toolCall", "id": "c", "name": name, **extra}
+    if arguments is not None:
+        block["arguments"] = arguments
+    return block
+
+
+NESTED = {"calls": [{"name": "write", "arguments": {"path": "gen/out.ts"}}, "junk", {"arguments": {"path": "x"}}]}
+CALL_LINES = [
+    # (line, flag): 2 the calls are listed, 1 none, 0 not noted (a plan reads the line)
+    (_line({"role": "assistant", "content": [{"type": "text", "text": "x"}, _call("read", {"path": "a.py"})]}), 2),
+    (_line({"role": "assistant", "content": [_call("edit", {"path": "b"}), _call(7), _call("bash", {"c": [1.5]})]}), 2),
+    (_line({"role": "assistant", "content": [_call(None)], "nestedCalls": NESTED}), 2),
+    (_line({"role": "assistant", "content": "no blocks in a string"}), 1),
+    (_line({"role": "toolResult", "content": [{"type": "text", "text": "ok"}], "nestedCalls": NESTED}), 2),
+    (_line({"role": "toolResult", "content": [_call("read", {"path": "ignored"})]}), 1),
+    (_line({"role": "toolResult", "nestedCalls": None, "content": []}), 2),
+    (_line({"role": "user", "content": [_call("read", {"path": "ignored"})]}), 1),
+    (_line({"role": "assistant", "content": [_call("read", {"path": "c"}) for _ in range(64)]}), 2),
+    (_line({"role": "assistant", "content": [_call("read", {"path": "c"}) for _ in range(65)]}), 0),
+    (
+        b'{"type":"message","id":"a","message":{"role":"assistant","content":[{"type":"toolCall","name":"a",'
+        b'"name":"b","arguments":{}}]}}',
+        0,
+    ),
+    (b'{"type":"message","id":"a","message":{"role":"toolResult","nestedCalls":1,"nestedCalls":{}}}', 0),
+    (b'{"type":"custom","id":"a","message":{"role":"assistant","content":[]}}', 0),
+]
+
+
+def test_the_scanner_notes_each_lines_tool_calls(scan: Callable[..., Any]) -> None:
+    """What the scanner notes of each line's tool calls, line by line and as one chunk: listed, none, or
+    not noted (a repeated member, more calls than it lists); each equal to the Python path's."""
+    chunk = b"".join(line + b"\n" for line, _ in CALL_LINES)
+    found = run_scan(scan, chunk)
+    assert found is not None
+    assert list(found.call_flags) == [flag for _, flag in CALL_LINES]
+    check_taken([line for line, _ in CALL_LINES], found)
 
 
 @SETTINGS

@@ -130,7 +130,7 @@ def test_conformance_scenarios_read_alike(paths: Paths, tmp_path: Path, name: st
 
 
 ESTIMATED_ROLES = ("user", "assistant", "toolResult", "custom")
-"""The roles whose estimates the scanner makes (those ctxd.context.line_estimate reads)."""
+"""The roles whose estimates the scanner makes (ctxd.context.line_estimate reads every role)."""
 
 
 def _shapes(gen: ModuleType) -> dict[str, tuple[int, int, Any]]:

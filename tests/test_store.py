@@ -71,7 +71,7 @@ def test_refresh_reads_only_appended_bytes_and_holds_partial_lines(tmp_path: Pat
     entries = chain(user, assistant)
     path = write(tmp_path / "s.jsonl", entries)
     sf = SessionFile.open(path)
-    end = sf._end
+    end = sf.end
     extra = user(entries[-1]["id"], "more")
     line = json.dumps(extra)
     with open(path, "a") as f:

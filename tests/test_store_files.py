@@ -17,8 +17,8 @@ import ctxd.store.listing as listing
 from ctxd.errors import BadHeaderError, SessionError
 from ctxd.store.create import create_session
 from ctxd.store.listing import list_sessions
+from ctxd.store.opening import open_session_file
 from ctxd.store.session_file import SessionFile
-from ctxd.store.transcript import open_session_file
 from ctxd.tree.session import Session
 
 

@@ -18,8 +18,8 @@ from lock_holder import SCRIPT
 from ctxd.errors import ReadOnlySessionError, SessionError, SessionLockedError
 from ctxd.store import locks
 from ctxd.store.create import create_session
+from ctxd.store.opening import open_session_file
 from ctxd.store.session_file import SessionFile
-from ctxd.store.transcript import open_session_file
 
 
 @contextmanager

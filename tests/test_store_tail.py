@@ -200,7 +200,7 @@ def test_complete_lines_the_reader_missed_are_read_again_never_ended_twice(tmp_p
     append_raw(path, pi_line(None, "u", "pi000006"))
     fd = os.open(path, os.O_RDONLY)
     try:
-        sf._mark = FileMark.take(fd, os.fstat(fd), sf._end)  # wrong: it counts the line as read
+        sf.mark = FileMark.take(fd, os.fstat(fd), sf.end)  # wrong: it counts the line as read
     finally:
         os.close(fd)
     (new,) = sf.append([{"type": "custom"}])

@@ -4,38 +4,17 @@ from __future__ import annotations
 
 import argparse
 import os
-import stat
 import sys
 from typing import Any
 
 from ctxd.cli.render import dump as _dump
 from ctxd.cli.render import render_context, render_rows, use_color
-from ctxd.context.build import build_context
+from ctxd.cli.session_arg import open_session
+from ctxd.context.live import live_context
 from ctxd.context.openai import to_openai
 from ctxd.context.view import cap, project
-from ctxd.errors import SessionError
 from ctxd.redact import redact_json
 from ctxd.tree.session import Session, session_name
-
-
-def open_session(path: str) -> Session:
-    """The session file named on the command line: a regular file, or a one-line error (a FIFO
-    would block the read, a device never end it, a directory is not a session), or an opencode session
-    named ``<database>#<session id>`` as the daemon and ``ctxd search`` name it."""
-    if "#" in path and not os.path.lexists(path):  # only then is the opencode reader (sqlite3) imported
-        from ctxd.store.opencode import split_ref
-
-        if split_ref(path) is not None:
-            return Session.open(path)
-    try:
-        st = os.stat(path)
-    except FileNotFoundError:
-        raise SessionError("no such session file", path=os.path.abspath(path)) from None
-    if stat.S_ISDIR(st.st_mode):
-        raise SessionError("is a directory, not a session file", path=os.path.abspath(path))
-    if not stat.S_ISREG(st.st_mode):
-        raise SessionError("not a regular file (a FIFO, a device, a socket?)", path=os.path.abspath(path))
-    return Session.open(path)
 
 
 def cmd_sessions(args: argparse.Namespace) -> int:
@@ -103,7 +82,7 @@ def cmd_tree(args: argparse.Namespace) -> int:
 
 def cmd_context(args: argparse.Namespace) -> int:
     session = open_session(args.file)
-    ctx = build_context(session.file, session.tree, args.leaf, estimates=session.estimates)
+    ctx = live_context(session).context(args.leaf)
     messages = ctx.agent_messages()
     if args.truncate_window:
         from ctxd.context.truncate import is_oversized, limit_chars, truncate_tool_result

@@ -8,7 +8,7 @@ import json
 import os
 import sys
 
-from ctxd.cli.commands import open_session
+from ctxd.cli.session_arg import open_session
 from ctxd.compaction.engine import compact, dry_run_json
 from ctxd.compaction.plan import NothingToCompact
 from ctxd.compaction.settings import CompactionSettings

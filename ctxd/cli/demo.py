@@ -8,10 +8,9 @@ import tempfile
 import time
 from typing import Any
 
-from ctxd.cli.render import render_context, render_rows, use_color
-from ctxd.context.build import build_context
+from ctxd.cli.render import render_context, render_tree
+from ctxd.context.live import live_context
 from ctxd.context.openai import to_openai
-from ctxd.context.view import project
 from ctxd.store.create import create_session
 from ctxd.store.listing import list_sessions
 from ctxd.tree.session import Session
@@ -89,7 +88,7 @@ def write_sample(root: str) -> Session:
     ]
 
     def total() -> int:
-        ctx = build_context(session.file, session.tree, estimates=session.estimates)
+        ctx = live_context(session).context()
         return SYSTEM_PROMPT_TOKENS + ctx.estimatedTokens
 
     for n, (request, tag) in enumerate(turns):
@@ -109,12 +108,6 @@ def write_sample(root: str) -> Session:
     return session
 
 
-def show_tree(session: Session) -> None:
-    rows, _ = project(session, collapse=6)
-    for line in render_rows(rows, color=use_color()):
-        _say(line)
-
-
 def run_demo() -> int:
     with tempfile.TemporaryDirectory(prefix="ctxd-demo-") as root:
         _heading("1. a pi-format session, written by ctxd")
@@ -125,10 +118,11 @@ def run_demo() -> int:
             _say(f"  listed: {summary.name!r} ({summary.entries} entries, cwd {summary.cwd})")
 
         _heading("2. the tree (* = active path, ◀ = leaf; long runs collapsed)")
-        show_tree(session)
+        for line in render_tree(session, 6):
+            _say(line)
 
         _heading("3. the context for the next request (pi's rules)")
-        ctx = build_context(session.file, session.tree, estimates=session.estimates)
+        ctx = live_context(session).context()
         for line in render_context(ctx):
             _say(line)
         openai = to_openai(ctx.agent_messages())

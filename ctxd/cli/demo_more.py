@@ -6,10 +6,11 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 
+from ctxd.cli.render import render_tree
 from ctxd.compaction.branching import branch
 from ctxd.compaction.engine import compact, dry_run
 from ctxd.compaction.settings import CompactionSettings
-from ctxd.context.build import build_context
+from ctxd.context.live import live_context
 from ctxd.tree.session import Session
 
 Say = Callable[[str], None]
@@ -41,7 +42,7 @@ def run(session: Session, root: str, say: Say, heading: Callable[[str], None]) -
     say("the summary (first lines):")
     for line in outcome.summary.splitlines()[:24]:
         say(f"  | {line}")
-    ctx = build_context(session.file, session.tree, estimates=session.estimates)
+    ctx = live_context(session).context()
     say(f"the next request now starts with: {ctx.messages[0].role}, then {len(ctx.messages) - 1} kept messages")
 
     heading("6. go back to the second request, leaving a summary of the abandoned branch")
@@ -54,9 +55,8 @@ def run(session: Session, root: str, say: Say, heading: Callable[[str], None]) -
     say(f"leaf moved to {target}; branch_summary {result.summaryEntryId} covers {result.summarizedEntries} messages")
     for line in (result.summary or "").splitlines()[:12]:
         say(f"  | {line}")
-    from ctxd.cli.demo import show_tree
-
     heading("7. the tree now")
-    show_tree(session)
-    ctx = build_context(session.file, session.tree, estimates=session.estimates)
+    for line in render_tree(session, 6):
+        say(line)
+    ctx = live_context(session).context()
     say(f"context at the new leaf: {[m.role for m in ctx.messages]}")

@@ -7,8 +7,9 @@ import os
 import sys
 from typing import Any
 
-from ctxd.context.build import Context
-from ctxd.context.view import CollapsedRun, Row, TreeNode, one_line
+from ctxd.context.answers import Context
+from ctxd.context.view import CollapsedRun, Row, TreeNode, one_line, project
+from ctxd.tree.session import Session
 
 ROLE_MARK = {
     "user": "U",
@@ -23,8 +24,17 @@ ROLE_MARK = {
 
 
 def dump(obj: Any) -> None:
-    """``obj`` as indented JSON on stdout (the CLI's ``--json`` outputs)."""
-    json.dump(obj, sys.stdout, ensure_ascii=False, indent=2)
+    """``obj`` as indented JSON on stdout (the CLI's ``--json`` outputs): ``json.dumps(obj, ensure_ascii=False,
+    indent=2)``, made by the C encoder and indented by msgspec (the pure-Python encoder, which an indent
+    needs, took 150 ms for a 6 MB context); what msgspec cannot read (a lone surrogate, NaN) goes the slow way."""
+    import msgspec  # here: not every command prints JSON
+
+    text = json.dumps(obj, ensure_ascii=False)
+    try:
+        text = msgspec.json.format(text, indent=2)
+    except (UnicodeEncodeError, msgspec.DecodeError):
+        text = json.dumps(obj, ensure_ascii=False, indent=2)
+    sys.stdout.write(text)
     sys.stdout.write("\n")
 
 
@@ -65,14 +75,19 @@ def render_rows(rows: list[Row], *, color: bool = False) -> list[str]:
     return out
 
 
+def render_tree(session: Session, collapse: int) -> list[str]:
+    """The session's tree as ``ctxd tree`` prints it (runs longer than ``collapse`` folded; 0: none)."""
+    rows, _ = project(session, collapse=collapse)
+    return render_rows(rows, color=use_color())
+
+
 def render_context(ctx: Context) -> list[str]:
     lines = [
         f"leaf {ctx.leafId}  model {ctx.model or '-'}  thinking {ctx.thinkingLevel}",
         f"{len(ctx.messages)} messages, estimated {ctx.estimatedTokens:,} tokens, "
         f"context size {ctx.contextTokens:,} tokens (pi's estimate: trusted usage + estimates)",
     ]
-    for m in ctx.messages:
-        body = m.message
+    for m, body in zip(ctx.messages, ctx.agent_messages(), strict=True):
         text = body.get("summary") or body.get("content") or body.get("command") or ""
         if isinstance(text, list):
             text = " ".join(

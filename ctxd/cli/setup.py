@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from ctxd.setup import doctor as doctor_types
@@ -17,7 +17,13 @@ NAMES = "claude-code | pi | vscode | neovim | codex | opencode"
 """The integrations ``ctxd setup`` knows (:data:`ctxd.setup.INTEGRATIONS`; a test keeps the two the same)."""
 
 
-def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+class Subcommands(Protocol):
+    """What ``ArgumentParser.add_subparsers`` returns."""
+
+    def add_parser(self, name: str, **kwargs: Any) -> argparse.ArgumentParser: ...
+
+
+def add_parsers(sub: Subcommands) -> None:
     names = NAMES
     s = sub.add_parser(
         "setup",

@@ -12,8 +12,8 @@ import argparse
 import sys
 from typing import Any
 
-from ctxd.cli.commands import open_session
 from ctxd.cli.render import dump, use_color
+from ctxd.cli.session_arg import open_session
 from ctxd.context.composition import PARTS, composition
 from ctxd.service.config import load_cli_config
 

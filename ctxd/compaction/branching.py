@@ -18,7 +18,7 @@ from ctxd.compaction.engine import Guard, inline, summarizer_for
 from ctxd.compaction.fileops import extract_file_ops, file_lists, format_file_blocks
 from ctxd.compaction.settings import CompactionSettings
 from ctxd.compaction.summarizers import OfflineSummarizer, Progress, Summarizer, SummarizerError, SummaryRequest
-from ctxd.context.build import entry_message
+from ctxd.context.rules import entry_message
 from ctxd.context.tokens import estimate_tokens
 from ctxd.redact import redact
 from ctxd.tree.index import NONE

@@ -264,7 +264,7 @@ async def compact(
         "details": details,
     }
     if result.usage:
-        entry["usage"] = _pi_usage(result.usage, result.cost)
+        entry["usage"] = pi_usage(result.usage, result.cost)
     if system is not None:
         entry["timestamp"] = stamp
         entry["systemMessage"] = system
@@ -492,7 +492,7 @@ def _role(head: Any) -> str | None:
     return head.message.role if head.message is not None else None
 
 
-def _pi_usage(usage: dict[str, int], cost: float | None) -> dict[str, Any]:
+def pi_usage(usage: dict[str, int], cost: float | None) -> dict[str, Any]:
     prompt = int(usage.get("prompt_tokens", usage.get("input", 0)))
     completion = int(usage.get("completion_tokens", usage.get("output", 0)))
     out: dict[str, Any] = {

@@ -16,7 +16,7 @@ from typing import Any
 
 import attrs
 
-from ctxd.compaction.engine import Summarized, _pi_usage, summarize_plan, summarizer_for
+from ctxd.compaction.engine import Summarized, pi_usage, summarize_plan, summarizer_for
 from ctxd.compaction.fileops import FileOps, extract_file_ops, file_lists, format_file_blocks
 from ctxd.compaction.ledger import Ledger
 from ctxd.compaction.ledger_update import absorb, seed
@@ -30,7 +30,7 @@ from ctxd.compaction.summarizers import (
     SummarizerError,
     SummaryRequest,
 )
-from ctxd.context.build import entry_message
+from ctxd.context.rules import entry_message
 from ctxd.context.tokens import estimate_tokens, js_len
 
 
@@ -157,7 +157,7 @@ def compaction_result(made: Summarized) -> dict[str, Any]:
         "tokensBefore": made.plan.tokensBefore,
         "tokensAfter": ledger["tokensAfter"],
         "details": made.details,
-        "usage": _pi_usage(made.result.usage, made.result.cost) if made.result.usage else None,
+        "usage": pi_usage(made.result.usage, made.result.cost) if made.result.usage else None,
         "path": made.path,
         "summarizer": made.result.summarizer,
         "model": made.result.model,
@@ -259,7 +259,7 @@ async def summarize_branch(
     return BranchSummary(
         summary=summary,
         details=details,
-        usage=_pi_usage(result.usage, result.cost) if result.usage else None,
+        usage=pi_usage(result.usage, result.cost) if result.usage else None,
         path=path,
         summarizer=result.summarizer,
         model=result.model,

@@ -18,6 +18,8 @@ from typing import Any, Literal
 
 import attrs
 
+from ctxd.context.rules import Call, message_calls
+
 FileOp = Literal["read", "written", "edited", "created", "deleted"]
 
 
@@ -176,33 +178,38 @@ def _shell_command(arguments: Mapping[str, Any]) -> str | None:
 def classify_call(name: str, arguments: Any) -> tuple[str | None, list[tuple[FileOp, str]]]:
     """``(shell command or None, file operations)`` of one tool call, judged from its name and arguments."""
     tool = _norm(name) if isinstance(name, str) else ""
+    command = _shell_command(arguments) if tool in SHELL_TOOLS and isinstance(arguments, Mapping) else None
+    return command, _file_ops(tool, arguments)
+
+
+def _file_ops(tool: str, arguments: Any) -> list[tuple[FileOp, str]]:
+    """The file operations of a call of the tool named ``tool`` (normalised: :func:`tool_kind`)."""
     op = _SIMPLE_OPS.get(tool)
     if op is not None:
         if type(arguments) is dict or isinstance(arguments, Mapping):
-            return None, [(op, p) for p in _paths(arguments)]
-        return None, []
+            return [(op, p) for p in _paths(arguments)]
+        return []
     if tool in SHELL_TOOLS:
         if not isinstance(arguments, Mapping):
-            return None, []
-        command = _shell_command(arguments)
+            return []
         argv = _command_list(arguments.get("command") or arguments.get("cmd"))
         if argv and len(argv) >= 2 and _norm(argv[0]) == "applypatch":
-            return command, patch_file_ops(argv[1])
-        return command, []
+            return patch_file_ops(argv[1])
+        return []
     if tool in PATCH_TOOLS:
         text = _patch_text(arguments)
-        return None, (patch_file_ops(text) if text else [])
+        return patch_file_ops(text) if text else []
     if tool in EDITOR_TOOLS and isinstance(arguments, Mapping):
         command = arguments.get("command")
         editor_op = _EDITOR_COMMANDS.get(command) if isinstance(command, str) else None
         if editor_op is not None:
-            return None, [(editor_op, p) for p in _paths(arguments)]
-    return None, []
+            return [(editor_op, p) for p in _paths(arguments)]
+    return []
 
 
 def call_file_ops(name: str, arguments: Any) -> list[tuple[FileOp, str]]:
     """The file operations one tool call performs."""
-    return classify_call(name, arguments)[1]
+    return _file_ops(_norm(name) if isinstance(name, str) else "", arguments)
 
 
 def call_command(name: str, arguments: Any) -> str | None:
@@ -210,37 +217,20 @@ def call_command(name: str, arguments: Any) -> str | None:
     return classify_call(name, arguments)[0]
 
 
-def tool_calls(message: Mapping[str, Any]) -> Iterable[Mapping[str, Any]]:
-    """The ``toolCall`` blocks of an assistant message."""
-    if message.get("role") != "assistant":
-        return ()
-    content = message.get("content")
-    if not isinstance(content, list):
-        return ()
-    return [b for b in content if isinstance(b, Mapping) and b.get("type") == "toolCall"]
-
-
-def nested_calls(message: Mapping[str, Any]) -> Iterable[Mapping[str, Any]]:
-    """Calls a tool made itself, recorded on its result (pi 1.5.2's ``nestedCalls``: codemode scripts)."""
-    if message.get("role") != "toolResult":
-        return ()
-    nested = message.get("nestedCalls")
-    calls = nested.get("calls") if isinstance(nested, Mapping) else None
-    return [c for c in calls if isinstance(c, Mapping)] if isinstance(calls, list) else ()
-
-
 def extract_file_ops(messages: Iterable[Mapping[str, Any]]) -> FileOps:
     """File operations of every tool call in ``messages`` (as pi does, whether or not the call succeeded),
-    including the calls a tool result records it made."""
+    including the calls a tool result records it made (``ctxd.context.rules.message_calls``)."""
     ops = FileOps()
     for message in messages:
-        role = message.get("role")
-        if role not in ("assistant", "toolResult"):
-            continue
-        for call in tool_calls(message) if role == "assistant" else nested_calls(message):
-            for op, path in call_file_ops(str(call.get("name") or ""), call.get("arguments")):
-                ops.add(op, path)
+        add_calls(ops, message_calls(message))
     return ops
+
+
+def add_calls(ops: FileOps, calls: Iterable[Call]) -> None:
+    """Add the file operations of ``calls`` (name, arguments) to ``ops``."""
+    for name, arguments in calls:
+        for op, path in _file_ops(_norm(name), arguments):  # a call's name is a str (message_calls)
+            getattr(ops, op).add(path)
 
 
 def _strings(value: Any) -> list[str]:

@@ -19,11 +19,13 @@ import attrs
 
 from ctxd.compaction.fileops import FileOps, file_lists
 from ctxd.compaction.plan_rows import Rows, file_ops_of, messages_of
-from ctxd.context.build import Context, ContextMessage, pinned_tokens
+from ctxd.context.answers import Context
 from ctxd.context.live import live_context
 from ctxd.context.live_state import LazyRow, State
 from ctxd.context.project import ProjectedEntry, Projection
+from ctxd.context.rows import ContextMessage
 from ctxd.context.rules import CUT_POINT_ROLES, TURN_START_ROLES
+from ctxd.context.size import pinned_tokens
 from ctxd.tree.session import Session
 
 

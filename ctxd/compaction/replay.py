@@ -12,7 +12,7 @@ from typing import Any
 
 import attrs
 
-from ctxd.context.build import build_context
+from ctxd.context.live import live_context
 from ctxd.context.truncate import is_oversized, limit_chars, truncate_tool_result
 from ctxd.store.files import new_entry_id
 from ctxd.store.session_file import LEAF_MARKER
@@ -40,7 +40,7 @@ def truncate_by_replay(session: Session, context_window: int, *, leaf_id: str | 
     """Cut oversized tool results on the active path by replaying it; a no-op when none are."""
     file, tree = session.file, session.tree
     leaf = file.require(leaf_id) if leaf_id else file.leaf_index()
-    before = build_context(file, tree, leaf_id, estimates=session.estimates)
+    before = live_context(session).size(leaf_id)
     limit = limit_chars(context_window)
     if leaf is None:
         return ReplayOutcome([], 0, None, 0, 0, limit)
@@ -51,7 +51,7 @@ def truncate_by_replay(session: Session, context_window: int, *, leaf_id: str | 
         None,
     )
     if first is None:
-        return ReplayOutcome([], 0, tree.id_of(leaf), before.contextTokens, before.contextTokens, limit)
+        return ReplayOutcome([], 0, tree.id_of(leaf), before.tokens, before.tokens, limit)
     parent = bodies[first].get("parentId")
     copies: list[dict[str, Any]] = []
     mapping: dict[str, str] = {}
@@ -78,8 +78,8 @@ def truncate_by_replay(session: Session, context_window: int, *, leaf_id: str | 
         copy["ctxdReplayOf"] = body.get("id")
         copies.append(copy)
     ids = session.append(copies, parent_id=parent)
-    after = build_context(file, tree, ids[-1], estimates=session.estimates)
-    return ReplayOutcome(truncated, len(ids), ids[-1], before.contextTokens, after.contextTokens, limit)
+    after = live_context(session).size(ids[-1])
+    return ReplayOutcome(truncated, len(ids), ids[-1], before.tokens, after.tokens, limit)
 
 
 def _is_marker(body: dict[str, Any]) -> bool:

@@ -37,7 +37,9 @@ from typing import Any
 
 import attrs
 
-from ctxd.context.build import build_context, timestamp_ms
+from ctxd.context.live import live_context
+from ctxd.context.rows import materialize
+from ctxd.context.rules import timestamp_ms
 from ctxd.errors import InvalidEntryError
 from ctxd.store.files import open_regular
 from ctxd.store.validate import validate_entries
@@ -222,7 +224,8 @@ def _tool_pairs(session: Session) -> list[Finding]:
     """Tool calls and results on the active path, as the next request would send them."""
     if session.leaf() is None:
         return []
-    ctx = build_context(session.file, session.tree, estimates=session.estimates)
+    ctx = live_context(session).context()
+    materialize(ctx.messages)  # one batched read, not one per message
     out: list[Finding] = []
     open_calls: dict[str, tuple[int, str, bool]] = {}  # id -> line, entry, interrupted
 

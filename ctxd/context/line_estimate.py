@@ -1,75 +1,57 @@
-"""Token estimates and tool calls read straight from line bytes, without decoding whole bodies.
+"""Token estimates and tool calls read straight from line bytes, without reading the entry's body.
 
 A context or a compaction plan needs of most entries only pi's estimate of its message (and, for a
-plan, the tool calls it made). Decoding each body into dicts to walk them costs most of a cold build;
-here one typed msgspec decode per line takes only the fields :func:`ctxd.context.tokens.message_chars`
-reads (texts, thinking, tool-call names and arguments) and skips the rest without building it.
+plan, the tool calls it made). Here one msgspec decode of the line's ``type`` and ``message`` (the
+entry's other members skipped) feeds pi's estimate (:func:`ctxd.context.tokens.estimate_tokens`) and
+the calls (:func:`ctxd.context.rules.message_calls`): the rules are written once, for the dicts both
+paths hold.
 
 Only lines that a full read would serve unchanged are read this way (:func:`clean`: valid UTF-8, not
-nested deeper than the limit); anything else (another role, an unexpected shape, an old format
-version, a recovered line) returns None and the caller decodes the body as before, so the figures and
-diagnostics are those of a full read. Each function equals the dict path on the same line:
+nested deeper than the limit); anything else (not a message entry, a message that is not an object,
+an old format version, a recovered line) returns None and the caller reads the body as before, so the
+figures and diagnostics are those of a full read:
 ``estimate_line(raw) == estimate_tokens(entry_message(body))`` (tests/test_line_estimate.py).
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from typing import Any
 
 import msgspec
 
-from ctxd.context.tokens import IMAGE_CHARS, js_json_len_and_value, js_len
+from ctxd.context.rules import Call, message_calls
+from ctxd.context.tokens import estimate_tokens
 from ctxd.formats import depth
 from ctxd.store.bodies import line_spans
+from ctxd.store.calls import NESTED, Lines, read_calls
 from ctxd.store.reader import SessionReader
 
-__all__ = ["Call", "clean", "estimate_and_calls", "estimate_line", "fill_estimates", "line_calls"]
-
-Call = tuple[str, Any]
-"""One tool call: its name (``str(name or "")``) and its arguments (None when absent)."""
-
-_TEXT_ROLES = frozenset({"user", "toolResult", "custom"})
-
-
-class _Block(msgspec.Struct, gc=False):
-    type: Any = None
-    text: Any = None
-    thinking: Any = None
-    name: Any = None
-    arguments: msgspec.Raw | msgspec.UnsetType = msgspec.UNSET
-
-
-class _Message(msgspec.Struct, gc=False):
-    role: Any = None
-    content: str | list[_Block] | None = None
-    nestedCalls: Any = None
+__all__ = [
+    "Call",
+    "clean",
+    "decode_noted",
+    "estimate_and_calls",
+    "estimate_line",
+    "fill_estimates",
+    "line_calls",
+    "noted_calls",
+]
 
 
 class _Entry(msgspec.Struct, gc=False):
     type: Any = None
-    message: _Message | None = None
+    message: Any = None
 
 
 class _CallBlock(msgspec.Struct, gc=False):
-    type: Any = None
     name: Any = None
     arguments: Any = None
 
 
-class _CallMessage(msgspec.Struct, gc=False):
-    role: Any = None
-    content: str | list[_CallBlock] | None = None
-    nestedCalls: Any = None
-
-
-class _CallEntry(msgspec.Struct, gc=False):
-    message: _CallMessage | None = None
-
-
 _decode_entry = msgspec.json.Decoder(_Entry).decode
-_decode_calls = msgspec.json.Decoder(_CallEntry).decode
+_decode_blocks = msgspec.json.Decoder(list[_CallBlock]).decode
+_decode_any = msgspec.json.Decoder().decode
 
 
 def clean(raw: bytes) -> bool:
@@ -95,93 +77,62 @@ def _clean(buf: bytes, a: int, b: int, utf8: bool) -> bool:
 
 
 def estimate_line(raw: bytes | memoryview) -> int | None:
-    """pi's estimate of a ``message`` entry's message from its (clean) line, or None when this fast
-    path does not know the shape (then decode the body)."""
+    """pi's estimate of a ``message`` entry's message from its (clean) line, or None when the line
+    holds no message object (then read the body)."""
     found = estimate_and_calls(raw)
     return None if found is None else found[0]
 
 
 def estimate_and_calls(raw: bytes | memoryview) -> tuple[int, list[Call]] | None:
     """:func:`estimate_line` and :func:`line_calls` of a ``message`` entry's (clean) line, from one
-    decode; None when the shape is not one this knows (then decode the body)."""
+    decode; None when the line holds no message object (then read the body)."""
+    message = _message(raw)
+    if message is None:
+        return None
+    return estimate_tokens(message), message_calls(message)
+
+
+def line_calls(raw: bytes) -> list[Call] | None:
+    """The tool calls of a ``message`` entry's (clean) line (:func:`ctxd.context.rules.message_calls`);
+    None when the line holds no message object (then read the body)."""
+    if b'"toolCall"' not in raw and b'"nestedCalls"' not in raw and b"\\u" not in raw:
+        return []  # neither can be there: without escapes they would appear as written
+    message = _message(raw)
+    return None if message is None else message_calls(message)
+
+
+def noted_calls(reader: Lines, indices: Sequence[int]) -> tuple[list[Call], list[int]]:
+    """The tool calls of those of the entries ``indices`` whose calls the native scanner noted, read from
+    their bytes alone (``ctxd.store.calls``) as :func:`line_calls` reads them from the line; and the entries
+    it did not note (read their lines)."""
+    found, left = read_calls(reader, indices)
+    return decode_noted(found), left
+
+
+def decode_noted(found: list[tuple[int, bytes]]) -> list[Call]:
+    """The calls in the JSON the scanner noted of them (``ctxd.store.calls.read_calls``): ``toolCall`` blocks
+    decoded in one batch, a tool result's ``nestedCalls`` read by ``message_calls``."""
+    blocks = [data for kind, data in found if kind != NESTED]
+    calls: list[Call] = []
+    if blocks:
+        calls = [(str(b.name or ""), b.arguments) for b in _decode_blocks(b"[" + b",".join(blocks) + b"]")]
+    if len(blocks) < len(found):
+        for kind, data in found:
+            if kind == NESTED:
+                calls.extend(message_calls({"role": "toolResult", "nestedCalls": _decode_any(data)}))
+    return calls
+
+
+def _message(raw: bytes | memoryview) -> dict[str, Any] | None:
+    """The message of a ``message`` entry's line, or None."""
     try:
         entry = _decode_entry(raw)
     except (msgspec.MsgspecError, RecursionError):
         return None
     message = entry.message
-    if entry.type != "message" or message is None:
+    if entry.type != "message" or not isinstance(message, dict):
         return None
-    role = message.role
-    if not isinstance(role, str):
-        return None  # a list or an object: no role pi estimates (and unhashable)
-    content = message.content
-    chars = 0
-    calls: list[Call] = []
-    if role in _TEXT_ROLES:
-        if isinstance(content, str):
-            chars = js_len(content)
-        else:
-            for block in content or ():
-                kind = block.type
-                if kind == "text":
-                    if isinstance(block.text, str):
-                        chars += js_len(block.text)
-                elif kind == "image":
-                    chars += IMAGE_CHARS
-        if role == "toolResult" and message.nestedCalls is not None:
-            nested = message.nestedCalls
-            found = nested.get("calls") if isinstance(nested, dict) else None
-            if isinstance(found, list):
-                calls = [(str(c.get("name") or ""), c.get("arguments")) for c in found if isinstance(c, dict)]
-    elif role == "assistant":
-        # A string content has no blocks to count (see tokens.assistant_chars).
-        for block in content if isinstance(content, list) else ():
-            kind = block.type
-            if kind == "text":
-                chars += _str_len(block.text)
-            elif kind == "thinking":
-                chars += _str_len(block.thinking)
-            elif kind == "toolCall":
-                arguments = block.arguments
-                if arguments is msgspec.UNSET:
-                    size, value = 2, None
-                else:
-                    size, value = js_json_len_and_value(arguments)
-                chars += _str_len(block.name) + size
-                calls.append((str(block.name or ""), value))
-    else:
-        return None
-    return math.ceil(chars / 4), calls
-
-
-def _str_len(value: Any) -> int:
-    return js_len(value) if isinstance(value, str) else 0
-
-
-def line_calls(raw: bytes) -> list[Call] | None:
-    """The tool calls of a ``message`` entry's (clean) line as ``extract_file_ops`` reads them: an
-    assistant's ``toolCall`` blocks, a tool result's ``nestedCalls.calls``; None when the shape is
-    not the usual one (then decode the body)."""
-    if b'"toolCall"' not in raw and b'"nestedCalls"' not in raw and b"\\u" not in raw:
-        return []  # neither can be there: without escapes they would appear as written
-    try:
-        message = _decode_calls(raw).message
-    except (msgspec.MsgspecError, RecursionError):
-        return None
-    if message is None:
-        return []
-    if message.role == "assistant":
-        content = message.content
-        if not isinstance(content, list):
-            return []
-        return [(str(b.name or ""), b.arguments) for b in content if b.type == "toolCall"]
-    if message.role == "toolResult":
-        nested = message.nestedCalls
-        calls = nested.get("calls") if isinstance(nested, dict) else None
-        if not isinstance(calls, list):
-            return []
-        return [(str(c.get("name") or ""), c.get("arguments")) for c in calls if isinstance(c, dict)]
-    return []
+    return message
 
 
 def fill_estimates(

@@ -9,49 +9,44 @@ plan reads. Asked about another leaf it moves there in O(change):
 - a new compaction, a context edit entering or leaving the path, a duplicate id, a re-linked tree
   or a reload of the file rebuilds it, reusing every entry already decoded (not after a reload).
 
-Every answer equals ``build_context`` / ``context_size`` at the same leaf (tests/test_live_context.py
-checks it over random histories). Message dicts are shared between answers: callers must not
-change them (``truncate_tool_result`` copies, as every consumer must).
+It is ctxd's one context builder: the daemon keeps one per session (:func:`live_context`), and a
+one-shot answer (``ctxd.context.build.build_context``: the command line, facts, checks) is a new
+one asked once. A state moved to a leaf equals one rebuilt there (tests/test_live_context.py checks
+it over random histories). Message dicts are shared between answers: callers must not change them
+(``truncate_tool_result`` copies, as every consumer must).
 """
 
 from __future__ import annotations
 
 import gc
 import itertools
-import secrets
+import os
 from bisect import bisect_left
 from typing import Any
 
-from ctxd.context.build import (
-    Context,
-    ContextMessage,
-    Size,
-    _last_of,
-    _last_of_message,
-    _model,
-    _thinking,
-    context_size,
-)
+from ctxd.context.answers import Context, Size, last_of_head, last_of_message, model_at, thinking_at
 from ctxd.context.live_rows import add_rows, defer, heads_of
-from ctxd.context.live_state import LazyRow, State
+from ctxd.context.live_state import LazyRow, Source, State
 from ctxd.context.pins import carried
 from ctxd.context.pins import version as pins_version
 from ctxd.context.project import ContextPath, ProjectedEntry, context_path, entry_tokens
+from ctxd.context.rows import ContextMessage
 from ctxd.context.rules import (
     USAGE_INVALIDATORS,
     apply_edit,
     entry_messages,
     may_yield,
 )
+from ctxd.context.size import size_without_edits
 from ctxd.context.tokens import estimate_tokens, valid_usage
 from ctxd.formats.codec import CURRENT_VERSION
 from ctxd.store.reader import DECODED
 from ctxd.tree.index import NONE
 from ctxd.tree.session import Session
 
-__all__ = ["LiveContext", "live_context", "size_of"]
+__all__ = ["LiveContext", "live_context", "size_at", "size_of"]
 
-_PROCESS = secrets.token_hex(3)
+_PROCESS = os.urandom(3).hex()
 _SERIAL = itertools.count(1)
 PER_ROW = 400
 """Bytes a message of the kept context holds beside its decoded message (its row, estimates, ids)."""
@@ -62,7 +57,7 @@ _BODY_TYPES = frozenset({"compaction", "context_edit"})
 class LiveContext:
     """One session's context, kept and moved to whichever leaf is asked for (see the module)."""
 
-    def __init__(self, session: Session) -> None:
+    def __init__(self, session: Source) -> None:
         self.session = session
         self.state: State | None = None
         self.rebuilds = 0
@@ -109,7 +104,7 @@ class LiveContext:
         return self._move(leaf)
 
     def context(self, leaf_id: str | None = None) -> Context:
-        """Equal to ``build_context(file, tree, leaf_id)``."""
+        """The context at ``leaf_id`` (default: the session's leaf)."""
         file, tree = self.session.file, self.session.tree
         st = self.at(leaf_id)
         # After moving: what reading the new bodies found is among the file's diagnostics.
@@ -127,12 +122,12 @@ class LiveContext:
                     "is not on its path; nothing before it is kept",
                 }
             )
-        provider, model_id = _model(file, tree, leaf)
+        provider, model_id = model_at(file, tree, leaf)
         return Context(
             leafId=heads[leaf].id,
             provider=provider,
             modelId=model_id,
-            thinkingLevel=_thinking(file, tree, leaf),
+            thinkingLevel=thinking_at(file, tree, leaf),
             messages=list(st.messages),
             estimatedTokens=st.cum[-1],
             contextTokens=st.tokens(),
@@ -141,16 +136,16 @@ class LiveContext:
         )
 
     def size(self, leaf_id: str | None = None) -> Size:
-        """Equal to ``context_size(file, tree, leaf_id)``."""
+        """The context's size at ``leaf_id`` (``context(leaf_id).contextTokens`` and its last message)."""
         st = self.at(leaf_id)
         if st is None:
             return Size(None, 0, None)
         heads = self.session.file.heads
         last: dict[str, Any] | None = None
-        if st.edit_pos and st.messages:  # as context_size reports it with edits: the context's last message
-            last = _last_of_message(st.agent[-1])
+        if st.edit_pos and st.messages:  # with edits: the context's last message, as shown
+            last = last_of_message(st.agent[-1])
         elif st.messages:  # without: the last entry that shows messages, from the index
-            last = _last_of(heads[st.entries[st.owners[-1]].index])
+            last = last_of_head(heads[st.entries[st.owners[-1]].index])
         return Size(heads[st.leaf].id, st.tokens(), last)
 
     def unchanged_prefix(self, since_id: str, leaf_id: str | None = None) -> int:
@@ -372,7 +367,7 @@ class LiveContext:
             self._carry(st, carried(self.session.file, self.session.tree, comp, indices))
 
     def _carry(self, st: State, pinned: list[tuple[int, dict[str, Any]]]) -> None:
-        """The pinned messages the compaction carries, after its own (as build_context inserts them)."""
+        """The pinned messages the compaction carries, right after its own."""
         file = self.session.file
         for i, message in pinned:
             tokens = estimate_tokens(message)
@@ -456,9 +451,20 @@ def live_context(session: Session) -> LiveContext:
 
 def size_of(session: Session, leaf_id: str | None = None) -> Size:
     """The context's size at ``leaf_id`` (default: the leaf): from the kept context when there is
-    one (both ways are O(change)), else without building it (``context_size``), so that sessions
+    one (both ways are O(change)), else without building it (:func:`size_at`), so that sessions
     nobody asks the context of stay cheap to watch."""
     live = session.derived.get("context")
     if isinstance(live, LiveContext) and live.state is not None:
         return live.size(leaf_id)
-    return context_size(session.file, session.tree, leaf_id, estimates=session.estimates)
+    return size_at(session, leaf_id)
+
+
+def size_at(session: Source, leaf_id: str | None = None) -> Size:
+    """The context's size at ``leaf_id`` without keeping a context: from the index and the cached
+    estimates (``ctxd.context.size``), or, with a context edit on the path, from a context built once."""
+    file = session.file
+    leaf = file.require(leaf_id) if leaf_id is not None else file.leaf_index()
+    if leaf is None:
+        return Size(None, 0, None)
+    found = size_without_edits(file, session.tree, leaf, session.estimates)
+    return found if found is not None else LiveContext(session).size(leaf_id)

@@ -12,25 +12,23 @@ from itertools import accumulate, compress, repeat
 from operator import attrgetter, is_not
 from typing import Any
 
-from ctxd.context.build import _trusted_usage
+from ctxd.context.answers import trusted_usage
 from ctxd.context.line_estimate import Call, fill_estimates
-from ctxd.context.live_state import LazyRow, State
-from ctxd.store.bodies import BodyView
+from ctxd.context.live_state import LazyRow, Source, State
 from ctxd.store.session_file import SessionFile
-from ctxd.tree.session import Session
 
 __all__ = ["add_rows", "defer", "heads_of"]
 
 
 def defer(
-    session: Session, indices: list[int], heads: list[Any], raws: dict[int, list[dict[str, Any]] | LazyRow]
+    session: Source, indices: list[int], heads: list[Any], raws: dict[int, list[dict[str, Any]] | LazyRow]
 ) -> list[int]:
     """Lazy rows for the message entries ``indices`` (with their ``heads``) whose estimate is known
     (or read from their lines: ``ctxd.context.line_estimate``) and whose line was read clean; returns
     the rest, to decode."""
     file = session.file
     estimates = session.estimates
-    view = BodyView.of(file)
+    view = file.body_view()
     lines = file.lines
     clean = file.clean_flags()
     n_clean = len(clean)
@@ -46,7 +44,7 @@ def defer(
         ):
             # The common case: every estimate known, every line read clean. Maps, not a loop.
             messages = list(map(_MESSAGE, heads))
-            useds = [_trusted_usage(h) if m.role == "assistant" else None for h, m in zip(heads, messages, strict=True)]
+            useds = [trusted_usage(h) if m.role == "assistant" else None for h, m in zip(heads, messages, strict=True)]
             rows = map(
                 LazyRow,
                 map(_ROLE, messages),
@@ -72,7 +70,7 @@ def defer(
                 later.append((i, head))
             continue
         role = head.message.role
-        used = _trusted_usage(head) if role == "assistant" else None
+        used = trusted_usage(head) if role == "assistant" else None
         raws[i] = LazyRow(role, head.id or "", lines[i], tokens, None, view, i, used, None)
     if later:
         later.sort()
@@ -86,7 +84,7 @@ def defer(
                 continue
             msg = head.message
             role = msg.role
-            used = _trusted_usage(head) if role == "assistant" else None
+            used = trusted_usage(head) if role == "assistant" else None
             raws[i] = LazyRow(role, head.id or "", lines[i], estimates[i], None, view, i, used, get(i))
     return left
 

@@ -4,16 +4,32 @@ message decoded and estimated, in parallel lists, and the sums pi's projected si
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from typing import Any, ClassVar, overload
+from typing import Any, ClassVar, Protocol, overload
 
 import attrs
 
-from ctxd.context.build import ContextMessage, materialize
 from ctxd.context.project import ContextPath, ProjectedEntry, Projection
+from ctxd.context.rows import ContextMessage, materialize
 from ctxd.context.rules import current_system_message
 from ctxd.context.tokens import estimate_tokens
+from ctxd.store.session_file import SessionFile
+from ctxd.tree.index import TreeIndex
 
-__all__ = ["Agent", "LazyRow", "State"]
+__all__ = ["Agent", "LazyRow", "Source", "State"]
+
+
+class Source(Protocol):
+    """What a context is built from: a file, its tree, and the token estimates kept with them by entry
+    index (a :class:`ctxd.tree.session.Session`, or the three given for one answer)."""
+
+    @property
+    def file(self) -> SessionFile: ...
+
+    @property
+    def tree(self) -> TreeIndex: ...
+
+    @property
+    def estimates(self) -> dict[int, int]: ...
 
 
 @attrs.define(eq=False)

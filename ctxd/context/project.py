@@ -4,27 +4,18 @@
 to the leaf, the latest compaction comes first, then the entries from its ``firstKeptEntryId`` up to
 it (system messages left out: the compaction's ``systemMessage`` carries the prompt state), then
 every entry after it. Each entry keeps its messages after the latest context edit that targets it.
-Context building, the context size and compaction planning all read this one projection, and
-``projected_estimate`` is pi's ``estimateProjectedContextTokens`` over it.
+Context building (``ctxd.context.live``, which keeps pi's ``estimateProjectedContextTokens`` over
+the projection), the context size and compaction planning all read this one projection.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 import attrs
 
-from ctxd.context.rules import (
-    USAGE_INVALIDATORS,
-    apply_edit,
-    current_system_message,
-    entry_messages,
-    is_system,
-    may_yield,
-)
-from ctxd.context.tokens import ContextEstimate, estimate_context, estimate_tokens
-from ctxd.store.session_file import SessionFile
+from ctxd.context.rules import is_system
+from ctxd.context.tokens import estimate_tokens
 from ctxd.tree.index import NONE, TreeIndex
 
 
@@ -80,38 +71,6 @@ class Projection:
         return self.path.compaction
 
 
-def project(session: SessionFile, tree: TreeIndex, leaf: int) -> Projection:
-    """The projection at ``leaf``: reads the bodies of the entries that may contribute."""
-    path = context_path(tree, leaf)
-    heads = session.heads
-    wanted = [
-        i
-        for k, i in enumerate(path.indices)
-        if heads[i].type == "context_edit" or (may_yield(heads[i]) and not (k > 0 and heads[i].type == "compaction"))
-    ]
-    bodies = dict(zip(wanted, session.entries(wanted), strict=True))
-    edits: dict[str, Any] = {}
-    for i in path.indices:
-        if heads[i].type == "context_edit":
-            body = bodies[i]
-            edits[str(body.get("targetId", ""))] = body.get("replacement")
-    entries: list[ProjectedEntry] = []
-    for k, i in enumerate(path.indices):
-        head = heads[i]
-        if head.type == "compaction" and k > 0:
-            # An older compaction inside the kept range: its summary was folded into the newest one.
-            entries.append(ProjectedEntry(i, [], True, False))
-            continue
-        found = bodies.get(i)
-        messages = entry_messages(found) if found is not None else []
-        visible = bool(messages)
-        edited = head.id is not None and head.id in edits
-        if edited:
-            messages = apply_edit(messages, edits[head.id or ""])
-        entries.append(ProjectedEntry(i, messages, visible, edited))
-    return Projection(path, entries, bodies)
-
-
 def entry_tokens(entry: ProjectedEntry, estimates: dict[int, int] | None) -> list[int]:
     """Estimates of an entry's projected messages. ``estimates`` caches, per entry index, the
     estimate of the entry's own unedited message (a compaction's summary, not its system message)."""
@@ -126,31 +85,3 @@ def entry_tokens(entry: ProjectedEntry, estimates: dict[int, int] | None) -> lis
             cached = estimates[entry.index] = estimate_tokens(entry.messages[-1])
         out.append(cached)
     return out
-
-
-def projected_estimate(
-    projection: Projection, heads: list[Any], messages: list[Mapping[str, Any]], tokens: list[int], owners: list[int]
-) -> ContextEstimate:
-    """pi's ``estimateProjectedContextTokens``: the last valid usage plus what follows it, unless a
-    compaction or context edit on the path came after that usage; then the current system message
-    plus every other message, estimated.
-
-    ``messages``/``tokens``/``owners``: the projection's messages, their estimates, and the position
-    in ``projection.entries`` each came from.
-    """
-    estimate = estimate_context(list(messages), tokens)
-    if estimate.lastUsageIndex is not None:
-        k = owners[estimate.lastUsageIndex]
-        # Entries before ``after`` precede the compaction on the path; from there on, path order.
-        later = projection.entries[k + 1 :]
-        if k >= projection.path.after and not any(heads[e.index].type in USAGE_INVALIDATORS for e in later):
-            return estimate
-    return system_and_rest(messages, tokens)
-
-
-def system_and_rest(messages: list[Mapping[str, Any]], tokens: list[int]) -> ContextEstimate:
-    """The estimate without trusted usage: the current system message once, plus every other message."""
-    system = current_system_message(messages)
-    total = estimate_tokens(system) if system is not None else 0
-    total += sum(t for m, t in zip(messages, tokens, strict=True) if m.get("role") != "system")
-    return ContextEstimate(total, 0, total, None)

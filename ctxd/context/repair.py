@@ -121,7 +121,7 @@ def write_copy(session: Session, report: CheckReport) -> str:
 
 def _raw(f: Any, fd: int, i: int) -> bytes | None:
     """Entry ``i``'s line exactly as on disk, when it is served as it is (else None)."""
-    if i in f._bodies or f.version < CURRENT_VERSION or f.offsets[i] < 0:
+    if f.recovered(i) or f.version < CURRENT_VERSION or f.offsets[i] < 0:
         return None
     data = os.pread(fd, f.lengths[i], f.offsets[i])
     return data + b"\n"

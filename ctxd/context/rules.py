@@ -146,12 +146,28 @@ def apply_edit(messages: list[dict[str, Any]], replacement: Any) -> list[dict[st
     return out
 
 
-def starts_turn(messages: Iterable[Mapping[str, Any]]) -> bool:
-    return any(m.get("role") in TURN_START_ROLES for m in messages)
+Call = tuple[str, Any]
+"""One tool call: its name (``str(name or "")``) and its arguments (None when absent)."""
 
 
-def is_cut_point(messages: Iterable[Mapping[str, Any]]) -> bool:
-    return any(m.get("role") in CUT_POINT_ROLES for m in messages)
+def message_calls(message: Mapping[str, Any]) -> list[Call]:
+    """The tool calls a message records, as pi's file lists read them: an assistant's ``toolCall`` blocks,
+    and the calls a tool result says its tool made itself (pi 1.5.2's ``nestedCalls``: codemode scripts)."""
+    role = message.get("role")
+    if role == "assistant":
+        content = message.get("content")
+        if not isinstance(content, list):
+            return []
+        blocks = [b for b in content if isinstance(b, Mapping) and b.get("type") == "toolCall"]
+    elif role == "toolResult":
+        nested = message.get("nestedCalls")
+        found = nested.get("calls") if isinstance(nested, Mapping) else None
+        if not isinstance(found, list):
+            return []
+        blocks = [c for c in found if isinstance(c, Mapping)]
+    else:
+        return []
+    return [(str(b.get("name") or ""), b.get("arguments")) for b in blocks]
 
 
 def _content_text(content: Any) -> str:

@@ -19,8 +19,9 @@ from typing import Any, Literal
 
 import attrs
 
-from ctxd.context.build import _estimate, _trusted_usage
+from ctxd.context.answers import trusted_usage
 from ctxd.context.rules import TURN_START_ROLES, USAGE_INVALIDATORS, is_overflow_message, is_system, may_yield
+from ctxd.context.size import estimate_entries
 from ctxd.context.tokens import estimate_tokens
 from ctxd.formats.codec import MessageHead
 from ctxd.tree.index import NONE
@@ -141,7 +142,7 @@ def _advance(session: Session, walk: _Walk, new: list[int]) -> None:
     file, tree = session.file, session.tree
     heads = file.heads
     estimates = session.estimates
-    _estimate(file, [i for i in new if may_yield(heads[i])], estimates)
+    estimate_entries(file, [i for i in new if may_yield(heads[i])], estimates)
     compactions = [i for i in new if heads[i].type == "compaction"]
     bodies = dict(zip(compactions, file.entries(compactions), strict=True))
     for i in new:
@@ -173,7 +174,7 @@ def _advance(session: Session, walk: _Walk, new: list[int]) -> None:
         if kind == "branch_summary":
             walk.markers.append(Marker("branch", at, tree.id_of(i), detail="a branch summary came back"))
         if message is not None and role == "assistant":
-            used = _trusted_usage(head)
+            used = trusted_usage(head)
             if used is not None:
                 walk.usage = (used, walk.running)
             if _overflowed(message):

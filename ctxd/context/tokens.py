@@ -285,10 +285,6 @@ def valid_usage(message: Mapping[str, Any]) -> int | None:
     return int(tokens) if tokens > 0 else None  # NaN > 0 is false
 
 
-def has_valid_usage(message: Mapping[str, Any]) -> bool:
-    return valid_usage(message) is not None
-
-
 @attrs.define
 class ContextEstimate:
     """pi's ``ContextUsageEstimate``."""

@@ -8,8 +8,8 @@ from typing import Any
 
 import attrs
 
-from ctxd.context.build import entry_message
 from ctxd.context.pins import is_pinned
+from ctxd.context.rules import entry_message
 from ctxd.context.tokens import estimate_tokens
 from ctxd.tree.index import NONE
 from ctxd.tree.session import Session

@@ -197,16 +197,6 @@ class HistoryIndex:
         except sqlite3.OperationalError as exc:  # the query is never the cause (see fts_match): busy, or I/O
             raise HistoryUnavailableError(f"cannot search the history index now: {exc}", path=self.path) from None
 
-    def sessions_for_cwd(self, cwd: str) -> list[tuple[str, str]]:
-        """(path, session id) of the indexed live sessions started in ``cwd``, newest first."""
-        rows = self._run(
-            lambda c: c.execute(
-                "SELECT path, session FROM files WHERE cwd = ? AND archived = 0 ORDER BY mtime_ns DESC",
-                (os.path.normpath(cwd),),
-            ).fetchall()
-        )
-        return [(str(a), str(b)) for a, b in rows]
-
 
 # --- one file ---------------------------------------------------------------------------------------
 

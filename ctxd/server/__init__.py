@@ -13,34 +13,10 @@ import os
 import sys
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from ctxd import __version__
-from ctxd.service.names import COMPACT_WILL_RUN, METHODS, NOTIFICATIONS
+from ctxd.server.capabilities import capabilities, initialize_result
 
 if TYPE_CHECKING:
     from ctxd.server.app import CtxdServer
-
-
-def capabilities() -> dict[str, Any]:
-    """ctxd's entry in ``capabilities.experimental``."""
-    return {
-        "version": __version__,
-        "methods": list(METHODS),
-        "notifications": list(NOTIFICATIONS),
-        "clientRequests": [COMPACT_WILL_RUN],
-    }
-
-
-def initialize_result(request: dict[str, Any]) -> dict[str, Any]:
-    """The ``initialize`` result: what pygls reports for ctxd's server, without waiting for it."""
-    return {
-        "capabilities": {
-            "positionEncoding": "utf-16",
-            "textDocumentSync": {"openClose": True, "change": 2, "save": False},
-            "executeCommandProvider": {"commands": []},
-            "experimental": {"ctxd": capabilities()},
-        },
-        "serverInfo": {"name": "ctxd", "version": __version__},
-    }
 
 
 def _protect_stdout() -> Any:

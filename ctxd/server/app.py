@@ -60,7 +60,7 @@ class CtxdProtocol(LanguageServerProtocol):
             raise JsonRpcInvalidRequest("initialize may be sent only once")
         self.initialize_seen = True
         result = yield from super().lsp_initialize(params)
-        from ctxd.server import capabilities
+        from ctxd.server.capabilities import capabilities
 
         result.capabilities.experimental = {"ctxd": capabilities()}
         return result

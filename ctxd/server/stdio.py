@@ -1,10 +1,12 @@
 """The transports: LSP framing read natively by asyncio (no thread hop per message), over stdio
 or, for debugging, one TCP connection on loopback.
 
-pygls reads stdin through a thread pool, three hops per message; on a pipe, an asyncio stream
-reads frames on the loop itself, which is what lets one connection carry thousands of requests a
-second.  Malformed frames get a JSON-RPC error instead of silence: a body that is not JSON is
-answered with -32700 (parse error), a body that is not a request object with -32600.
+pygls' own transport (``pygls.io_.run_async``) does not serve: it reads stdin through a thread pool,
+three hops per message, and drops malformed frames silently. On a pipe, an asyncio stream reads frames
+on the loop itself (:class:`ctxd.jsonrpc.FrameReader`, the client's framing too), which is what lets
+one connection carry thousands of requests a second, and each message is handed to pygls through its
+public protocol methods. Malformed frames get a JSON-RPC error instead of silence: a body that is not
+JSON is answered with -32700 (parse error), a body that is not a request object with -32600.
 """
 
 from __future__ import annotations
@@ -12,20 +14,19 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import re
 import threading
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, BinaryIO, Protocol
+
+from ctxd.jsonrpc import MAX_HEADER, FrameReader, encode_frame, error_message, invalid, parse_body
 
 if TYPE_CHECKING:  # pygls loads in a worker thread while the first frames are read
     from pygls.lsp.server import LanguageServer
 
 log = logging.getLogger(__name__)
-CONTENT_LENGTH = re.compile(rb"^content-length:\s*(\d{1,12})\s*$", re.IGNORECASE)
-MAX_HEADER = 1 << 16
-MAX_BODY = 1 << 31
-"""A larger Content-Length is taken for a broken header (2 GiB: no real message comes close)."""
 SERVER_NOT_INITIALIZED = -32002
+EXIT_WAIT = 5.0
+"""How long ``exit`` waits for the answer to a ``shutdown`` still being handled (seconds)."""
 
 
 class _Writer(Protocol):
@@ -46,149 +47,80 @@ class _FileWriter:
         self._out.close()
 
 
-class _SkipResponse:
-    """Forwards frames, except pygls' own answer to the ``initialize`` ctxd already answered."""
+class _Outgoing:
+    """The frames the server writes, watched for two answers: pygls' own answer to an ``initialize``
+    ctxd already answered (dropped), and the answer to ``shutdown`` (``exit`` waits for it). Only while
+    one of them is awaited is a frame's body read (a few frames around start and stop)."""
 
-    def __init__(self, inner: _FileWriter, msg_id: Any) -> None:
+    def __init__(self, inner: _Writer) -> None:
         self._inner = inner
-        self._id: Any = msg_id
-        self._pending = True
+        self._drop: Any = None
+        self._dropping = False
+        self._awaited: Any = None
+        self._answered = asyncio.Event()
+        self._answered.set()
 
-    def write(self, data: bytes) -> None:
-        if self._pending:
-            body = data[data.find(b"\r\n\r\n") + 4 :]
-            try:
-                message = json.loads(body)
-            except ValueError:
-                message = None
-            if isinstance(message, dict) and message.get("id") == self._id and "method" not in message:
-                self._pending = False
-                return
-        self._inner.write(data)
+    def drop_answer(self, msg_id: Any) -> None:
+        """Drop the (next) answer to the request ``msg_id``."""
+        self._drop, self._dropping = msg_id, True
 
-    def close(self) -> None:
-        self._inner.close()
+    def await_answer(self, msg_id: Any) -> None:
+        """Note that the request ``msg_id`` is to be answered (see :meth:`answered`)."""
+        self._awaited = msg_id
+        self._answered.clear()
+
+    async def answered(self, timeout: float) -> None:
+        """Return once the awaited answer was written, or after ``timeout`` seconds."""
+        try:
+            await asyncio.wait_for(self._answered.wait(), timeout)
+        except TimeoutError:
+            log.warning("exit: the answer to shutdown did not come within %.0f s", timeout)
+
+    def write(self, data: bytes) -> Any:
+        if self._dropping or not self._answered.is_set():
+            msg_id = _answer_id(data)
+            if msg_id is not _NOT_AN_ANSWER:
+                if self._dropping and msg_id == self._drop:
+                    self._dropping = False
+                    return None
+                if not self._answered.is_set() and msg_id == self._awaited:
+                    self._answered.set()
+        return self._inner.write(data)
+
+    def close(self) -> Any:
+        return self._inner.close()  # type: ignore[attr-defined]
+
+
+_NOT_AN_ANSWER = object()
+
+
+def _answer_id(frame: bytes) -> Any:
+    """The id of the response a frame holds, or ``_NOT_AN_ANSWER``."""
+    body = frame[frame.find(b"\r\n\r\n") + 4 :]
+    try:
+        message = json.loads(body)
+    except ValueError:
+        return _NOT_AN_ANSWER
+    if isinstance(message, dict) and "id" in message and "method" not in message:
+        return message["id"]
+    return _NOT_AN_ANSWER
 
 
 def _error(writer: _Writer, code: int, message: str, msg_id: Any = None) -> None:
-    body = json.dumps({"jsonrpc": "2.0", "id": msg_id, "error": {"code": code, "message": message}}).encode()
-    writer.write(b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
+    writer.write(encode_frame(error_message(code, message, msg_id)))
 
 
 Ready = Callable[[dict[str, Any]], Awaitable["LanguageServer"]]
 
 
-class _Frames:
-    """LSP frames from a stream, recovering from broken headers.
+def _reading(reader: asyncio.StreamReader, writer: _Writer) -> FrameReader:
+    """Frames from ``reader``; a lost frame is logged and answered with -32700 (id null)."""
 
-    A header without a valid ``Content-Length`` loses its frame: the client gets a -32700 error
-    (id null), the reason is logged, and the body, whose length is unknown, is skipped up to the
-    next ``Content-Length`` header (on the wire it follows the body directly)."""
-
-    def __init__(self, reader: asyncio.StreamReader, writer: _Writer) -> None:
-        self.reader = reader
-        self.writer = writer
-        self._pending: bytes | None = None
-        """A header line found while skipping a lost body."""
-        self._restart = False
-        """A frame was lost while its headers were read: the line returned starts the next one."""
-
-    async def _line(self) -> bytes | None:
-        if self._pending is not None:
-            line, self._pending = self._pending, None
-            return line
-        while True:
-            try:
-                return await self.reader.readuntil(b"\n")
-            except asyncio.IncompleteReadError:
-                return None  # end of input
-            except asyncio.LimitOverrunError as exc:
-                # A header line too long to be one: report it, drop it up to its end.
-                self._lose(f"a header line longer than {MAX_HEADER} bytes")
-                await self.reader.readexactly(exc.consumed)
-                self._restart = True
-                return await self._skip()
-
-    def _lose(self, reason: str) -> None:
+    def lost(reason: str) -> None:
         log.warning("lost a frame: %s; skipping to the next Content-Length header", reason)
-        _error(self.writer, -32700, f"lost a frame: {reason}; skipped to the next Content-Length header")
+        _error(writer, -32700, f"lost a frame: {reason}; skipped to the next Content-Length header")
 
-    async def _skip(self) -> bytes | None:
-        """Discard input up to the next ``Content-Length`` header; return that header line."""
-        tail = b""
-        while True:
-            try:
-                line = await self.reader.readuntil(b"\n")
-            except asyncio.IncompleteReadError:
-                return None
-            except asyncio.LimitOverrunError as exc:
-                # A long body without newlines: look at it in pieces (keeping a tail, in case the
-                # header straddles two), and drop what holds no header.
-                chunk = tail + await self.reader.readexactly(exc.consumed)
-                at = _header_at(chunk)
-                if at >= 0:
-                    try:
-                        return chunk[at:] + await self.reader.readuntil(b"\n")
-                    except (asyncio.IncompleteReadError, asyncio.LimitOverrunError):
-                        return None
-                tail = chunk[-32:]
-                continue
-            line = tail + line
-            tail = b""
-            at = _header_at(line)
-            if at >= 0:
-                return line[at:]
-
-    async def next_body(self) -> bytes | None:
-        """The next frame's body, or None at the end of input."""
-        while True:
-            length: int | None = None
-            problem: str | None = None
-            headers = 0
-            while True:  # headers, up to the blank line
-                line = await self._line()
-                if line is None:
-                    return None
-                if self._restart:  # what was read of this frame's headers belongs to a lost one
-                    self._restart = False
-                    length, problem, headers = None, None, 0
-                stripped = line.strip()
-                if not stripped:
-                    if headers:
-                        break
-                    continue  # stray blank line between frames
-                headers += 1
-                if stripped[:15].lower() == b"content-length:":
-                    match = CONTENT_LENGTH.match(stripped)
-                    if match and int(match.group(1)) <= MAX_BODY:
-                        length = int(match.group(1))
-                    else:
-                        value = stripped[15:].strip()[:40].decode("ascii", "replace")
-                        problem = f"invalid Content-Length {value!r}"
-            if length is None or problem is not None:
-                self._lose(problem or "a header without Content-Length")
-                self._pending = await self._skip()
-                if self._pending is None:
-                    return None
-                continue
-            try:
-                return await self.reader.readexactly(length)
-            except asyncio.IncompleteReadError:
-                return None
-
-
-def _header_at(data: bytes) -> int:
-    return data.lower().find(b"content-length:")
-
-
-def _parse(body: bytes) -> tuple[Any, str | None]:
-    """The JSON in ``body``, or why it is not JSON."""
-    try:
-        return json.loads(body), None
-    except RecursionError:
-        return None, "nested too deeply"
-    except ValueError as exc:
-        return None, str(exc)
+    return FrameReader(reader, lost)
 
 
 class Early(Protocol):
@@ -200,7 +132,7 @@ class Early(Protocol):
 
 
 async def _pump(
-    ready: Ready, reader: asyncio.StreamReader, writer: _Writer, stop: threading.Event, early: Early | None = None
+    ready: Ready, reader: asyncio.StreamReader, writer: _Outgoing, stop: threading.Event, early: Early | None = None
 ) -> None:
     """Read frames and hand them to the server, which ``ready`` gives on the first valid message.
 
@@ -209,7 +141,7 @@ async def _pump(
     server: LanguageServer | None = None
     getting: asyncio.Future[LanguageServer] | None = None
     backlog: list[dict[str, Any]] = []
-    frames = _Frames(reader, writer)
+    frames = _reading(reader, writer)
     initialized = False
     reading: asyncio.Future[bytes | None] | None = None
     try:
@@ -223,7 +155,7 @@ async def _pump(
                 if getting.done():
                     server = getting.result()
                     for queued in backlog:
-                        if await _handle(server, queued):
+                        if await _handle(server, queued, writer):
                             return
                     backlog.clear()
                     continue
@@ -231,11 +163,11 @@ async def _pump(
             reading = None
             if body is None:
                 return  # end of input
-            data, problem = _parse(body)
+            data, problem = parse_body(body)
             if problem:
                 _error(writer, -32700, f"parse error: {problem}")
                 continue
-            problem = _invalid(data)
+            problem = invalid(data)
             if problem:
                 _error(writer, -32600, f"invalid request: {problem}")
                 continue
@@ -265,28 +197,28 @@ async def _pump(
                 if early is not None and backlog and quiet and "id" in data and method is not None:
                     answered, result = await early.answer(data)
                     if answered:
-                        writer.write(_frame({"jsonrpc": "2.0", "id": data["id"], "result": result}))
+                        writer.write(encode_frame({"jsonrpc": "2.0", "id": data["id"], "result": result}))
                         continue
                 backlog.append(data)
                 continue
-            if await _handle(server, data):
+            if await _handle(server, data, writer):
                 return
     finally:
         if reading is not None:
             reading.cancel()
 
 
-async def _handle(server: LanguageServer, data: dict[str, Any]) -> bool:
+async def _handle(server: LanguageServer, data: dict[str, Any], writer: _Outgoing) -> bool:
     """Give one message to the server; True when it was ``exit`` (stop reading)."""
     method = data.get("method")
     protocol = server.protocol
     if method == "shutdown":
         server.shutdown_requested = True  # type: ignore[attr-defined]
+        if "id" in data:
+            writer.await_answer(data["id"])
     if method == "exit" and "id" not in data:
-        # The LSP exit notification: let requests in flight (the shutdown) finish, then stop.
-        pending = [f for f in protocol._request_futures.values() if isinstance(f, asyncio.Future)]
-        if pending:
-            await asyncio.wait(pending, timeout=5)  # type: ignore[type-var]
+        # The LSP exit notification: let the shutdown in flight (pygls cancels every other request) finish.
+        await writer.answered(EXIT_WAIT)
         return True
     try:
         protocol.handle_message(protocol.structure_message(data))
@@ -297,32 +229,12 @@ async def _handle(server: LanguageServer, data: dict[str, Any]) -> bool:
             from ctxd.server.errors import to_jsonrpc
 
             err = to_jsonrpc(exc)
-            protocol._send_response(msg_id, error=err.to_response_error())
+            writer.write(encode_frame(error_message(err.code, err.message, msg_id, err.data)))
     return False
 
 
 def _valid_cancel(params: Any) -> bool:
     return isinstance(params, dict) and isinstance(params.get("id"), str | int) and not isinstance(params["id"], bool)
-
-
-def _invalid(data: object) -> str | None:
-    """Why ``data`` is not a JSON-RPC 2.0 message, or None."""
-    if not isinstance(data, dict):
-        return "expected a JSON-RPC 2.0 object"
-    if data.get("jsonrpc") != "2.0":
-        return 'expected "jsonrpc": "2.0"'
-    if "id" in data and (isinstance(data["id"], bool) or not isinstance(data["id"], str | int | None)):
-        return "the id must be a string, a number or null"
-    if "method" in data:
-        return None if isinstance(data["method"], str) else "the method must be a string"
-    if "result" in data or "error" in data:
-        return None
-    return "expected a method (a request or notification) or a result (a response)"
-
-
-def _frame(message: dict[str, Any]) -> bytes:
-    body = json.dumps(message).encode()
-    return b"Content-Length: %d\r\n\r\n%s" % (len(body), body)
 
 
 def serve_stdio(
@@ -342,7 +254,8 @@ def serve_stdio(
     duplicate answer is dropped. ``early`` loads first, in the same worker thread: what it returns
     (:class:`ctxd.server.early.EarlyAnswers`) answers some requests until the server is loaded.
     """
-    writer = _FileWriter(stdout)
+    file = _FileWriter(stdout)
+    writer = _Outgoing(file)
     stop = threading.Event()
     holder: list[LanguageServer] = []
 
@@ -365,20 +278,17 @@ def serve_stdio(
 
             server = await loading
             holder.append(server)
-            server._stop_event = stop  # pygls' shutdown() sets it
-            server.protocol.set_writer(writer)
+            server.protocol.set_writer(file)
             await run_async(stop, StdinAsyncReader(stdin, server.thread_pool), server.protocol, log)
             return
 
         async def ready(first: dict[str, Any]) -> LanguageServer:
-            answered = None
             if first.get("method") == "initialize" and "id" in first:
-                writer.write(_frame({"jsonrpc": "2.0", "id": first["id"], "result": initialize_result(first)}))
-                answered = first["id"]
+                writer.write(encode_frame({"jsonrpc": "2.0", "id": first["id"], "result": initialize_result(first)}))
+                writer.drop_answer(first["id"])  # pygls answers it too
             server = await loading
             holder.append(server)
-            server._stop_event = stop  # pygls' shutdown() sets it
-            server.protocol.set_writer(_SkipResponse(writer, answered) if answered is not None else writer)
+            server.protocol.set_writer(writer)
             return server
 
         await _pump(ready, reader, writer, stop, _EarlyLater(first) if first is not None else None)
@@ -421,13 +331,13 @@ class _EarlyLater:
 def serve_tcp(server: LanguageServer, host: str, port: int) -> None:
     """Serve one client connection on ``host:port`` until ``exit`` (or the client hangs up)."""
     stop = threading.Event()
-    server._stop_event = stop  # pygls' shutdown() sets it
 
     async def main() -> None:
         done = asyncio.Event()
 
-        async def connection(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-            server.protocol.set_writer(writer)  # type: ignore[arg-type]
+        async def connection(reader: asyncio.StreamReader, stream: asyncio.StreamWriter) -> None:
+            writer = _Outgoing(stream)
+            server.protocol.set_writer(writer)
 
             async def ready(first: dict[str, Any]) -> LanguageServer:
                 return server
@@ -435,7 +345,7 @@ def serve_tcp(server: LanguageServer, host: str, port: int) -> None:
             try:
                 await _pump(ready, reader, writer, stop)
             finally:
-                writer.close()
+                stream.close()
                 done.set()
 
         tcp = await asyncio.start_server(connection, host, port, limit=MAX_HEADER)

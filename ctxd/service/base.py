@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from ctxd.compaction.overflow import decide
 from ctxd.compaction.settings import CompactionSettings
-from ctxd.context.build import Size
+from ctxd.context.answers import Size
 from ctxd.errors import SessionNotFoundError
 from ctxd.malloc import release_freed
 from ctxd.redact import redact_json

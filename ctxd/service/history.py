@@ -142,10 +142,6 @@ class History(ServiceBase):
             log.info("history: cannot read %s now: %s", path, exc)
             return None
 
-    async def history_resolve(self, ref: str) -> str:
-        """The file of a session id or path (inside the roots)."""
-        return (await self._open(ref)).session.path
-
     async def history_newest(self, cwd: str) -> str | None:
         """The newest live session (not an archive, not a Claude subagent's) started in ``cwd``."""
         found = await asyncio.to_thread(list_sessions, self.config.all_roots, os.path.normpath(cwd))

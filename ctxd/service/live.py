@@ -9,7 +9,7 @@ import logging
 import os
 from typing import Any
 
-from ctxd.context.build import Size
+from ctxd.context.answers import Size
 from ctxd.context.live import size_of
 from ctxd.errors import CtxdError, SessionNotFoundError
 from ctxd.service import protocol as p

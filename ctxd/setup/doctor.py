@@ -202,7 +202,7 @@ def _hook(ctx: Context, root: str, again: str) -> Check:
 def _pi(ctx: Context, record: Record, again: str) -> list[Check]:
     name = "pi"
     settings = jsonfiles.load(pi.settings_path(ctx))
-    listed = [s for s, folder in pi._sources(ctx, settings) if folder == os.path.realpath(record.copy)]
+    listed = [s for s, folder in pi.listed_sources(ctx, settings) if folder == os.path.realpath(record.copy)]
     checks = [
         Check(
             name,
@@ -230,7 +230,7 @@ def _vscode(ctx: Context, record: Record, again: str) -> list[Check]:
     binary = ctx.which(*vscode.EDITORS) or str(record.extra.get("editor", ""))
     if not os.access(binary, os.X_OK):
         return [Check(name, "VS Code", False, "no `code` command found", "put VS Code's `code` on PATH")]
-    found = vscode._installed(ctx, binary)
+    found = vscode.installed_extensions(ctx, binary)
     want = f"{vscode.EXTENSION_ID}@{ctx.version}"
     checks = [Check(name, "extension", want in found, f"installed: {', '.join(found) or 'none'}", again)]
     settings = jsonfiles.load(vscode.settings_path(ctx, binary), comments=True)

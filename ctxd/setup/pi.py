@@ -78,7 +78,7 @@ def _pi(ctx: Context) -> str:
     return found
 
 
-def _sources(ctx: Context, settings: dict[str, Any]) -> list[tuple[str, str]]:
+def listed_sources(ctx: Context, settings: dict[str, Any]) -> list[tuple[str, str]]:
     """(source as written, the folder it names) for each local package in pi's settings."""
     out = []
     for pkg in settings.get("packages") or []:
@@ -99,7 +99,7 @@ def install(ctx: Context, record: Record) -> list[str]:
         lines.append(f"{ctx.did('write', 'wrote')} the extension package to {copy}")
     path = settings_path(ctx)
     before = jsonfiles.load(path)
-    listed = [s for s, folder in _sources(ctx, before) if folder == os.path.realpath(copy)]
+    listed = [s for s, folder in listed_sources(ctx, before) if folder == os.path.realpath(copy)]
     command = [ctx.ctxd, "serve"]
     if (not listed or jsonfiles.get(before, COMMAND_KEY) != command) and not ctx.dry_run:
         jsonfiles.remember(record, path)
@@ -119,7 +119,7 @@ def install(ctx: Context, record: Record) -> list[str]:
         lines += [f"changed {path}: {c}" for c in jsonfiles.changes(before, jsonfiles.load(path))]
     lines += [
         f"note: pi also loads {source} ({folder}): if it is ctxd's extension too, remove it with `pi remove {source}`"
-        for source, folder in _sources(ctx, before)
+        for source, folder in listed_sources(ctx, before)
         if folder != os.path.realpath(copy) and os.path.basename(folder) == "pi" and "integrations" in folder
     ]
     record.copy = copy
@@ -131,7 +131,7 @@ def uninstall(ctx: Context, record: Record) -> list[str]:
     lines: list[str] = []
     path = settings_path(ctx)
     copy = record.copy or ctx.copy_dir(NAME)
-    listed = [s for s, folder in _sources(ctx, jsonfiles.load(path)) if folder == os.path.realpath(copy)]
+    listed = [s for s, folder in listed_sources(ctx, jsonfiles.load(path)) if folder == os.path.realpath(copy)]
     binary = ctx.which("pi") or record.extra.get("pi")
     for source in listed:
         if binary is None:

@@ -47,7 +47,7 @@ def _editor(ctx: Context) -> str:
     return found
 
 
-def _installed(ctx: Context, binary: str) -> list[str]:
+def installed_extensions(ctx: Context, binary: str) -> list[str]:
     out = ctx.run([binary, "--list-extensions", "--show-versions"])
     return [line.strip() for line in out.splitlines() if line.strip().lower().startswith(EXTENSION_ID + "@")]
 
@@ -55,7 +55,7 @@ def _installed(ctx: Context, binary: str) -> list[str]:
 def install(ctx: Context, record: Record) -> list[str]:
     binary = _editor(ctx)
     lines: list[str] = []
-    if f"{EXTENSION_ID}@{ctx.version}" not in _installed(ctx, binary):
+    if f"{EXTENSION_ID}@{ctx.version}" not in installed_extensions(ctx, binary):
         argv = [binary, "--install-extension", vsix(ctx), "--force"]
         if not ctx.dry_run:
             ctx.run(argv)
@@ -81,7 +81,7 @@ def install(ctx: Context, record: Record) -> list[str]:
 def uninstall(ctx: Context, record: Record) -> list[str]:
     lines: list[str] = []
     binary = ctx.which(*EDITORS) or record.extra.get("editor")
-    if binary and _installed(ctx, binary):
+    if binary and installed_extensions(ctx, binary):
         argv = [binary, "--uninstall-extension", EXTENSION_ID]
         if not ctx.dry_run:
             ctx.run(argv)

@@ -14,38 +14,48 @@ token estimates, the tool calls of a compaction plan), decoded by the caller wit
 from __future__ import annotations
 
 import os
+from array import array
 from collections.abc import Sequence
 from itertools import pairwise
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from ctxd.errors import SessionError
+from ctxd.store.calls import NotedCalls
+from ctxd.store.files import open_session_fd
+from ctxd.store.private import FileMark
 
-if TYPE_CHECKING:
-    from ctxd.store.private import FileMark
-    from ctxd.store.reader import SessionReader
+__all__ = ["BodyView", "Lines", "Reader", "Span", "line_spans", "raw_lines"]
 
-__all__ = ["BodyView", "Span", "line_spans", "raw_lines"]
+
+class Lines(Protocol):
+    """Where a file's indexed lines are (a :class:`ctxd.store.reader.SessionReader`)."""
+
+    path: str
+    offsets: array[int]
+    lengths: array[int]
+
+
+class Reader(Lines, Protocol):
+    """A reader whose bodies a view serves (a :class:`ctxd.store.reader.SessionReader`)."""
+
+    generation: int
+    mark: FileMark | None
+    noted_calls: NotedCalls
+
+    def entries(self, indices: Sequence[int]) -> list[dict[str, Any]]: ...
 
 
 class BodyView:
-    """A reader's bodies as of one read (see the module)."""
+    """A reader's bodies as of one read (see the module; ``SessionReader.body_view`` gives the current one)."""
 
     __slots__ = ("_seen", "generation", "mark", "reader")
 
-    def __init__(self, reader: SessionReader) -> None:
+    def __init__(self, reader: Reader) -> None:
         self.reader = reader
         self.generation = reader.generation
-        self.mark: FileMark | None = reader._mark
+        self.mark: FileMark | None = reader.mark
         self._seen: tuple[int, ...] | None = None
         """The stat last found to be the marked file (at most appended to): no second look."""
-
-    @classmethod
-    def of(cls, reader: SessionReader) -> BodyView:
-        """The reader's current view, shared by every answer made from this read."""
-        view = reader._view
-        if view is None or view.generation != reader.generation or view.mark is not reader._mark:
-            view = reader._view = cls(reader)
-        return view
 
     def entries(self, indices: Sequence[int]) -> list[dict[str, Any]]:
         """The bodies of entries ``indices`` (fresh dicts, as :meth:`SessionReader.entries`)."""
@@ -70,7 +80,7 @@ class BodyView:
         if seen == self._seen or mark.unchanged(st):
             self._seen = seen
             return
-        fd = reader._open_read()
+        fd = open_session_fd(reader.path)
         try:
             same = mark.appended_only(fd, os.fstat(fd))
         finally:
@@ -89,12 +99,12 @@ Span = tuple[bytes, int, int]
 """A line as (bytes holding it, start, end): ``buf[start:end]`` is the line without its newline."""
 
 
-def raw_lines(reader: SessionReader, indices: Sequence[int]) -> list[bytes]:
+def raw_lines(reader: Lines, indices: Sequence[int]) -> list[bytes]:
     """The line bytes of entries ``indices`` (without newline), read with one open file."""
     return [buf[a:b] for buf, a, b in line_spans(reader, indices)]
 
 
-def line_spans(reader: SessionReader, indices: Sequence[int]) -> list[Span]:
+def line_spans(reader: Lines, indices: Sequence[int]) -> list[Span]:
     """Where the lines of entries ``indices`` are, read in few large pieces (nearby lines together)."""
     offsets, lengths = reader.offsets, reader.lengths
     starts = [offsets[i] for i in indices]
@@ -102,7 +112,7 @@ def line_spans(reader: SessionReader, indices: Sequence[int]) -> list[Span]:
     if any(a > b for a, b in pairwise(starts)):
         order = sorted(order, key=starts.__getitem__)
     out: list[Span] = [(b"", 0, 0)] * len(indices)
-    fd = reader._open_read()
+    fd = open_session_fd(reader.path)
     try:
         run: list[int] = []
         lo = hi = 0
@@ -124,9 +134,7 @@ def line_spans(reader: SessionReader, indices: Sequence[int]) -> list[Span]:
     return out
 
 
-def _fill(
-    reader: SessionReader, fd: int, run: list[int], indices: Sequence[int], lo: int, hi: int, out: list[Span]
-) -> None:
+def _fill(reader: Lines, fd: int, run: list[int], indices: Sequence[int], lo: int, hi: int, out: list[Span]) -> None:
     offsets, lengths = reader.offsets, reader.lengths
     buf = os.pread(fd, hi - lo, lo)
     for k in run:

@@ -141,6 +141,16 @@ def open_regular(path: str, flags: int = os.O_RDONLY) -> int:
     return fd
 
 
+def open_session_fd(path: str) -> int:
+    """A read-only descriptor on the session file ``path`` (a regular file), or SessionError saying why not."""
+    try:
+        return open_regular(path)
+    except FileNotFoundError as exc:
+        raise SessionError("no such session file", path=path) from exc
+    except OSError as exc:
+        raise SessionError(f"cannot read: {exc.strerror}", path=path) from exc
+
+
 def is_regular(path: str) -> bool:
     """Whether ``path`` is a regular file (following symlinks), without opening it."""
     try:

@@ -15,17 +15,15 @@ from __future__ import annotations
 
 import os
 import weakref
-from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Any, SupportsIndex, overload
+from array import array
+from collections.abc import Callable, Collection, Iterator
+from typing import Any, Protocol, SupportsIndex, overload
 
 import msgspec
 
 from ctxd.errors import SessionError
 from ctxd.formats.codec import LineHead, decode_head, head_from_dict
 from ctxd.store.scan import decode_bounded
-
-if TYPE_CHECKING:
-    from ctxd.store.reader import SessionReader
 
 BLOCK = 32
 """Heads decoded together around a miss (neighbours on a path are usually neighbours in the file)."""
@@ -42,19 +40,43 @@ def decode_line_head(data: bytes | memoryview) -> LineHead:
         return head_from_dict(obj)
 
 
+HeadSink = Callable[[int, LineHead], None]
+
+
+class HeadSource(Protocol):
+    """Where heads are decoded from (a :class:`ctxd.store.reader.SessionReader`)."""
+
+    def keep_heads(self) -> Collection[int]:
+        """Entries whose head only memory holds (never emptied)."""
+        ...
+
+    def read_heads(self, missing: list[int], put: HeadSink) -> None:
+        """Decode the heads of entries ``missing`` (ascending) from the file into ``put``."""
+        ...
+
+
+class Lines(Protocol):
+    """Where a file's indexed lines are, and their numbers."""
+
+    path: str
+    offsets: array[int]
+    lengths: array[int]
+    lines: array[int]
+
+
 class Heads(list[Any]):
     """The heads of a reader's entries; an empty slot (None) is decoded from its line on access."""
 
     __slots__ = ("_owner",)
 
-    def __init__(self, reader: SessionReader, items: Any = ()) -> None:
+    def __init__(self, reader: HeadSource, items: Any = ()) -> None:
         super().__init__(items)
         self._owner = weakref.ref(reader)
         """The reader that owns this list, held weakly: the two are freed as soon as the reader is
         dropped, not at the next full collection (a closed session's index is most of what it held)."""
 
     @property
-    def _reader(self) -> SessionReader:
+    def _reader(self) -> HeadSource:
         reader = self._owner()
         if reader is None:
             raise SessionError("the session's reader was let go; its heads cannot be read any more")
@@ -120,10 +142,7 @@ class Heads(list[Any]):
             self._reader.read_heads(missing, lambda i, head: list.__setitem__(self, i, head))
 
 
-HeadSink = Callable[[int, LineHead], None]
-
-
-def read_heads(reader: SessionReader, fd: int, missing: list[int], put: HeadSink) -> None:
+def read_heads(reader: Lines, fd: int, missing: list[int], put: HeadSink) -> None:
     """Decode the heads of entries ``missing`` (ascending) from ``fd``, reading each run of
     neighbouring lines at once."""
     offsets, lengths = reader.offsets, reader.lengths

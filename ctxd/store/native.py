@@ -34,6 +34,11 @@ class NativeChunk(NamedTuple):
     """Their estimates, int64s."""
     numbers: bytes
     """Each line's number (the first one's, counting on), int64s."""
+    call_flags: bytes
+    """Each line's tool calls flag (``ctxd.store.calls``: 0 not noted, 1 none, 2 listed), a byte each."""
+    calls: bytes
+    """The calls listed, six int64s each: line (0-based in the chunk), kind, name offset and length, value
+    offset and length (offsets in the line, -1 when absent)."""
 
 
 def _load() -> Any:

@@ -21,23 +21,18 @@ from typing import Any, Self
 import attrs
 import msgspec
 
-from ctxd.errors import (
-    BadHeaderError,
-    EntryNotFoundError,
-    SessionError,
-)
-from ctxd.formats.codec import CURRENT_VERSION, decode_any
+from ctxd.errors import EntryNotFoundError, SessionError
+from ctxd.formats.codec import CURRENT_VERSION
 from ctxd.formats.migrate import migrate_head_roles, migrate_heads
 from ctxd.store import index_cache
 from ctxd.store.bodies import BodyView
-from ctxd.store.files import Clock, open_regular
+from ctxd.store.calls import NotedCalls
+from ctxd.store.files import Clock, open_session_fd
+from ctxd.store.header import read_header
 from ctxd.store.heads import Heads, HeadSink, read_heads
 from ctxd.store.private import FileMark, grown_stat
 from ctxd.store.reader_bodies import BodyReader
 from ctxd.store.scan import Diagnostic, Lines, ScannedLine, scan
-
-MAX_HEADER = 1 << 20
-"""The longest header line read (1 MB; pi's are a few hundred bytes)."""
 
 LEAF_MARKER = "ctxd.leaf"
 """customType of the ``custom`` entry ctxd writes to move the leaf: pi skips it in context."""
@@ -116,15 +111,19 @@ class SessionReader(BodyReader):
         self._bodies: dict[int, dict[str, Any]] = {}
         self._checked = bytearray()
         """1 for entries whose body was read once and needed nothing (see decode_bounded)."""
+        self.noted_calls = NotedCalls()
+        """Where the tool calls of the entries the native scanner read lie in their lines (``ctxd.store.calls``)."""
         self.scan_estimates: dict[int, int] = {}
         """Token estimates of message entries made while their lines were indexed (the native
         scanner's: ``ctxd.store.native``), by entry index, for ``Session`` to take."""
-        self._end = 0
-        self._next_line = 2
-        self._identity: tuple[int, int] = (0, 0)
-        self._header_bytes = b""
-        self._mark: FileMark | None = None
-        """The file as last read (stat taken before reading, sampled bytes up to ``_end``)."""
+        self.end = 0
+        """Bytes indexed (up to the end of the last complete line read): a refresh reads on from here."""
+        self.next_line = 2
+        """The line number of the next line read."""
+        self.identity: tuple[int, int] = (0, 0)
+        """The file read: its device and inode."""
+        self.mark: FileMark | None = None
+        """The file as last read (stat taken before reading, sampled bytes up to ``end``)."""
         self.last_scan = (0, 0)
         """The bytes the last read indexed (start, end): a reopen from the cache reads only the new ones."""
         self.restored: tuple[int, dict[str, Any]] | None = None
@@ -149,14 +148,21 @@ class SessionReader(BodyReader):
     def cwd(self) -> str:
         return str(self.header.get("cwd", ""))
 
+    def body_view(self) -> BodyView:
+        """The bodies as of this read (:mod:`ctxd.store.bodies`), shared by every answer made from it."""
+        view = self._view
+        if view is None or view.generation != self.generation or view.mark is not self.mark:
+            view = self._view = BodyView(self)
+        return view
+
     def load(self) -> None:
         """Read and index the whole file (raises BadHeaderError if line 1 is not a session header)."""
-        fd = self._open_read()
+        fd = open_session_fd(self.path)
         saved = dict(self.__dict__)
         try:
             self._reset()
             st = os.fstat(fd)
-            self._identity = (st.st_dev, st.st_ino)
+            self.identity = (st.st_dev, st.st_ino)
             restored = self._restore(fd, st)
             if not restored:
                 self._read_header(fd)
@@ -164,13 +170,13 @@ class SessionReader(BodyReader):
             gc.disable()  # a hundred thousand small objects: the collector would dominate
             try:
                 # With a restored index, only what was appended since.
-                self._scan_from(fd, self._end, self.on_chunk if not restored else None)
+                self._scan_from(fd, self.end, self.on_chunk if not restored else None)
             finally:
                 if gc_was_enabled:
                     gc.enable()
             if not restored:
                 self._finish_migration(0)
-            self._mark = FileMark.take(fd, st, self._end)
+            self.mark = FileMark.take(fd, st, self.end)
             self.generation += 1
         except BaseException:
             # A reload that fails (a file caught half-rewritten) leaves the last good state.
@@ -187,23 +193,23 @@ class SessionReader(BodyReader):
             st = os.stat(self.path)
         except FileNotFoundError as exc:
             raise SessionError("session file disappeared", path=self.path) from exc
-        mark = self._mark
+        mark = self.mark
         if mark is not None and mark.unchanged(st):
             return RefreshResult(range(len(self.heads), len(self.heads)))  # nothing written since
         if mark is not None and st.st_size == mark.size:
             st = grown_stat(self.path, st)
-        if (st.st_dev, st.st_ino) != self._identity or st.st_size < self._end:
+        if (st.st_dev, st.st_ino) != self.identity or st.st_size < self.end:
             return self._reload()
-        fd = self._open_read()
+        fd = open_session_fd(self.path)
         try:
             if mark is None or not mark.appended_only(fd, st):
                 changed = True  # rewritten in place (maybe grown too): read it all again
             else:
                 changed = False
                 start = len(self.heads)
-                self._scan_from(fd, self._end)
+                self._scan_from(fd, self.end)
                 self._finish_migration(start)
-                self._mark = FileMark.take(fd, st, self._end)
+                self.mark = FileMark.take(fd, st, self.end)
         finally:
             os.close(fd)
         if changed:
@@ -215,7 +221,7 @@ class SessionReader(BodyReader):
         mark noted: one ``stat``). Every answer made from what was read checks this first, so that it
         is the file as it is now (an edit in place of the same length included), as an entry read
         from its line is."""
-        mark = self._mark
+        mark = self.mark
         if mark is None:
             return True
         try:
@@ -234,31 +240,61 @@ class SessionReader(BodyReader):
         the last: a mark whose stat counts it would say "nothing written since" and that line would
         never be read (and, taken for a torn tail, be ended again: a blank line). So the mark keeps
         the stat only when the file ends where the index does; otherwise the next refresh reads on."""
-        fd = self._open_read()
+        fd = open_session_fd(self.path)
         try:
             st = os.fstat(fd)
-            mark = FileMark.take(fd, st, self._end)
-            if mark is not None and st.st_size != self._end:
+            mark = FileMark.take(fd, st, self.end)
+            if mark is not None and st.st_size != self.end:
                 mark = msgspec.structs.replace(mark, size=-1)  # never "unchanged": read on from _end
-            self._mark = mark
+            self.mark = mark
         finally:
             os.close(fd)
 
     def _restore(self, fd: int, st: os.stat_result) -> bool:
         """The index as the cache kept it, when it still describes this file (see index_cache)."""
         try:
-            if index_cache.restore(self, fd, st):
-                return True
+            kept = index_cache.restore(self.path, fd, st)
         except (OSError, ValueError, TypeError, KeyError, OverflowError):
-            pass
-        identity = self._identity
-        self._reset()  # whatever it half filled
-        self._identity = identity
-        return False
+            kept = None
+        if kept is None:
+            return False
+        list.extend(self.heads, [None] * kept.count)
+        for i, head in kept.heads:
+            list.__setitem__(self.heads, i, head)
+        self.offsets, self.lengths, self.lines = kept.offsets, kept.lengths, kept.lines
+        self.index = kept.index
+        self._bodies = kept.bodies
+        self._checked = bytearray(kept.checked)
+        self.pin_entries = kept.pin_entries
+        self.diagnostics = kept.diagnostics
+        self.header, self.version = kept.header, kept.version
+        self.end, self.next_line = kept.end, kept.next_line
+        self.noted_calls = kept.noted_calls
+        self.restored = (kept.count, kept.extra)
+        return True
 
     def save_index(self, extra: dict[str, Any] | None = None) -> bool:
         """Keep this index in the user's cache (see :mod:`ctxd.store.index_cache`)."""
-        return index_cache.save(self, extra or {})
+        n = len(self.heads)
+        kept = index_cache.Kept(
+            header=self.header,
+            version=self.version,
+            end=self.end,
+            next_line=self.next_line,
+            count=n,
+            offsets=self.offsets,
+            lengths=self.lengths,
+            lines=self.lines,
+            index=self.index,
+            heads=[(i, self.heads[i]) for i in sorted(self.keep_heads()) if i < n],
+            bodies=self._bodies,
+            checked=self._checked,
+            pin_entries=self.pin_entries,
+            diagnostics=self.diagnostics,
+            noted_calls=self.noted_calls,
+            extra=extra or {},
+        )
+        return index_cache.save(self.path, kept, self.identity, self.mark)
 
     def held_bytes(self) -> int:
         """About how much memory the index holds (measured with tracemalloc on generated sessions):
@@ -278,10 +314,10 @@ class SessionReader(BodyReader):
 
     def read_heads(self, missing: list[int], put: HeadSink) -> None:
         """Decode the heads of entries ``missing`` (ascending) from the file, as :class:`Heads` asks."""
-        fd = self._open_read()
+        fd = open_session_fd(self.path)
         try:
             st = os.fstat(fd)
-            if (st.st_dev, st.st_ino) != self._identity:
+            if (st.st_dev, st.st_ino) != self.identity:
                 raise SessionError("the file was replaced on disk; it will be read again", path=self.path)
             read_heads(self, fd, missing, put)
         finally:
@@ -290,7 +326,7 @@ class SessionReader(BodyReader):
     def pending_bytes(self) -> int:
         """Bytes after the last complete line (a line still being written, or torn)."""
         try:
-            return max(0, os.stat(self.path).st_size - self._end)
+            return max(0, os.stat(self.path).st_size - self.end)
         except FileNotFoundError:
             return 0
 
@@ -310,7 +346,7 @@ class SessionReader(BodyReader):
         """The line number of the byte at ``offset`` (counted from the nearest indexed line)."""
         k = bisect.bisect_right(self.offsets, offset) - 1
         base, line = (self.offsets[k], self.lines[k]) if k >= 0 and self.offsets[k] >= 0 else (0, 1)
-        fd = self._open_read()
+        fd = open_session_fd(self.path)
         try:
             return line + os.pread(fd, max(0, offset - base), base).count(b"\n")
         finally:
@@ -330,59 +366,11 @@ class SessionReader(BodyReader):
         i = self.leaf_index()
         return None if i is None else self.heads[i].id
 
-    def _open_read(self) -> int:
-        try:
-            return open_regular(self.path)
-        except FileNotFoundError as exc:
-            raise SessionError("no such session file", path=self.path) from exc
-        except OSError as exc:
-            raise SessionError(f"cannot read: {exc.strerror}", path=self.path) from exc
-
     def _read_header(self, fd: int) -> None:
-        first = b""
-        pos = 0
-        while b"\n" not in first and len(first) <= MAX_HEADER:
-            chunk = os.pread(fd, 65536, pos)
-            if not chunk:
-                break
-            first += chunk
-            pos += len(chunk)
-        nl = first.find(b"\n")
-        if not first.strip():
-            raise BadHeaderError("the file is empty: no session header", path=self.path, line=1)
-        if nl < 0 and len(first) > MAX_HEADER:
-            message = f"line 1 is longer than {MAX_HEADER >> 10} KB: not a session header; refusing the file"
-            raise BadHeaderError(message, path=self.path, line=1)
-        if nl < 0:
-            raise BadHeaderError("the header line is incomplete (no newline yet)", path=self.path, line=1)
-        raw = first[:nl]
-        try:
-            header = decode_any(raw)
-        except Exception as exc:
-            raise BadHeaderError(f"line 1 is not JSON ({exc}); refusing the file", path=self.path, line=1) from exc
-        if not isinstance(header, dict) or header.get("type") != "session":
-            raise BadHeaderError(
-                "line 1 is not a session header (type 'session'); refusing the file", path=self.path, line=1
-            )
-        if not isinstance(header.get("id"), str) or not header["id"]:
-            raise BadHeaderError("the session header has no id; refusing the file", path=self.path, line=1)
-        version = header.get("version", 1)
-        if not isinstance(version, int) or isinstance(version, bool) or version < 1:
-            raise BadHeaderError(f"the header's version {version!r} is not a positive integer", path=self.path, line=1)
-        if version > CURRENT_VERSION:
-            self.diagnostics.append(
-                Diagnostic(
-                    self.path,
-                    1,
-                    f"version {version} is newer than ctxd knows ({CURRENT_VERSION}); read-only",
-                    kind="version",
-                )
-            )
-        self.header = header
-        self.version = version
-        self._header_bytes = bytes(raw[:256])
-        self._end = nl + 1
-        self._next_line = 2
+        found = read_header(fd, self.path)
+        self.diagnostics.extend(found.diagnostics)
+        self.header, self.version = found.fields, found.version
+        self.end, self.next_line = found.end, 2
 
     def _scan_from(self, fd: int, start: int, on_chunk: Callable[[SessionReader], None] | None = None) -> None:
         heads = self.heads
@@ -414,13 +402,13 @@ class SessionReader(BodyReader):
                 self.lines.fromlist(list(range(chunk.line, chunk.line + len(new))))
             if chunk.estimates is not None:
                 self._validated(first, len(new), chunk.estimates if keep_estimates else None)
+            if chunk.calls is not None and self.version == CURRENT_VERSION:
+                self.noted_calls.note(first, *chunk.calls)  # bodies served as written: the lines are theirs
             return True
 
         after = (lambda: on_chunk(self)) if on_chunk is not None else None
-        self._end, self._next_line = scan(
-            fd, start, self._next_line, self.path, self._add, self.diagnostics, bulk, after
-        )
-        self.last_scan = (start, self._end)
+        self.end, self.next_line = scan(fd, start, self.next_line, self.path, self._add, self.diagnostics, bulk, after)
+        self.last_scan = (start, self.end)
 
     def _validated(self, first: int, count: int, estimates: tuple[array[int], array[int]] | None) -> None:
         """Entries ``first`` .. ``first + count`` were validated whole by the native scanner: note

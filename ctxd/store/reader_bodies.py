@@ -17,6 +17,7 @@ from typing import Any
 
 from ctxd.formats.codec import CURRENT_VERSION, decode_any, dumps_line
 from ctxd.formats.migrate import migrate_body
+from ctxd.store.files import open_session_fd
 from ctxd.store.heads import Heads
 from ctxd.store.scan import Diagnostic, decode_bounded, note_kind
 
@@ -37,16 +38,12 @@ class BodyReader:
     _bodies: dict[int, dict[str, Any]]
     _checked: bytearray
 
-    def _open_read(self) -> int:
-        """A read-only descriptor of the file (the reader's)."""
-        raise NotImplementedError
-
     def entry(self, i: int) -> dict[str, Any]:
         """The decoded body of entry ``i`` (a fresh dict each call), migrated to v3."""
         body = self._bodies.get(i)
         if body is not None:
             return _copy(body)
-        fd = self._open_read()
+        fd = open_session_fd(self.path)
         try:
             data = os.pread(fd, self.lengths[i], self.offsets[i])
         finally:
@@ -56,7 +53,7 @@ class BodyReader:
     def entries(self, indices: Sequence[int]) -> list[dict[str, Any]]:
         """Bodies of several entries with one open file (in the order given)."""
         out: list[dict[str, Any]] = []
-        fd = self._open_read()
+        fd = open_session_fd(self.path)
         try:
             for i in indices:
                 body = self._bodies.get(i)
@@ -72,16 +69,6 @@ class BodyReader:
         """Whether entry ``i``'s line was read once and is served as it is (no problem to report)."""
         checked = self._checked
         return i < len(checked) and checked[i] == 1 and i not in self._bodies
-
-    def unchecked(self, indices: Iterable[int]) -> list[int]:
-        """Those of ``indices`` whose line was not read clean yet (see :meth:`body_checked`)."""
-        checked = self._checked
-        n = len(checked)
-        out = [i for i in indices if i >= n or not checked[i]]
-        bodies = self._bodies
-        if bodies:
-            out.extend(i for i in indices if i in bodies and i < n and checked[i])
-        return out
 
     def clean_flags(self) -> bytearray:
         """Per entry, 1 when its line was read once and is served as it is (entries past its end: not

@@ -191,6 +191,8 @@ class Lines(NamedTuple):
     estimates. Every line of such a chunk was validated whole (``ctxd.store.native``)."""
     numbers: array[int] | None = None
     """Each line's number, when the native scanner gave them (else ``line`` counting on)."""
+    calls: tuple[bytes, array[int]] | None = None
+    """From the native scanner: each line's tool calls flag and the calls it lists (``ctxd.store.calls``)."""
 
 
 Bulk = Callable[[Lines], bool]
@@ -372,9 +374,11 @@ def _take(found: native.NativeChunk, line: int, bulk: Bulk) -> int:
     numbers.frombytes(found.numbers)
     est_lines.frombytes(found.est_lines)
     est_values.frombytes(found.est_values)
-    if len(heads) != len(offsets) or numbers[0] != line:
+    calls = array("q")
+    calls.frombytes(found.calls)
+    if len(heads) != len(offsets) or numbers[0] != line or len(found.call_flags) != len(heads):
         return 0
-    if not bulk(Lines(heads, offsets, lengths, line, (est_lines, est_values), numbers)):
+    if not bulk(Lines(heads, offsets, lengths, line, (est_lines, est_values), numbers, (found.call_flags, calls))):
         return 0
     return len(heads)
 

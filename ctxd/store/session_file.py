@@ -21,7 +21,16 @@ import msgspec
 from ctxd.errors import InvalidEntryError, SessionError, UnsupportedVersionError
 from ctxd.formats.codec import CURRENT_VERSION, decode_head, dumps_line, head_from_dict
 from ctxd.store import locks, tail
-from ctxd.store.files import Clock, atomic_write, iso_timestamp, locked, new_entry_id, open_regular, write_all
+from ctxd.store.files import (
+    Clock,
+    atomic_write,
+    iso_timestamp,
+    locked,
+    new_entry_id,
+    open_regular,
+    open_session_fd,
+    write_all,
+)
 from ctxd.store.reader import LEAF_MARKER, PIN_MARKER, Durability, RefreshResult, SessionReader
 from ctxd.store.scan import Diagnostic
 from ctxd.store.validate import check_depth, validate_entries
@@ -127,7 +136,7 @@ class SessionFile(SessionReader):
         # One write() for the batch (rule 4 of ctxd.store.tail); fsync mode writes (and syncs) line by line.
         chunks = lines if mode is Durability.FSYNC and len(lines) > 1 else [b"".join(lines)]
         glued: list[tuple[int, int]] = []
-        before = (self._end, len(self.heads))
+        before = (self.end, len(self.heads))
         try:
             self._write_chunks_locked(fd, prepared, lines, chunks, mode, glued)
         except tail.Replaced as exc:
@@ -147,7 +156,7 @@ class SessionFile(SessionReader):
         try:
             size = os.fstat(fd).st_size
             if size > end:
-                rfd = self._open_read()
+                rfd = open_session_fd(self.path)
                 try:
                     landed = os.pread(rfd, size - end, end)
                 finally:
@@ -160,7 +169,7 @@ class SessionFile(SessionReader):
         except OSError as exc:
             log.warning("%s: a failed append could not be taken back: %s", self.path, exc.strerror or exc)
             return
-        if len(self.heads) != count or self._end != end:
+        if len(self.heads) != count or self.end != end:
             self.load()  # some of the batch was read back (fsync mode writes line by line)
         else:
             self._remark()
@@ -175,7 +184,7 @@ class SessionFile(SessionReader):
         glued: list[tuple[int, int]],
     ) -> None:
         for chunk in chunks:
-            before = self._end
+            before = self.end
             start, landed_after_partial = self._write_raw_locked(fd, chunk, sync=mode is not Durability.FLUSH)
             if landed_after_partial:
                 glued.append((start, start + len(chunk)))
@@ -189,16 +198,16 @@ class SessionFile(SessionReader):
     def _write_raw_locked(self, fd: int, data: bytes, *, sync: bool) -> tuple[int, bool]:
         """Write ``data`` (whole lines) at the end, only when the file ends in a newline; return
         where it landed and whether it landed after a partial line after all (rule 4)."""
-        while os.fstat(fd).st_size != self._end:  # the last check before writing: keep it tight
+        while os.fstat(fd).st_size != self.end:  # the last check before writing: keep it tight
             tail.settle(self, fd, self.tail_grace)
-        before = self._end
+        before = self.end
         write_all(fd, data)
         if sync:
             os.fsync(fd)
         start = os.lseek(fd, 0, os.SEEK_CUR) - len(data)
         if start == before:
             return start, False
-        rfd = self._open_read()
+        rfd = open_session_fd(self.path)
         try:
             previous = os.pread(rfd, 1, start - 1)
         finally:
@@ -319,7 +328,7 @@ class SessionFile(SessionReader):
         except FileNotFoundError as exc:
             raise SessionError("session file disappeared", path=self.path) from exc
         identity = (st.st_dev, st.st_ino)
-        if (current.st_dev, current.st_ino) != identity or identity != self._identity:
+        if (current.st_dev, current.st_ino) != identity or identity != self.identity:
             return False
         self.refresh()  # a file rewritten in place is read again before anything is written after it
         if self.version > CURRENT_VERSION:
@@ -337,7 +346,7 @@ class SessionFile(SessionReader):
 
     def _migrate_on_disk(self) -> None:
         """Rewrite a v1/v2 file as v3, atomically, keeping every line (even malformed ones) in place."""
-        rfd = self._open_read()
+        rfd = open_session_fd(self.path)
         try:
             size = os.fstat(rfd).st_size
             raw = os.pread(rfd, size, 0)
@@ -428,9 +437,9 @@ class SessionFile(SessionReader):
             self.heads.append(head)
             self.offsets.append(offset)
             self.lengths.append(length)
-            self.lines.append(self._next_line)
+            self.lines.append(self.next_line)
             self.index[entry["id"]] = i
-            self._next_line += 1
+            self.next_line += 1
             offset += length + 1
-        self._end = offset
+        self.end = offset
         self._remark()

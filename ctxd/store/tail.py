@@ -44,15 +44,29 @@ import logging
 import os
 import stat
 import time
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
 from ctxd.errors import SessionError
 from ctxd.formats.codec import decode_any
-from ctxd.store.files import PRIVATE_MODE, write_all
+from ctxd.store.files import PRIVATE_MODE, open_session_fd, write_all
+from ctxd.store.private import FileMark
 from ctxd.store.scan import Diagnostic
 
-if TYPE_CHECKING:
-    from ctxd.store.session_file import SessionFile
+
+class Indexed(Protocol):
+    """The file a tail belongs to, as its reader read it (:class:`ctxd.store.session_file.SessionFile`)."""
+
+    path: str
+    identity: tuple[int, int]
+    end: int
+    """Bytes indexed: the tail starts here."""
+    next_line: int
+    diagnostics: list[Diagnostic]
+    mark: FileMark | None
+    """The file's stat when it was last read (None: read it again on the next refresh)."""
+
+    def refresh(self) -> Any: ...
+
 
 log = logging.getLogger(__name__)
 
@@ -94,7 +108,7 @@ def _fingerprint(rfd: int, start: int, size: int) -> bytes:
     return size.to_bytes(8, "little") + digest
 
 
-def settle(sf: SessionFile, fd: int, grace: float) -> None:
+def settle(sf: Indexed, fd: int, grace: float) -> None:
     """Under the lock: return once everything in the file has been read and it ends in a newline.
 
     Complete lines are read as they arrive; a partial tail is waited for, and set aside (rule 3)
@@ -104,18 +118,18 @@ def settle(sf: SessionFile, fd: int, grace: float) -> None:
     seen = b""
     since = started = time.monotonic()
     delay = POLL_FIRST
-    identity = sf._identity
+    identity = sf.identity
     while True:
         size = os.fstat(fd).st_size
-        if size != sf._end:
+        if size != sf.end:
             sf.refresh()
-            if sf._identity != identity:
+            if sf.identity != identity:
                 raise Replaced
             size = os.fstat(fd).st_size
-        if size <= sf._end:
-            if size < sf._end:  # truncated by someone: read it again from the start
+        if size <= sf.end:
+            if size < sf.end:  # truncated by someone: read it again from the start
                 sf.refresh()
-                if sf._identity != identity:
+                if sf.identity != identity:
                     raise Replaced
                 continue
             return
@@ -123,9 +137,9 @@ def settle(sf: SessionFile, fd: int, grace: float) -> None:
         # the start of the read that sees it again (``looked``): a pause of this thread after a read
         # (a loaded machine) is never taken for the tail standing still.
         looked = time.monotonic()
-        rfd = sf._open_read()
+        rfd = open_session_fd(sf.path)
         try:
-            now_seen = _fingerprint(rfd, sf._end, size)
+            now_seen = _fingerprint(rfd, sf.end, size)
         finally:
             os.close(rfd)
         if now_seen != seen:
@@ -135,7 +149,7 @@ def settle(sf: SessionFile, fd: int, grace: float) -> None:
                     f"the last line has kept growing for {now - started:.0f} s without ending; not appending "
                     "after a line another writer is still writing",
                     path=sf.path,
-                    line=sf._next_line,
+                    line=sf.next_line,
                 )
             seen, since, delay = now_seen, now, POLL_FIRST
         elif looked - since >= grace:
@@ -158,21 +172,21 @@ def _record(sidecar: str, data: bytes) -> None:
         os.close(sfd)
 
 
-def set_aside(sf: SessionFile, fd: int, size: int) -> None:
-    """Terminate the unchanged partial tail ``[sf._end, size)`` with a newline (rule 3)."""
-    rfd = sf._open_read()
+def set_aside(sf: Indexed, fd: int, size: int) -> None:
+    """Terminate the unchanged partial tail ``[sf.end, size)`` with a newline (rule 3)."""
+    rfd = open_session_fd(sf.path)
     try:
-        length = size - sf._end
-        tail = os.pread(rfd, min(length, SIDECAR_CAP), sf._end)
+        length = size - sf.end
+        tail = os.pread(rfd, min(length, SIDECAR_CAP), sf.end)
     finally:
         os.close(rfd)
     if b"\n" in tail:
         # Complete lines the reader did not read (its note of the file was wrong): ending the first of
         # them again would write a blank line. Read the file again instead, and look at its tail anew.
         log.warning("%s: complete lines after the last one read; reading the file again", sf.path)
-        sf._mark = None
+        sf.mark = None
         return
-    line = sf._next_line
+    line = sf.next_line
     whole = False
     if length <= SIDECAR_CAP:
         try:
@@ -222,18 +236,18 @@ def _is_object(data: bytes) -> bool:
         return False
 
 
-def rejoin(sf: SessionFile, start: int, end: int) -> bytes | None:
+def rejoin(sf: Indexed, start: int, end: int) -> bytes | None:
     """The other writer's line that our write ``[start, end)`` split (rule 4), whole and with its
     newline; ``b""`` when nothing was lost (its piece was a whole object missing only its newline,
     served from the glued line); None when its second piece cannot be found."""
-    rfd = sf._open_read()
+    rfd = open_session_fd(sf.path)
     try:
         lo = max(0, start - REJOIN_CAP)
         before = os.pread(rfd, start - lo, lo)
         piece = before[before.rfind(b"\n") + 1 :]
         if _is_object(piece):
             return b""
-        after = os.pread(rfd, min(sf._end - end, REJOIN_CAP), end)
+        after = os.pread(rfd, min(sf.end - end, REJOIN_CAP), end)
     finally:
         os.close(rfd)
     for rest in after.split(b"\n")[:-1]:
@@ -242,7 +256,7 @@ def rejoin(sf: SessionFile, start: int, end: int) -> bytes | None:
     return None
 
 
-def await_rejoin(sf: SessionFile, fd: int, start: int, end: int, grace: float) -> bytes | None:
+def await_rejoin(sf: Indexed, fd: int, start: int, end: int, grace: float) -> bytes | None:
     """:func:`rejoin`, waiting for the other writer's second piece while the file keeps changing
     (and at most ``grace`` seconds after it stopped)."""
     seen = -1

@@ -17,7 +17,7 @@ from typing import Any
 from ctxd.errors import BadHeaderError, ReadOnlySessionError, SessionError
 from ctxd.formats.codec import head_from_dict
 from ctxd.formats.transcripts import Transcript, detect, map_transcript
-from ctxd.store.files import open_regular, read_bounded
+from ctxd.store.files import open_regular, open_session_fd, read_bounded
 from ctxd.store.reader import DECODED
 from ctxd.store.scan import Diagnostic
 from ctxd.store.session_file import RefreshResult, SessionFile
@@ -46,7 +46,7 @@ class TranscriptFile(SessionFile):
         if transcript is None:
             raise BadHeaderError("not a pi, Claude Code or Codex session file; refusing it", path=self.path, line=1)
         self._reset()  # only now: a file that fails to map leaves the last good state
-        self._identity = identity
+        self.identity = identity
         self._install(transcript, data)
         self._stamp = stamp
         self.generation += 1
@@ -56,11 +56,11 @@ class TranscriptFile(SessionFile):
 
     def held_bytes(self) -> int:
         """The index, and every entry's body as mapped (about twice the file's bytes)."""
-        return super().held_bytes() + DECODED * self._end
+        return super().held_bytes() + DECODED * self.end
 
     def _unchanged(self, st: os.stat_result) -> bool:
         stamp = (st.st_size, st.st_mtime_ns, st.st_ctime_ns)
-        return (st.st_dev, st.st_ino) == self._identity and st.st_size == self._end and stamp == self._stamp
+        return (st.st_dev, st.st_ino) == self.identity and st.st_size == self.end and stamp == self._stamp
 
     def changed_since_read(self) -> bool:
         try:
@@ -76,8 +76,8 @@ class TranscriptFile(SessionFile):
         if self._unchanged(st):
             return RefreshResult(range(len(self.heads), len(self.heads)))
         data, identity, stamp = self._read()
-        start = max(0, self._end - FINGERPRINT)
-        same_prefix = identity == self._identity and data[start : self._end] == self._fingerprint
+        start = max(0, self.end - FINGERPRINT)
+        same_prefix = identity == self.identity and data[start : self.end] == self._fingerprint
         transcript = map_transcript(data, self.path)
         if transcript is None:
             raise BadHeaderError("the file is no longer a session transcript", path=self.path, line=1)
@@ -87,13 +87,13 @@ class TranscriptFile(SessionFile):
             first = len(self.heads)
             self._extend(transcript, first)
             self._leaf = transcript.leaf_id
-            self._end = data.rfind(b"\n") + 1
-            self._fingerprint = data[max(0, self._end - FINGERPRINT) : self._end]
+            self.end = data.rfind(b"\n") + 1
+            self._fingerprint = data[max(0, self.end - FINGERPRINT) : self.end]
             self._diagnose(transcript)
             self._stamp = stamp
             return RefreshResult(range(first, len(self.heads)))
         self._reset()
-        self._identity = identity
+        self.identity = identity
         self._install(transcript, data)
         self._stamp = stamp
         self.generation += 1
@@ -116,7 +116,7 @@ class TranscriptFile(SessionFile):
     # --- internals ----------------------------------------------------------------------------
 
     def _read(self) -> tuple[bytes, tuple[int, int], tuple[int, int, int]]:
-        fd = self._open_read()
+        fd = open_session_fd(self.path)
         try:
             st = os.fstat(fd)
             data = read_bounded(fd, MAX_TRANSCRIPT + 1)
@@ -134,9 +134,9 @@ class TranscriptFile(SessionFile):
         self._bodies_list = []
         self._extend(transcript, 0)
         self._leaf = transcript.leaf_id
-        self._end = data.rfind(b"\n") + 1
-        self._fingerprint = data[max(0, self._end - FINGERPRINT) : self._end]
-        self._next_line = data.count(b"\n", 0, self._end) + 1
+        self.end = data.rfind(b"\n") + 1
+        self._fingerprint = data[max(0, self.end - FINGERPRINT) : self.end]
+        self.next_line = data.count(b"\n", 0, self.end) + 1
         self._diagnose(transcript)
 
     def _extend(self, transcript: Transcript, first: int) -> None:
@@ -173,17 +173,3 @@ def sniff(path: str) -> str | None:
         os.close(fd)
     first = head.split(b"\n", 1)[0]
     return detect(first) if first.strip() else None
-
-
-def open_session_file(path: str, **kwargs: Any) -> SessionFile:
-    """A pi session file, or a read-only view of a Claude Code / Codex transcript or of an opencode
-    session (``<database>#<session id>``, :mod:`ctxd.store.opencode`)."""
-    if isinstance(path, str) and "#" in path:  # opencode.SEPARATOR: only then is sqlite3 imported
-        from ctxd.store.opencode import OpencodeFile, split_ref
-
-        if split_ref(path) is not None:
-            return OpencodeFile.open(path, **kwargs)
-    kind = sniff(path)
-    if kind in ("claude", "codex", "opencode"):
-        return TranscriptFile.open(path, **kwargs)
-    return SessionFile.open(path, **kwargs)

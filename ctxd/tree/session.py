@@ -14,10 +14,10 @@ from ctxd.store import index_cache
 from ctxd.store.create import create_session
 from ctxd.store.files import new_entry_id
 from ctxd.store.index_cache import MIN_ENTRIES as INDEX_MIN_ENTRIES
+from ctxd.store.opening import open_session_file
 from ctxd.store.reader import SessionReader
 from ctxd.store.scan import Diagnostic
 from ctxd.store.session_file import LEAF, LEAF_MARKER, Durability, RefreshResult, SessionFile
-from ctxd.store.transcript import open_session_file
 from ctxd.tree.index import NONE, TreeIndex
 
 ESTIMATES_WORTH_SAVING = 256

@@ -15,7 +15,8 @@ from typing import Any
 
 from ctxd.compaction.plan import NothingToCompact, boundary, find_cut_point, plan_compaction
 from ctxd.context.build import build_context, context_size
-from ctxd.context.project import entry_tokens, project
+from ctxd.context.live import live_context
+from ctxd.context.project import entry_tokens
 from ctxd.context.tokens import estimate_context
 from ctxd.tree.session import Session
 
@@ -83,7 +84,7 @@ def ctxd_answers(path: str, keep: int) -> dict[str, Any]:
     if leaf is None:
         return out
     heads = s.file.heads
-    projection = project(s.file, s.tree, leaf)
+    projection = live_context(s).at_index(leaf).projection()
     _, start = boundary(projection, heads)
     sizes = [sum(entry_tokens(e, s.estimates)) for e in projection.entries]
     cut = find_cut_point(projection, heads, sizes, start, keep)

@@ -19,7 +19,7 @@ from ctxd.errors import SessionError
 from ctxd.store.listing import summarize_file
 from ctxd.store.opencode import session_path
 from ctxd.store.opencode_archive import archive_opencode_session
-from ctxd.store.transcript import open_session_file
+from ctxd.store.opening import open_session_file
 from ctxd.tree.session import Session
 from opencode.rows import DATA, SESSION, add_turn
 

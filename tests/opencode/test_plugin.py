@@ -19,7 +19,7 @@ from fakes.openai_server import FakeOpenAIServer
 from ctxd.compaction.recall import RECALL_HINT
 from ctxd.compaction.summarizers.prompts import SHAPE_INSTRUCTIONS
 from ctxd.store.opencode import session_path
-from ctxd.store.transcript import open_session_file
+from ctxd.store.opening import open_session_file
 
 from .harness import REPO, SUMMARY, CompactingResponder, OpencodeHome, is_compaction_request, opencode_binary
 

@@ -70,8 +70,9 @@ MAX_FIXED = 200
 STATED_PER_MESSAGE = 4
 LAST_TEXTS = 1
 """The agent's last stated plan is read from its last text only (an older one was carried out since)."""
-LONG_MESSAGE = 2_000
-"""User messages longer than this are treated as pastes: their error lines become facts of their own."""
+LONG_MESSAGE = 200
+"""User messages longer than this, over several lines, are treated as pastes: their error lines become facts of
+their own."""
 
 
 def user_words(message: Message) -> str:
@@ -367,7 +368,7 @@ class _Scanner:
                 self.early_user.append((index, text))
             else:
                 self.late_user.append((index, text))
-        if len(text) > 200 and "\n" in text:
+        if len(text) > LONG_MESSAGE and "\n" in text:
             for line in key_lines(text):
                 self.reported(index, line)
         self.statements(index, text)

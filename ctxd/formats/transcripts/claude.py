@@ -98,12 +98,12 @@ from ctxd.formats.transcripts._base import (
 )
 from ctxd.formats.transcripts.claude_content import (
     STOP_REASONS,
-    _assistant_blocks,
-    _content_block,
-    _text_of,
+    assistant_blocks,
     claude_usage,
+    content_block,
+    text_of,
 )
-from ctxd.formats.transcripts.claude_files import _parent_session
+from ctxd.formats.transcripts.claude_files import parent_session
 
 ROOT = ""
 """Key of the virtual root in the splice map (never an entry id)."""
@@ -290,7 +290,7 @@ class _ClaudeMapper:
         self, number: int, obj: dict[str, Any], uuid: str | None, main: bool, stamp: str | None, message: dict[str, Any]
     ) -> None:
         response_id = as_str(message.get("id")) or None
-        blocks = _assistant_blocks(message.get("content"))
+        blocks = assistant_blocks(message.get("content"))
         entry = self.responses.get(response_id) if response_id else None
         if entry is not None:
             content = entry["message"]["content"]
@@ -345,7 +345,7 @@ class _ClaudeMapper:
             self.api_errors.add(eid)
         if eid in self.api_errors:
             msg["stopReason"] = "error"
-            msg["errorMessage"] = _text_of(msg["content"]) or "API error"
+            msg["errorMessage"] = text_of(msg["content"]) or "API error"
             msg.pop("usage", None)
         elif eid in self.raw_stop:
             msg["stopReason"] = STOP_REASONS.get(self.raw_stop[eid], "stop")
@@ -369,7 +369,7 @@ class _ClaudeMapper:
             if isinstance(rest, str):
                 user_content: Any = rest
             else:
-                user_content = [_content_block(b) for b in rest] if isinstance(rest, list) else []
+                user_content = [content_block(b) for b in rest] if isinstance(rest, list) else []
             body: dict[str, Any] = {"role": "user", "content": user_content, "timestamp": ms}
             mark_injected(body)
             bodies.append(body)
@@ -385,7 +385,7 @@ class _ClaudeMapper:
         if target is not None:
             parent = self._tail(target)
         else:
-            parent = self._parent(number, obj, uuid, main, prompt=_text_of(content) or None)
+            parent = self._parent(number, obj, uuid, main, prompt=text_of(content) or None)
 
         base = uuid or line_id(number)
         previous: str | None = None
@@ -417,7 +417,7 @@ class _ClaudeMapper:
         if isinstance(content, str):
             blocks = [{"type": "text", "text": content}]
         elif isinstance(content, list):
-            blocks = [_content_block(b) for b in content]
+            blocks = [content_block(b) for b in content]
         else:
             blocks = []
         return {
@@ -478,7 +478,7 @@ class _ClaudeMapper:
     def _compact_summary(
         self, number: int, obj: dict[str, Any], uuid: str | None, main: bool, stamp: str | None, message: dict[str, Any]
     ) -> None:
-        text = _text_of(message.get("content"))
+        text = text_of(message.get("content"))
         parent_uuid = as_str(obj.get("parentUuid"))
         target = self.alias.get(parent_uuid) if parent_uuid else None
         boundary = self.by_id.get(target) if target else None
@@ -551,7 +551,7 @@ class _ClaudeMapper:
                 header["agentId"] = meta["agentId"]
             if self.path:
                 header["id"] = Path(self.path).stem
-                parent = _parent_session(self.path, meta.get("sessionId"))
+                parent = parent_session(self.path, meta.get("sessionId"))
                 if parent:
                     header["parentSession"] = parent
             elif "agentId" in meta:

@@ -50,7 +50,7 @@ def _image_block(block: dict[str, Any]) -> dict[str, Any]:
     return opaque_block("image", block)
 
 
-def _content_block(block: Any) -> dict[str, Any]:
+def content_block(block: Any) -> dict[str, Any]:
     """A user-side block (user message or tool result content) as a pi text or image block."""
     if isinstance(block, str):
         return {"type": "text", "text": block}
@@ -64,7 +64,7 @@ def _content_block(block: Any) -> dict[str, Any]:
     return opaque_block(kind if isinstance(kind, str) and kind else "block", block)
 
 
-def _assistant_blocks(content: Any) -> list[dict[str, Any]]:
+def assistant_blocks(content: Any) -> list[dict[str, Any]]:
     if isinstance(content, str):
         return [{"type": "text", "text": content}] if content else []
     if not isinstance(content, list):
@@ -72,7 +72,7 @@ def _assistant_blocks(content: Any) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     for block in content:
         if not isinstance(block, dict):
-            out.append(_content_block(block))
+            out.append(content_block(block))
             continue
         kind = block.get("type")
         if kind == "text" and isinstance(block.get("text"), str):
@@ -98,11 +98,11 @@ def _assistant_blocks(content: Any) -> list[dict[str, Any]]:
                 }
             )
         else:
-            out.append(_content_block(block))
+            out.append(content_block(block))
     return out
 
 
-def _text_of(content: Any) -> str:
+def text_of(content: Any) -> str:
     if isinstance(content, str):
         return content
     if isinstance(content, list):

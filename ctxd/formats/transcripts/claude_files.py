@@ -49,7 +49,7 @@ def _first_session_id(path: Path, max_lines: int = 20) -> str | None:
     return None
 
 
-def _parent_session(path: str, session_id: str | None) -> str | None:
+def parent_session(path: str, session_id: str | None) -> str | None:
     """The main session file of a subagent file at ``path``."""
     p = Path(path)
     if p.parent.name == "subagents":
