@@ -13,9 +13,10 @@ import sys
 from typing import Any
 
 from ctxd.cli.errors import count
+from ctxd.cli.setup import Subcommands
 
 
-def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def add_parsers(sub: Subcommands) -> None:
     t = sub.add_parser(
         "team",
         help="team history on PostgreSQL: init, sync, status, grant, revoke (docs/team.md)",

@@ -15,6 +15,7 @@ reads as None and the caller seeds a new one from the summary, as for a compacti
 
 from __future__ import annotations
 
+import datetime
 import functools
 from typing import Any
 
@@ -171,3 +172,16 @@ def _converter() -> Any:
 
     converter.register_structure_hook(str, strict_str)
     return converter
+
+
+def iso_time(value: Any) -> str | None:
+    """A message's ``timestamp`` (ms since the epoch, or ISO text) as ISO 8601 UTC."""
+    if isinstance(value, str) and value:
+        return value
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0:
+        try:
+            moment = datetime.datetime.fromtimestamp(value / 1000, datetime.UTC)
+        except (OverflowError, OSError, ValueError):
+            return None
+        return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    return None

@@ -23,10 +23,9 @@ from typing import Any
 import attrs
 
 from ctxd.compaction.fileops import extract_file_ops, file_lists
-from ctxd.compaction.ledger import Ledger, Seen
+from ctxd.compaction.ledger import Ledger, Seen, iso_time
 from ctxd.compaction.ledger_update import Advanced, advance
 from ctxd.compaction.mustkeep import FactSheet
-from ctxd.compaction.plan_ledger import iso_time
 from ctxd.context.build import build_context
 from ctxd.tree.session import Session
 

@@ -8,13 +8,12 @@ from the messages). The Claude Code hooks use :mod:`ctxd.compaction.ledger_updat
 
 from __future__ import annotations
 
-import datetime
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from ctxd.compaction.ledger import Ledger, Seen
+from ctxd.compaction.ledger import Ledger, Seen, iso_time
 from ctxd.compaction.ledger_update import absorb, advance, seed
 from ctxd.compaction.mustkeep import FactSheet
 from ctxd.tree.session import Session
@@ -94,19 +93,6 @@ def ledger_before(session: Session, compaction_id: str) -> Ledger | None:
 
         replayed = carry(session)
         return replayed.ledger if replayed.through == compaction_id else None
-    return None
-
-
-def iso_time(value: Any) -> str | None:
-    """A message's ``timestamp`` (ms since the epoch, or ISO text) as ISO 8601 UTC."""
-    if isinstance(value, str) and value:
-        return value
-    if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0:
-        try:
-            moment = datetime.datetime.fromtimestamp(value / 1000, datetime.UTC)
-        except (OverflowError, OSError, ValueError):
-            return None
-        return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
     return None
 
 
