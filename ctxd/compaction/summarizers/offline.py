@@ -462,7 +462,8 @@ def _condensed(task: Task, level: int) -> Task:
         elif line.startswith(("Agent's report", "Tracker", "Closed")):
             lines.append(head(line, limit))  # an account reads from its start
         elif line.startswith("Commits: "):  # each commit's hash and its message's head, none cut in the middle
-            lines.append("Commits: " + "; ".join(head(c, 90) for c in line.removeprefix("Commits: ").split("; ")))
+            cut = (160, 140, 120, 100)[min(level, 3)]  # a commit's message is what it did: most of it stays
+            lines.append("Commits: " + "; ".join(head(c, cut) for c in line.removeprefix("Commits: ").split("; ")))
         else:
             lines.append(short(line, limit))
     return Task(task.heading, lines)
