@@ -24,6 +24,11 @@ WINDOW = 20_000
 """The fake model's context window (tokens) in opencode's config."""
 LARGE = 19_000
 """Prompt tokens the fake reports to push opencode over its compaction threshold."""
+LONG_OUTPUT_COMMAND = "seq 1 1500; echo hello-from-bash"
+"""A bash command whose output (6,894 characters) is over the plugin's 2,000-character limit and under opencode's
+own cut (2,000 lines, 51,200 bytes), so what reaches the model depends on ctxd's cut alone. A longer output is
+cut by opencode first, and what its preview keeps depends on how the output was chunked: past 100 KB in one
+chunk (a loaded machine) only the last chunk is kept."""
 SUMMARY = "## Goal\nSay hello with bash.\n\n## Progress\nRan `echo hello-from-bash`; it printed hello-from-bash."
 """What the fake answers opencode's compaction request with."""
 

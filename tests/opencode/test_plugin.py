@@ -21,7 +21,15 @@ from ctxd.compaction.summarizers.prompts import SHAPE_INSTRUCTIONS
 from ctxd.store.opencode import session_path
 from ctxd.store.opening import open_session_file
 
-from .harness import REPO, SUMMARY, CompactingResponder, OpencodeHome, is_compaction_request, opencode_binary
+from .harness import (
+    LONG_OUTPUT_COMMAND,
+    REPO,
+    SUMMARY,
+    CompactingResponder,
+    OpencodeHome,
+    is_compaction_request,
+    opencode_binary,
+)
 
 PLUGIN = REPO / "integrations" / "opencode" / "src" / "index.ts"
 GOAL = "Fix the crash in src/parser.py when the input is empty. Do not change the public API of parse()."
@@ -36,7 +44,7 @@ def text_of(message: dict[str, object]) -> str:
 
 def test_the_plugin_keeps_the_facts_through_a_real_opencode_compaction(tmp_path: Path) -> None:
     binary = opencode_binary()
-    command = "seq 1 20000; echo hello-from-bash"  # about 109,000 characters of output
+    command = LONG_OUTPUT_COMMAND
     with FakeOpenAIServer() as server:
         server.responder = CompactingResponder(command=command)
         env = {

@@ -13,7 +13,7 @@ from pathlib import Path
 from claude_code.harness import ctxd_bin_dir
 from fakes.openai_server import FakeOpenAIServer
 
-from .harness import CompactingResponder, OpencodeHome, opencode_binary
+from .harness import LONG_OUTPUT_COMMAND, CompactingResponder, OpencodeHome, opencode_binary
 from .test_plugin import GOAL, assert_the_plugin_acted
 
 
@@ -29,7 +29,7 @@ def set_up_and_check(tmp_path: Path, ctxd: str) -> None:
     """The whole scenario with ``ctxd`` (this checkout's, or the one pipx installed from the wheel)."""
     binary = opencode_binary()
     with FakeOpenAIServer() as server:
-        server.responder = CompactingResponder(command="seq 1 20000; echo hello-from-bash")
+        server.responder = CompactingResponder(command=LONG_OUTPUT_COMMAND)
         env = {"CTXD_OPENCODE_TOOL_OUTPUT_CHARS": "2000", "CTXD_CONFIG": str(tmp_path / "no-config.json")}
         home = OpencodeHome(tmp_path / "oc", server, binary, extra_env=env)
         home.write_config()

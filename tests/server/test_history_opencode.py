@@ -37,14 +37,17 @@ def reads(data: Path) -> tuple[int, dict[str, int]]:
 
 
 async def search(client: Any, query: str, **params: Any) -> list[dict[str, Any]]:
-    result = await call(client, p.HISTORY_SEARCH, {"query": query, "waitMs": 5000, **params})
-    assert result["indexing"] is False
+    """The hits once the indexer has caught up (each answer waits up to 5 s for it; a loaded machine may need
+    several)."""
+    deadline = time.monotonic() + 60
+    while (result := await call(client, p.HISTORY_SEARCH, {"query": query, "waitMs": 5000, **params}))["indexing"]:
+        assert time.monotonic() < deadline, "the index was still being brought up to date after 60 s"
     return list(result["hits"])
 
 
 async def until(client: Any, query: str, found: bool) -> list[dict[str, Any]]:
     """Search until ``query`` has hits (or none), as the watcher and the indexer catch up."""
-    deadline = time.monotonic() + 15
+    deadline = time.monotonic() + 60
     while bool(hits := await search(client, query)) != found:
         assert time.monotonic() < deadline, f"{query!r} {'never reached' if found else 'never left'} the index"
         await asyncio.sleep(0.2)
