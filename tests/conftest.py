@@ -1,8 +1,11 @@
 from __future__ import annotations
 
+import importlib.util
 import os
+import sys
 import tempfile
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
@@ -31,3 +34,14 @@ def reference(kind: str, name: str) -> Path:
 @pytest.fixture
 def pi_fixture():  # type: ignore[no-untyped-def]
     return lambda name: reference("pi", name)
+
+
+@pytest.fixture(scope="session")
+def gen() -> ModuleType:
+    """bench/gen.py, the session generator the benchmarks use, loaded as a module."""
+    spec = importlib.util.spec_from_file_location("ctxd_bench_gen", REPO / "bench" / "gen.py")
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = mod  # dataclasses need the module registered
+    spec.loader.exec_module(mod)
+    return mod

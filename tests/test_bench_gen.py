@@ -2,28 +2,12 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import statistics
-import sys
 from collections import Counter
 from pathlib import Path
 from types import ModuleType
 from typing import Any
-
-import pytest
-
-GEN_PATH = Path(__file__).resolve().parent.parent / "bench" / "gen.py"
-
-
-@pytest.fixture(scope="module")
-def gen() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("ctxd_bench_gen", GEN_PATH)
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = mod  # dataclasses need the module registered
-    spec.loader.exec_module(mod)
-    return mod
 
 
 def _path_to_root(by_id: dict[str, dict[str, Any]], eid: str) -> list[str]:

@@ -4,11 +4,9 @@ file's) is never used. Heads let go after the tree is built come back equal from
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import stat
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -22,18 +20,6 @@ from ctxd.context.live import live_context
 from ctxd.store import index_cache, native, private
 from ctxd.tree import session as session_module
 from ctxd.tree.session import Session
-
-REPO = Path(__file__).resolve().parent.parent
-
-
-@pytest.fixture(scope="module")
-def gen() -> Any:
-    spec = importlib.util.spec_from_file_location("ctxd_bench_gen_cache", REPO / "bench" / "gen.py")
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = mod
-    spec.loader.exec_module(mod)
-    return mod
 
 
 @pytest.fixture

@@ -5,8 +5,6 @@ read from its line."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -19,18 +17,6 @@ from ctxd.compaction.plan import plan_compaction
 from ctxd.store.calls import NOTED, UNKNOWN
 from ctxd.tree import session as session_module
 from ctxd.tree.session import Session
-
-REPO = Path(__file__).resolve().parent.parent
-
-
-@pytest.fixture(scope="module")
-def gen() -> Any:
-    spec = importlib.util.spec_from_file_location("ctxd_bench_gen_calls", REPO / "bench" / "gen.py")
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = mod
-    spec.loader.exec_module(mod)
-    return mod
 
 
 @pytest.fixture

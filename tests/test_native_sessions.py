@@ -12,7 +12,6 @@ and reopened, and old format versions.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import sys
@@ -65,16 +64,6 @@ def paths(monkeypatch: pytest.MonkeyPatch, counting: Counting) -> Paths:
     monkeypatch.setenv("CTXD_INDEX_CACHE", "0")
     monkeypatch.setattr(session_module, "RELEASE_AT", 10)  # heads let go: read back from lines
     return Paths(monkeypatch, counting)
-
-
-@pytest.fixture(scope="module")
-def gen() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("ctxd_bench_gen_native", REPO / "bench" / "gen.py")
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = mod  # dataclasses need the module registered
-    spec.loader.exec_module(mod)
-    return mod
 
 
 def read_alike(paths: Paths, path: str | Path, keep: tuple[int, ...] = (2000, 20000)) -> tuple[Session, Session]:
