@@ -142,14 +142,32 @@ def upcoming(session: Session, carried: Carried) -> Advanced:
 
 
 def _advance(carried: Carried, since: SinceCompaction, number: int) -> Advanced:
+    previous_summary = since.summary if carried.ledger is None else None
+    return advance_since(carried.ledger, carried.plans, since, number, previous_summary=previous_summary)
+
+
+def advance_since(
+    ledger: Ledger | None,
+    plans: Mapping[str, str] | None,
+    since: SinceCompaction,
+    number: int,
+    *,
+    previous_summary: str | None,
+    goal: str | None = None,
+    plans_from: int = 0,
+) -> Advanced:
+    """``ledger`` (and the plan documents ``plans``) moved on by the messages of ``since`` as compaction ``number``:
+    the range's file operations are facts of its body (see :func:`ctxd.compaction.ledger_update.advance`)."""
     read, modified = file_lists(extract_file_ops(since.messages))
     return advance(
-        carried.ledger,
+        ledger,
         since.messages,
         where=since.where,
-        previous_summary=since.summary if carried.ledger is None else None,
+        previous_summary=previous_summary,
         read_files=read,
         modified_files=modified,
+        goal=goal,
         compaction=number,
-        plans=carried.plans,
+        plans=plans,
+        plans_from=plans_from,
     )

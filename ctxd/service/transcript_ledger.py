@@ -17,11 +17,10 @@ from typing import Any
 
 import attrs
 
-from ctxd.compaction.fileops import extract_file_ops, file_lists
 from ctxd.compaction.goal import first_request
 from ctxd.compaction.ledger import Ledger, Seen
-from ctxd.compaction.ledger_replay import SinceCompaction, since_compaction
-from ctxd.compaction.ledger_update import Advanced, absorb, advance, seed
+from ctxd.compaction.ledger_replay import SinceCompaction, advance_since, since_compaction
+from ctxd.compaction.ledger_update import Advanced, absorb, seed
 from ctxd.formats.injected import CTXD_MARK, ctxd_blocks
 from ctxd.tree.index import NONE
 from ctxd.tree.session import Session
@@ -45,17 +44,13 @@ def take_in(
 ) -> tuple[Advanced, Carried]:
     """``carried`` moved on by the messages of ``since`` as compaction ``number``: what the hooks' PreCompact does
     (the range's file operations are facts of the body; ``goal`` only seeds a ledger that has none)."""
-    read, modified = file_lists(extract_file_ops(since.messages))
-    advanced = advance(
+    advanced = advance_since(
         carried.ledger,
-        since.messages,
-        where=since.where,
+        carried.plans,
+        since,
+        number,
         previous_summary=since.summary,
-        read_files=read,
-        modified_files=modified,
         goal=goal,
-        compaction=number,
-        plans=carried.plans,
         plans_from=applied_through(since.where, carried.through),
     )
     ids = [seen.entryId for seen in since.where if seen is not None and seen.entryId is not None]
