@@ -4,22 +4,17 @@ is an error naming the candidates, and the server's instructions and tool descri
 
 from __future__ import annotations
 
-import os
 import shutil
 import sys
 from pathlib import Path
-from typing import Any
 
-from conftest import REPO, reference
+from conftest import reference
 from factories import header, user, write
 from mcp import ClientSession, StdioServerParameters, stdio_client
 
 from ctxd.compaction.recall import RECALL_HINT
 
-
-def _text(result: Any) -> str:
-    assert not result.is_error, result
-    return "\n".join(block.text for block in result.content if block.type == "text")
+from .harness import mcp_env, tool_text
 
 
 async def test_mcp_expand_reads_anchors_and_the_tools_say_how(tmp_path: Path) -> None:
@@ -32,14 +27,7 @@ async def test_mcp_expand_reads_anchors_and_the_tools_say_how(tmp_path: Path) ->
     ambiguous.parent.mkdir()
     entries = [user(None, "first", id="feedface01"), user("feedface01", "second", id="feedface02")]
     write(ambiguous, entries, header(id="sess-ambiguous", cwd=str(cwd)))
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("CLAUDE", "CTXD_SESSION"))}
-    env.update(
-        CTXD_ROOTS=str(root),
-        CTXD_TRANSCRIPT_ROOTS=str(tmp_path / "none"),
-        XDG_DATA_HOME=str(tmp_path / "data"),
-        HOME=str(tmp_path / "home"),
-        PYTHONPATH=str(REPO),
-    )
+    env = mcp_env(tmp_path, root)
     params = StdioServerParameters(command=sys.executable, args=["-m", "ctxd", "mcp"], env=env, cwd=str(cwd))
     async with stdio_client(params) as (read, write_), ClientSession(read, write_) as session:
         info = await session.initialize()
@@ -48,20 +36,20 @@ async def test_mcp_expand_reads_anchors_and_the_tools_say_how(tmp_path: Path) ->
         assert "L<line>" in tools["search_history"]
         assert "first 8" in tools["expand"] and "L<line>" in tools["expand"]
 
-        found = _text(
+        found = tool_text(
             await session.call_tool(
                 "search_history", {"query": '"AgentSession looks like a good idea"', "session": str(v1)}
             )
         )
         assert f"{v1}:13  user  entry L13  session " in found
-        one = _text(await session.call_tool("expand", {"entry_id": "L13", "session": str(v1)}))
+        one = tool_text(await session.call_tool("expand", {"entry_id": "L13", "session": str(v1)}))
         assert "line 13" in one and "AgentSession looks like a good idea" in one
-        ranged = _text(
+        ranged = tool_text(
             await session.call_tool("expand", {"from_entry_id": "L13", "to_entry_id": "L15", "session": str(v1)})
         )
         assert ranged.startswith("range in ") and "line 15" in ranged
 
-        second = _text(await session.call_tool("expand", {"entry_id": "feedface02", "session": str(ambiguous)}))
+        second = tool_text(await session.call_tool("expand", {"entry_id": "feedface02", "session": str(ambiguous)}))
         assert "second" in second
         bad = await session.call_tool("expand", {"entry_id": "feedface", "session": str(ambiguous)})
         assert bad.is_error

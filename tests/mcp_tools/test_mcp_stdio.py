@@ -3,15 +3,15 @@ the tools are listed with descriptions that say when to use them, and each one a
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import REPO
 from factories import assistant, chain, compaction, header, tool_result, user, write
 from mcp import ClientSession, StdioServerParameters, stdio_client
+
+from .harness import mcp_env, tool_text
 
 FIGURE = "cold start: 418.7 ms over 25 runs"
 
@@ -33,29 +33,12 @@ def _session(root: Path, cwd: Path) -> tuple[Path, list[dict[str, Any]]]:
     return path, entries
 
 
-def _env(tmp_path: Path, root: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("CLAUDE", "CTXD_SESSION"))}
-    env.update(
-        CTXD_ROOTS=str(root),
-        CTXD_TRANSCRIPT_ROOTS=str(tmp_path / "none"),
-        XDG_DATA_HOME=str(tmp_path / "data"),
-        HOME=str(tmp_path / "home"),
-        PYTHONPATH=str(REPO),
-    )
-    return env
-
-
-def _text(result: Any) -> str:
-    assert not result.is_error, result
-    return "\n".join(block.text for block in result.content if block.type == "text")
-
-
 async def test_mcp_session_lists_and_calls_every_tool(tmp_path: Path) -> None:
     root, cwd = tmp_path / "root", tmp_path / "work"
     cwd.mkdir()
     path, entries = _session(root, cwd)
     params = StdioServerParameters(
-        command=sys.executable, args=["-m", "ctxd", "mcp"], env=_env(tmp_path, root), cwd=str(cwd)
+        command=sys.executable, args=["-m", "ctxd", "mcp"], env=mcp_env(tmp_path, root), cwd=str(cwd)
     )
     async with stdio_client(params) as (read, write_), ClientSession(read, write_) as session:
         info = await session.initialize()
@@ -67,23 +50,23 @@ async def test_mcp_session_lists_and_calls_every_tool(tmp_path: Path) -> None:
         assert tools["search_history"].input_schema["required"] == ["query"]
 
         # No session named: the newest session started in the server's cwd.
-        found = _text(await session.call_tool("search_history", {"query": "418.7"}))
+        found = tool_text(await session.call_tool("search_history", {"query": "418.7"}))
         assert f"{path}:4  toolResult (bash)  entry {entries[2]['id']}" in found
         assert "[summarised away]" in found and "«418.7»" in found
 
-        behind = _text(await session.call_tool("expand", {"entry_id": entries[5]["id"]}))
+        behind = tool_text(await session.call_tool("expand", {"entry_id": entries[5]["id"]}))
         assert behind.startswith("compaction in ")
         assert FIGURE in behind and "Never touch vendor/" in behind
         assert "Now make it faster" not in behind  # the first kept entry is not behind the summary
 
-        one = _text(await session.call_tool("expand", {"entry_id": entries[2]["id"], "session": "sess-mcp"}))
+        one = tool_text(await session.call_tool("expand", {"entry_id": entries[2]["id"], "session": "sess-mcp"}))
         assert FIGURE in one
 
         # Today's fact sheet of the context at the leaf (the fact ledger will add the earlier constraint).
-        facts = _text(await session.call_tool("session_facts", {}))
+        facts = tool_text(await session.call_tool("session_facts", {}))
         assert "## Must keep" in facts and "Now make it faster" in facts
 
-        everywhere = _text(await session.call_tool("search_history", {"query": "loader", "session": "all"}))
+        everywhere = tool_text(await session.call_tool("search_history", {"query": "loader", "session": "all"}))
         assert "sess-mcp" in everywhere
 
         bad = await session.call_tool("expand", {"entry_id": "nope"})
@@ -95,7 +78,7 @@ async def test_mcp_without_a_session_for_the_cwd_says_so(tmp_path: Path) -> None
     cwd.mkdir()
     _session(root, tmp_path / "work")
     params = StdioServerParameters(
-        command=sys.executable, args=["-m", "ctxd", "mcp"], env=_env(tmp_path, root), cwd=str(cwd)
+        command=sys.executable, args=["-m", "ctxd", "mcp"], env=mcp_env(tmp_path, root), cwd=str(cwd)
     )
     async with stdio_client(params) as (read, write_), ClientSession(read, write_) as session:
         await session.initialize()
@@ -108,11 +91,11 @@ async def test_mcp_current_session_from_the_environment(tmp_path: Path, env_name
     root, cwd = tmp_path / "root", tmp_path / "elsewhere"
     cwd.mkdir()
     _session(root, tmp_path / "work")
-    env = {**_env(tmp_path, root), env_name: "sess-mcp"}
+    env = {**mcp_env(tmp_path, root), env_name: "sess-mcp"}
     params = StdioServerParameters(command=sys.executable, args=["-m", "ctxd", "mcp"], env=env, cwd=str(cwd))
     async with stdio_client(params) as (read, write_), ClientSession(read, write_) as session:
         await session.initialize()
-        assert "418.7" in _text(await session.call_tool("search_history", {"query": "418.7"}))
+        assert "418.7" in tool_text(await session.call_tool("search_history", {"query": "418.7"}))
 
 
 def test_mcp_search_answers_every_query(tmp_path: Path) -> None:
@@ -128,7 +111,7 @@ def test_mcp_search_answers_every_query(tmp_path: Path) -> None:
     cwd.mkdir()
     _session(root, cwd)
     params = StdioServerParameters(
-        command=sys.executable, args=["-m", "ctxd", "mcp"], env=_env(tmp_path, root), cwd=str(cwd)
+        command=sys.executable, args=["-m", "ctxd", "mcp"], env=mcp_env(tmp_path, root), cwd=str(cwd)
     )
     loop = asyncio.new_event_loop()
     ready: asyncio.Queue[Any] = asyncio.Queue()
@@ -149,14 +132,14 @@ def test_mcp_search_answers_every_query(tmp_path: Path) -> None:
             call = session.call_tool("search_history", {"query": query, "session": "all"})
             return asyncio.run_coroutine_threadsafe(call, loop).result(60)
 
-        assert "Measure" in _text(search('Measure the "loader'))  # an unmatched quote: plain words
+        assert "Measure" in tool_text(search('Measure the "loader'))  # an unmatched quote: plain words
         syntax = st.sampled_from([*'"*()^:-+{},.', "AND", "OR", "NOT", "NEAR", " ", "loader", "\x00"])
         queries = st.text(max_size=30) | st.lists(syntax, max_size=10).map("".join)
 
         @settings(max_examples=60, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
         @given(query=queries)
         def answered(query: str) -> None:
-            _text(search(query))  # not an error
+            tool_text(search(query))  # not an error
 
         answered()
     finally:
