@@ -174,7 +174,9 @@ async def test_offline_result_tells_the_state_the_goal_and_each_task() -> None:
     assert "Files: modified src/cli.py" in first
     assert "`pytest -q` x2 ok (5 passed), after 1 failed" in first  # the check and its outcome line
     assert '`pytest -q` failed: "1 failed: test_verbose" -> fixed' in first  # the problem and that it was fixed
-    assert "Decision: I decided to use store_true instead of a string." in first
+    # the decision made while the test failed is told in that failure's chain, before what fixed it
+    fixed = next(line for line in first.splitlines() if line.startswith("- Problem: `pytest -q` failed"))
+    assert "I decided to use store_true instead of a string.; then changed cli.py; passed: ran `pytest -q`" in fixed
     assert "Let me look" not in first  # narration is not a decision
     second = task(out, 2)
     assert "Files: modified docs/cli.md" in second and "E501" in second and "still open" in second

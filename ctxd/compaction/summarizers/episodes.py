@@ -32,16 +32,17 @@ from ctxd.compaction.shell import command_matters, looks_only, parse_shell
 from ctxd.compaction.summarizers.actions import Action, actions_of, segments
 from ctxd.compaction.summarizers.artifacts import DEF_CHARS, MAX_NAMES, changed_names
 from ctxd.compaction.summarizers.calls import Call
+from ctxd.compaction.summarizers.chains import changed_step, edit_gist, finding_lines, fix_text, merge_step, said_about
 from ctxd.compaction.summarizers.facts import Facts, scan
 from ctxd.compaction.summarizers.mining import (
     ACK_RE,
     CHECK_RE,
+    CHOICE_RE,
     CORRECTION_RE,
     FIXED_ANY_RE,
     MINE_CHARS,
     TOKEN_RE,
     check_line,
-    diagnosis,
     failure_line,
     findings,
     head,
@@ -69,7 +70,7 @@ _FINDING_START_RE = lazy_compile(
     r"The (?:issue|problem|cause|culprit|reason)|doesn't|does not|isn't|is not|only|Good|reports|complains|flags|warns"
 )
 """A cheap test before :func:`~.mining.findings`."""
-MAX_TRIED = 4
+MAX_TRIED = 6
 """What the agent said about an open problem: its diagnosis and attempts, at most this many."""
 REPORT_MIN = 160
 """An agent text with this many characters of prose can be a task's report."""
@@ -119,6 +120,10 @@ class Problem:
     """How often the same failure came back after this one was fixed (-1: this one is such a return)."""
     times: int = 1
     """How often it failed before anything fixed it."""
+    also: list[str] = attrs.field(factory=list)
+    """The run's other findings besides :attr:`line` (a linter's second finding), at most a few."""
+    fixed_at: int = -1
+    """The index of the message whose success fixed it (-1 while open)."""
 
 
 @attrs.define
@@ -396,6 +401,8 @@ class _Builder:
         """What ``git add`` named since the last commit (a commit takes those files only)."""
         self.changing: str | None = None
         """The file the assistant message being read changes (its text then says what the change is)."""
+        self.now = 0
+        """The index of the message being read (a success fixes its failures there)."""
         self.change_args: list[Any] = []
         """The arguments of that message's changes: what they write is read when its text says what it does (a
         note naming what they do not hold is not what they did)."""
@@ -533,11 +540,13 @@ class _Builder:
                         problem.claimed = _claim_about(problem, text) or ""
         if (
             self.pending
-            and _DIAGNOSIS_WORDS_RE.search(text, 0, MINE_CHARS) is not None
+            and (
+                _DIAGNOSIS_WORDS_RE.search(text, 0, MINE_CHARS) is not None
+                or CHOICE_RE.search(text, 0, MINE_CHARS) is not None
+            )
             and any(len(p[-1].tried) < MAX_TRIED for p in self.pending.values() if p)
         ):
-            said = diagnosis(text)
-            if said:
+            for said in said_about(text):
                 for problems in self.pending.values():
                     for problem in problems[-1:]:
                         if said not in problem.tried and len(problem.tried) < MAX_TRIED:
@@ -558,6 +567,7 @@ class _Builder:
         episode = self.calls.pop(id(call), None)
         if episode is None:
             return
+        self.now = index
         ids = self.ids
         if ids is not None and index < len(ids) and ids[index]:
             episode.last_id = ids[index]
@@ -573,7 +583,8 @@ class _Builder:
             what = f"`{_display(command, 100)}`" if command else short(call.label, 120)
             if output is None:
                 output = content_text(message.get("content"), images=False)
-            self.fail(index, episode, key, what, failure_line(output))
+            line = failure_line(output)
+            self.fail(index, episode, key, what, line, finding_lines(output, line))
             return
         if ops:
             self.files(episode, ops, call.arguments, message)
@@ -588,6 +599,7 @@ class _Builder:
     def bash(self, index: int, command: str, ok: bool, output: str, code: object) -> None:
         """A command the user ran themselves (pi's ``!cmd``)."""
         episode = self.current(index)
+        self.now = index
         self.command(index, episode, command, output, ok)
         if ok:
             for key in _keys(command):
@@ -597,6 +609,7 @@ class _Builder:
             self.fail(index, episode, _keys(command)[-1], what, failure_line(output) if output else f"exit code {code}")
 
     def model(self, index: int, error: str | None, stop: object) -> None:
+        self.now = index
         if error is None and stop != "aborted":
             if self.episode is not None:
                 self.episode.interrupted = False
@@ -651,9 +664,10 @@ class _Builder:
             episode.changes += 1
             _changed(story.uncommitted, path, kind)
             if self.since:
-                for problems in self.since.values():
-                    if len(problems) < 6:
-                        problems.append(f"changed {path.rsplit('/', 1)[-1]}")
+                step = changed_step(path.rsplit("/", 1)[-1], edit_gist(arguments))
+                for steps in self.since.values():
+                    if len(steps) < 6 or step.startswith(tuple(s.split(" (", 1)[0] for s in steps)):
+                        merge_step(steps, step)
             if kind != "deleted" and (type(arguments) is dict or isinstance(arguments, Mapping)):
                 change = changed_names(path, arguments)
                 known = episode.defs.get(path)
@@ -764,13 +778,13 @@ class _Builder:
 
     # -- problems ------------------------------------------------------------------------------------------
 
-    def fail(self, index: int, episode: Episode, key: str, what: str, line: str) -> None:
+    def fail(self, index: int, episode: Episode, key: str, what: str, line: str, also: Sequence[str] = ()) -> None:
         line = head(line, 240)
         same = next((p for p in reversed(episode.problems) if p.key == key and p.line == line and not p.fixed), None)
         if same is not None:
             same.times += 1  # the same failure again before anything fixed it
             return
-        problem = Problem(what, line, key, index)
+        problem = Problem(what, line, key, index, also=list(also))
         earlier = self.fixed.pop(key, None)
         if earlier is not None and _same_failure(earlier.line, problem.line):
             earlier.again += 1
@@ -789,15 +803,10 @@ class _Builder:
         for failed_key in fixed:
             problems = self.pending.pop(failed_key)
             done = self.since.pop(failed_key, [])
-            steps = list(dict.fromkeys(done))[:4]
             for problem in problems:
                 problem.fixed = True
-                parts = [" / ".join(problem.tried)] if problem.tried else []
-                if steps:
-                    parts.append("then " + ", ".join(steps))
-                elif how:
-                    parts.append(how)
-                problem.fix = "; ".join(parts) if parts else None
+                problem.fixed_at = self.now
+                problem.fix = fix_text(problem.tried, done, how)
             self.fixed[failed_key] = problems[-1]
 
 
@@ -819,16 +828,30 @@ _MAY_ACT_RE = lazy_compile(r"\b(?:git|bd|beads|gh)\b")
 
 
 def _assign_decisions(told: list[Episode], facts: Facts) -> None:
-    """The scan's decisions (see :func:`~.facts.scan`), each given to the task it was said in."""
+    """The scan's decisions (see :func:`~.facts.scan`), each given to the task it was said in: one said while a
+    failure was open names that failure (what forced it), one its failure's chain tells already is left out."""
     if not told or not facts.decisions:
         return
     starts = [e.start for e in told]
     for index, sentence in zip(facts.decided_at, facts.decisions, strict=False):
         at = max(0, bisect_right(starts, index) - 1)
+        trigger = _open_at(told[at].problems, index)
+        if trigger is not None:
+            if any(sentence in said or said in sentence for said in trigger.tried):
+                continue  # told in the failure's chain
+            sentence += f" (when {head(trigger.what, 70)} had failed: {short(trigger.line, 100)})"
         known = told[at].decisions
         if not any(sentence in d for d in known):
             known[:] = [d for d in known if d not in sentence]  # a longer telling replaces a shorter one
             known.append(sentence)
+
+
+def _open_at(problems: Sequence[Problem], index: int) -> Problem | None:
+    """The newest of ``problems`` that was open when message ``index`` was said."""
+    for problem in reversed(problems):
+        if problem.index < index and (not problem.fixed or problem.fixed_at >= index):
+            return problem
+    return None
 
 
 _TRIVIAL_RE = lazy_compile(

@@ -27,6 +27,7 @@ from ctxd.compaction.fileops import project_root, strip_file_blocks
 from ctxd.compaction.summarizers import plans, sections, story
 from ctxd.compaction.summarizers.actions import brief
 from ctxd.compaction.summarizers.base import Progress, SummaryRequest, SummaryResult, report
+from ctxd.compaction.summarizers.chains import brief_fix
 from ctxd.compaction.summarizers.document import (
     EARLIER_TITLE,
     FAILING_LABEL,
@@ -436,7 +437,9 @@ _KEEP_AT: dict[int, tuple[str, ...]] = {
 }
 """What an earlier task's block keeps at each level of detail (what it did and how it ended, before how)."""
 _EACH_AT = {"Agent's report": (600, 300, 0), "Tracker": (300, 0, 0), "Decision": (260, 180, 0)}
-_PROBLEM_RE = re.compile(r'^(Problem: )(.*?) failed(?: again \(.*?\))?(?: \d+ times)?: ("[^"]*")(?: -> (\S+))?')
+_PROBLEM_RE = re.compile(
+    r'^(Problem: )(.*?) failed(?: again \(.*?\))?(?: \d+ times)?: ("[^"]*")(?: \(also .*?\))?(?: -> (\S+)(?: (.*))?)?$'
+)
 
 
 def _condensed(task: Task, level: int) -> Task:
@@ -450,7 +453,9 @@ def _condensed(task: Task, level: int) -> Task:
         limit = next((v[min(level, 3) - 1] for k, v in _EACH_AT.items() if line.startswith(k)), each)
         if not limit:
             continue
-        problem = _PROBLEM_RE.match(line.removeprefix("Then: ")) if level >= 2 else None
+        problem = _PROBLEM_RE.match(line.removeprefix("Then: "))
+        if problem is not None and level < 2 and problem.group(4) != "fixed:":
+            problem = None  # an open failure keeps what the agent said of it while there is room
         if line.removeprefix("Then: ").startswith("Files: "):
             lines.append(_condensed_files(line, (120, 60, 0, 0)[min(level, 3)]))
         elif problem is not None:  # what failed and how it ended, the error line whole: it is what is looked for
@@ -458,6 +463,9 @@ def _condensed(task: Task, level: int) -> Task:
             what = what if len(what) <= 72 else head(what.rstrip("`"), 70) + "`"
             line = f"{problem.group(1)}{what} failed: {problem.group(3)}"
             line += f" -> {problem.group(4).rstrip(':;,')}" if problem.group(4) else ""
+            how = problem.group(5) or ""
+            if how and level < 3 and problem.group(4) == "fixed:":
+                line += ": " + brief_fix(how, (420, 240)[level - 1])  # in brief: the choice, the final form, the check
             lines.append(line)
         elif line.startswith(("Agent's report", "Tracker", "Closed")):
             lines.append(head(line, limit))  # an account reads from its start

@@ -15,8 +15,11 @@ import re
 from collections import Counter
 from collections.abc import Sequence
 
+import attrs
+
 from ctxd.compaction.fileops import relative
 from ctxd.compaction.summarizers.actions import brief
+from ctxd.compaction.summarizers.calls import CommandStat
 from ctxd.compaction.summarizers.commands import command_text, explored, mattering
 from ctxd.compaction.summarizers.document import Task
 from ctxd.compaction.summarizers.episodes import Episode, Problem, Story, note
@@ -77,6 +80,8 @@ def problem_text(problem: Problem, limit: int = 500) -> str:
     times = f" {problem.times} times" if problem.times > 1 else ""
     again = " again (it had been fixed before)" if problem.again < 0 else ""
     text = f"{problem.what} failed{again}{times}: {_quote(problem.line, 200)}"
+    if problem.also and limit >= 300:
+        text += " (also " + "; ".join(_quote(line, 110) for line in problem.also) + ")"
     if problem.fixed:
         text += " -> fixed" + (f": {problem.fix}" if problem.fix else "")
         if problem.again:
@@ -180,7 +185,7 @@ def task_block(
         keys = list(episode.checks)[-(6, 4, 3)[level] :]
         lines.append("Checks (last run): " + "; ".join(_check(k, episode) for k in keys))
     if episode.problems:
-        each = (500, 320, 220, 160)[level]
+        each = (900, 480, 260, 160)[level]
         lines.extend("Problem: " + problem_text(p, each) for p in episode.problems[-(6, 4, 2, 2)[level] :])
     if episode.corrections:
         lines.extend("User's correction: " + _quote(c, 240) for c in episode.corrections[-3:])
@@ -313,7 +318,7 @@ def commands(facts: Facts, told: Story, root: str | None, budget: int) -> list[s
     ``budget`` characters."""
     groups: tuple[list[str], list[str], list[str]] = ([], [], [])
     tracked: Counter[str] = Counter()
-    for stat in mattering(facts.commands):
+    for stat, original in _merged(mattering(facts.commands)):
         words = stat.command.split()
         program = words[0] if words else ""
         if program in TRACKERS and stat.last_ok is not False:
@@ -322,7 +327,7 @@ def commands(facts: Facts, told: Story, root: str | None, budget: int) -> list[s
         text = command_text(stat)
         if root and stat.cwd:
             text = text.replace(stat.cwd, relative(stat.cwd, root) or ".")
-        outcome = check_line(told.outcomes.get(stat.command) or "")
+        outcome = check_line(told.outcomes.get(original) or "")
         if outcome and stat.last_ok is not None:
             text += f": {outcome}"
         groups[0 if CHECK_RE.search(stat.command) else 1 if program == "git" else 2].append(text)
@@ -346,6 +351,46 @@ def commands(facts: Facts, told: Story, root: str | None, budget: int) -> list[s
     if looked:
         lines.append(looked)
     return lines
+
+
+COMMAND_CHARS = 80
+"""A command is shown with at most this many characters: a long one goes on with file arguments (``git add``
+of ten paths, a linter run on each file it changed), whose head tells what it runs."""
+SAME_HEAD = 60
+"""Long commands alike in this many characters are told as one (a linter run on one file, then on three): as many
+as a must-keep sheet's probe reads (:data:`ctxd.compaction.mustkeep.PROBE_CHARS`), so none is added back."""
+
+
+def _merged(stats: Sequence[CommandStat]) -> list[tuple[CommandStat, str]]:
+    """``stats`` with each command cut to :data:`COMMAND_CHARS`, and long ones that begin alike
+    (:data:`SAME_HEAD`) merged into one: their runs and failures added, the newest run's command and outcome
+    kept, in the place of the first. Each with the command it shows as it was run."""
+    out: list[tuple[CommandStat, str]] = []
+    alike: dict[str, int] = {}
+    for stat in stats:
+        command = stat.command
+        shown = attrs.evolve(stat, command=head(command, COMMAND_CHARS) if len(command) > COMMAND_CHARS else command)
+        if len(command) <= SAME_HEAD:
+            out.append((shown, stat.command))
+            continue
+        key = f"{stat.cwd}\0{command[:SAME_HEAD]}"
+        at = alike.get(key)
+        if at is None:
+            alike[key] = len(out)
+            out.append((shown, stat.command))
+            continue
+        known, original = out[at]
+        newer, original = (shown, stat.command) if stat.last_index > known.last_index else (known, original)
+        out[at] = (
+            attrs.evolve(
+                newer,
+                runs=max(1, known.runs) + max(1, stat.runs),
+                failed=known.failed + stat.failed,
+                last_index=max(known.last_index, stat.last_index),
+            ),
+            original,
+        )
+    return out
 
 
 def files(facts: Facts, root: str | None, budget: int, told: Story | None = None) -> list[str]:
