@@ -83,7 +83,9 @@ _DEP_RE = lazy_compile(
     r"\{:([a-z_]\w*),\s*\"([^\"\n]{1,30})\"|"  # mix: {:dep, "~> 1.5"}
     r"^\s*\"(@?[\w.-]+(?:/[\w.-]+)?)\"\s*:\s*\"([\^~>=<]*\s*\d[\w.+-]*)\"|"  # package.json: "dep": "^1.2.3"
     r"^\s*\"?([A-Za-z][\w.-]*)(?:\[[\w,]+\])?\s*(==|>=|~=|<=|~>)\s*([\d][\w.*]*)|"  # requirements, pyproject
-    r"^\s*([a-z][\w-]*)\s*=\s*(?:\{\s*version\s*=\s*)?\"([\^~>=<]*\d[\w.+-]*)\"",  # Cargo.toml
+    r"^\s*([a-z][\w-]*)\s*=\s*(?:\{\s*version\s*=\s*)?\"([\^~>=<]*\d[\w.+-]*)\"|"  # Cargo.toml
+    r"^\s*(?:require\s+)?([a-z][\w.-]*\.[a-z]{2,}/[\w./-]+)\s+(v\d[\w.+-]*)|"  # go.mod: host/path v1.2.3
+    r"^\s*gem\s+[\"']([\w-]+)[\"']\s*,\s*[\"']([~>=<]*\s*\d[\w.]*)[\"']",  # Gemfile: gem "name", "~> 7.1"
     re.M,
 )
 _LITERAL_RE = lazy_compile(r"(?<![\w\\])([\"'`])([A-Za-z/][\w.:/-]{2,60})\1")
@@ -101,7 +103,7 @@ MAX_SETTINGS = 4
 
 def _dependencies(text: str) -> list[str]:
     out: list[str] = []
-    if '"' not in text and "=" not in text:
+    if '"' not in text and "=" not in text and " v" not in text:
         return out
     for match in _DEP_RE.finditer(text):
         groups = [g for g in match.groups() if g is not None]
@@ -199,7 +201,24 @@ def changed_names(path: str, arguments: Mapping[str, Any]) -> Change:
     config = _CONFIG_PATH_RE.search(path) is not None
     defs = [n for n in added if not n.startswith(('"', "`"))]
     named = [n for n in added if n.startswith(('"', "`"))]
+    if not whole:
+        defs = _renamed(defs, removed)
     return Change(defs + named[: MAX_SETTINGS if config else MAX_NAMED], removed, whole)
+
+
+def _is_name(name: str) -> bool:
+    """A definition's bare name (a function, a module), not a constant with its value or a literal."""
+    return " " not in name and not name.startswith(('"', "`", "@"))
+
+
+def _renamed(defs: list[str], removed: list[str]) -> list[str]:
+    """``defs`` with a rename told as one: an edit that takes out one name and puts in one (``read_rows
+    [was fetch_rows]``); a resuming agent looks for the new name and may remember the old."""
+    gone = [n for n in removed if _is_name(n)]
+    new = [n for n in defs if _is_name(n)]
+    if len(gone) != 1 or len(new) != 1:
+        return defs
+    return [f"{n} [was {gone[0]}]" if n == new[0] else n for n in defs]
 
 
 def added_names(path: str, arguments: Mapping[str, Any]) -> list[str]:

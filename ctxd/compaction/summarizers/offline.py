@@ -457,7 +457,7 @@ def _condensed(task: Task, level: int) -> Task:
         if problem is not None and level < 2 and problem.group(4) != "fixed:":
             problem = None  # an open failure keeps what the agent said of it while there is room
         if line.removeprefix("Then: ").startswith("Files: "):
-            lines.append(_condensed_files(line, (120, 60, 0, 0)[min(level, 3)]))
+            lines.append(_condensed_files(line, (160, 100, 40, 0)[min(level, 3)]))
         elif problem is not None:  # what failed and how it ended, the error line whole: it is what is looked for
             what = problem.group(2)  # a command read from its start: "`git add lib/a.ex …`"
             what = what if len(what) <= 72 else head(what.rstrip("`"), 70) + "`"
@@ -478,6 +478,13 @@ def _condensed(task: Task, level: int) -> Task:
 
 
 _PAREN_RE = re.compile(r" \(([^()]*)\)")
+_VALUED_RE = re.compile(r"^\S+ (?:[~^<>=!]*\s*\d|:|\[was )|^@\w+ ")
+
+
+def _artifact_rank(name: str) -> int:
+    """What a condensed file keeps first of its names: those with a value (a constant, a dependency's version, a
+    rename), then the definitions, then the literals it names."""
+    return 0 if _VALUED_RE.match(name) else 2 if name.startswith(('"', "`")) else 1
 
 
 def _condensed_files(line: str, each: int) -> str:
@@ -488,7 +495,7 @@ def _condensed_files(line: str, each: int) -> str:
         inner = match.group(1)
         if inner in ("created", "deleted") or not each:
             return "" if not each and inner not in ("created", "deleted") else match.group(0)
-        return f" ({head(inner, each)})"
+        return f" ({head(', '.join(sorted(inner.split(', '), key=_artifact_rank)), each)})"
 
     return _PAREN_RE.sub(cut, line)
 
