@@ -9,7 +9,7 @@ from typing import Any
 from test_summarizers_offline import asst, call, result, task, text, user
 
 from ctxd.compaction.summarizers import OfflineSummarizer, SummaryRequest
-from ctxd.compaction.summarizers.chains import edit_gist, finding_lines, said_about
+from ctxd.compaction.summarizers.chains import brief_fix, edit_gist, finding_lines, fix_text, said_about
 
 LINT_OUT = (
     "Checking 1 source file ...\n\n"
@@ -146,3 +146,21 @@ def test_an_earlier_summarys_chain_condensed_keeps_the_choice_the_final_form_and
     assert "explicit guard block instead" not in problem  # not the one dropped
     assert "then changed meter.lang (`# lint:allow-next-line ImportUsage`)" in problem
     assert problem.endswith("passed: ran `quill lint --strict src/gauge/meter.lang`")
+
+
+def test_a_fix_tells_what_it_changed_before_the_other_runs_and_in_brief_keeps_the_choice() -> None:
+    tried = [
+        "The cause is a stale cache key.",
+        "I'll try clearing the cache instead.",
+        "I'll switch to a versioned key.",
+    ]
+    steps = ["ran `make build`", "changed cache.py (`KEY = f'{name}:v2'`)", "ran `make check`"]
+    how = fix_text(tried, steps, "ran `make check`")
+    assert how == (
+        "tried: The cause is a stale cache key. / I'll try clearing the cache instead.; chose: I'll switch to a "
+        "versioned key.; then changed cache.py (`KEY = f'{name}:v2'`), ran `make build`; passed: ran `make check`"
+    )
+    assert brief_fix(how, 200) == (
+        "I'll switch to a versioned key.; then changed cache.py (`KEY = f'{name}:v2'`), ran `make build`; "
+        "passed: ran `make check`"
+    )

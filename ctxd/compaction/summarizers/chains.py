@@ -152,8 +152,10 @@ def fix_text(tried: Sequence[str], steps: Sequence[str], how: str | None) -> str
         parts.append(" / ".join(said))
     shown = list(dict.fromkeys(steps))
     passed = shown.pop() if shown and shown[-1].startswith("ran ") else how
-    if shown:
-        parts.append("then " + ", ".join(shown[-4:]))
+    changed = [step for step in shown if step.startswith("changed ")][-4:]
+    ran = [step for step in shown if not step.startswith("changed ")][-2:]
+    if changed or ran:
+        parts.append("then " + ", ".join(changed + ran))  # what it changed first: the final form
     if passed:
         parts.append(f"passed: {passed}")
     return "; ".join(parts) if parts else None
