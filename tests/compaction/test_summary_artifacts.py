@@ -34,6 +34,9 @@ def test_an_edit_that_renames_a_function_tells_the_old_name_with_the_new() -> No
         asst(text("Renamed.")),
     ]
     assert "store.py (read_rows [was fetch_rows])" in task(build(messages), 1)
+    # a function replaced by another is no rename
+    other = {"oldText": "def fetch_rows(t):\n    return t.scan()", "newText": "def count(t):\n    return len(t)"}
+    assert changed_names("x.py", other).added == ["count"]
     # two names out and two in is no rename
     both = {
         "oldText": "def a_one():\n    pass\ndef a_two():\n    pass",

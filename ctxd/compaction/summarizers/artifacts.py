@@ -201,8 +201,8 @@ def changed_names(path: str, arguments: Mapping[str, Any]) -> Change:
     config = _CONFIG_PATH_RE.search(path) is not None
     defs = [n for n in added if not n.startswith(('"', "`"))]
     named = [n for n in added if n.startswith(('"', "`"))]
-    if not whole:
-        defs = _renamed(defs, removed)
+    if not whole and removed:
+        defs = _renamed(defs, removed, new, old)
     return Change(defs + named[: MAX_SETTINGS if config else MAX_NAMED], removed, whole)
 
 
@@ -211,12 +211,18 @@ def _is_name(name: str) -> bool:
     return " " not in name and not name.startswith(('"', "`", "@"))
 
 
-def _renamed(defs: list[str], removed: list[str]) -> list[str]:
-    """``defs`` with a rename told as one: an edit that takes out one name and puts in one (``read_rows
-    [was fetch_rows]``); a resuming agent looks for the new name and may remember the old."""
+def _renamed(defs: list[str], removed: list[str], new_text: str, old_text: str) -> list[str]:
+    """``defs`` with a rename told as one: an edit that takes out one name and puts in one, the rest of its text
+    mostly the same under the new name (``read_rows [was fetch_rows]``; a function replaced by another is no
+    rename); a resuming agent looks for the new name and may remember the old."""
     gone = [n for n in removed if _is_name(n)]
     new = [n for n in defs if _is_name(n)]
     if len(gone) != 1 or len(new) != 1:
+        return defs
+    before = [" ".join(line.split()) for line in old_text[:DEF_CHARS].replace(gone[0], new[0]).splitlines()]
+    before = [line for line in before if line]
+    after = {" ".join(line.split()) for line in new_text[:DEF_CHARS].splitlines()}
+    if not before or sum(line in after for line in before) * 2 <= len(before):
         return defs
     return [f"{n} [was {gone[0]}]" if n == new[0] else n for n in defs]
 
