@@ -164,3 +164,13 @@ def test_a_fix_tells_what_it_changed_before_the_other_runs_and_in_brief_keeps_th
         "I'll switch to a versioned key.; then changed cache.py (`KEY = f'{name}:v2'`), ran `make build`; "
         "passed: ran `make check`"
     )
+
+
+def test_a_failure_with_several_findings_left_open_is_carried_to_the_next_summary() -> None:
+    messages = _clash()[:5]  # the lint run failed with two findings; nothing fixed it
+    first = build(messages)
+    assert 'Still failing: `quill lint --strict src/gauge/meter.lang` failed: "[D] Nested widget path' in first
+    later = [user("Also add a docstring to the probe."), asst(text("Added the docstring."))]
+    second = OfflineSummarizer(scale=False).build(SummaryRequest(messages=later, previous_summary=first))
+    state = second.split("\n## ", 1)[0]
+    assert "Still failing: `quill lint --strict src/gauge/meter.lang`" in state

@@ -282,7 +282,7 @@ def _earlier(request: SummaryRequest) -> SummaryDoc | None:
 
 _ROOT_RE = re.compile(r"^Project root: (\S+)")
 _LIST_RE = re.compile(r" \(\+\d+ more\)$")
-_FAILING_RE = re.compile(r'^`(.+?)`.*? failed(?: again \(.*?\))?(?: \d+ times)?: "(.*?)"(?: -> |$)')
+_FAILING_RE = re.compile(r'^`(.+?)`.*? failed(?: again \(.*?\))?(?: \d+ times)?: "(.*?)"(?: \(also .*?\))?(?: -> |$)')
 
 
 def _root_of(earlier: SummaryDoc | None) -> str | None:

@@ -80,7 +80,7 @@ def problem_text(problem: Problem, limit: int = 500) -> str:
     times = f" {problem.times} times" if problem.times > 1 else ""
     again = " again (it had been fixed before)" if problem.again < 0 else ""
     text = f"{problem.what} failed{again}{times}: {_quote(problem.line, 200)}"
-    if problem.also and limit >= 300:
+    if problem.also and limit > 400:  # a task block's, not the state's one-line account
         text += " (also " + "; ".join(_quote(line, 110) for line in problem.also) + ")"
     if problem.fixed:
         text += " -> fixed" + (f": {problem.fix}" if problem.fix else "")
