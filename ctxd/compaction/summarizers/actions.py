@@ -19,7 +19,9 @@ from ctxd.compaction.summarizers.mining import head
 from ctxd.formats.injected import ANSI_RE
 from ctxd.formats.lazy_re import lazy_compile
 
-Kind = Literal["commit", "push", "branch", "claim", "close", "show", "ready", "list", "create", "pr", "stage"]
+Kind = Literal[
+    "commit", "push", "branch", "claim", "close", "show", "ready", "list", "create", "pr", "stage", "discard"
+]
 
 HEAD_CHARS = 6_000
 TAIL_CHARS = 3_000
@@ -265,6 +267,31 @@ def _gh(noun: str, verb: str, rest: str, output: str, ok: bool) -> list[Action]:
     return []
 
 
+def _discarded(sub: str, part: str) -> str | None:
+    """The paths a git command threw the uncommitted changes of away ("" for every path), or None when it keeps
+    them: ``checkout -- PATHS`` or ``checkout .``, ``restore PATHS`` (not ``--staged`` alone), ``reset --hard``,
+    ``stash`` (its push, not its other verbs)."""
+    args = part.split()[2:]
+    if sub == "checkout":
+        if "--" in args:
+            paths = args[args.index("--") + 1 :]
+        elif args and all(a in (".", ":/") for a in args):
+            paths = args
+        else:
+            return None
+    elif sub == "restore":
+        if "--staged" in args and "--worktree" not in args and "-W" not in args:
+            return None
+        paths = [a for a in args if not a.startswith("-")]
+    elif sub == "reset":
+        return "" if "--hard" in args else None
+    elif sub == "stash":
+        return "" if not args or args[0] in ("push", "save", "-u", "--include-untracked", "-k") else None
+    else:
+        return None
+    return "" if not paths or any(p in (".", ":/", "*") for p in paths) else " ".join(paths)
+
+
 def actions_of(command: str, output: str, ok: bool) -> list[Action]:
     """What ``command`` did (its output read for the result), in order; [] when nothing a summary tells."""
     found: list[Action] = []
@@ -290,6 +317,9 @@ def actions_of(command: str, output: str, ok: bool) -> list[Action]:
                     found.append(Action("push", pushed.group(2) or "", pushed.group(4)))
                 elif "Everything up-to-date" in text:
                     found.append(Action("push", "", "up to date"))
+            elif (discarded := _discarded(sub, part)) is not None and ok:
+                # Changes thrown away: what is not committed is no longer changed (the paths, or "" for all).
+                found.append(Action("discard", text=discarded))
             elif sub in ("checkout", "switch", "branch", "worktree") and ok:
                 branch = _BRANCH_RE.search(part)
                 if branch is not None:

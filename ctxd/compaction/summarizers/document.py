@@ -219,6 +219,21 @@ def _norm(item: str) -> str:
     return " ".join(item.lower().split())
 
 
+_OMITTED_RE = re.compile(r"\s*\[\.\.\.\d+ chars omitted\.\.\.\]\s*")
+
+
+def same_text(a: str, b: str) -> bool:
+    """Whether ``a`` and ``b`` are one text, each possibly cut in the middle to a different length (an earlier
+    summary's goal and the same request read again from the range)."""
+    pa = [_norm(p) for p in _OMITTED_RE.split(a)]
+    pb = [_norm(p) for p in _OMITTED_RE.split(b)]
+    if len(pa) == 1 and len(pb) == 1:
+        return pa[0] == pb[0]
+    head = min(len(pa[0]), len(pb[0]))
+    tail = min(len(pa[-1]), len(pb[-1]))
+    return head >= 40 and pa[0][:head] == pb[0][:head] and pa[-1][len(pa[-1]) - tail :] == pb[-1][len(pb[-1]) - tail :]
+
+
 def dedupe(items: list[str]) -> list[str]:
     seen: set[str] = set()
     out: list[str] = []
@@ -298,7 +313,10 @@ def merge(old: SummaryDoc, new: SummaryDoc, *, continued: bool = False) -> Summa
     """``new`` with ``old`` folded in. With ``continued``, ``new``'s first task goes on with ``old``'s last (the
     range began in the middle of it): its lines are added to that block, under the new heading."""
     goal = old.goal[:1] or new.goal[:1]
-    later = [g for g in [*old.goal[1:], *new.goal] if _norm(g.removeprefix(LATER)) != _norm(goal[0] if goal else "")]
+    later: list[str] = []
+    for g in [*old.goal[1:], *new.goal]:
+        if not (goal and same_text(g.removeprefix(LATER), goal[0])) and not any(same_text(g, k) for k in later):
+            later.append(g)
     tasks = list(old.tasks)
     fresh = list(new.tasks)
     if continued and tasks and fresh:
@@ -315,7 +333,7 @@ def merge(old: SummaryDoc, new: SummaryDoc, *, continued: bool = False) -> Summa
     tasks.extend(fresh)
     return SummaryDoc(
         state=new.state,  # what an earlier range left open was carried into the new one by its episodes
-        goal=goal + cap(dedupe(later), 3),
+        goal=goal + cap(later, 3),
         items=new.items or old.items,  # the new range began from the old list (see offline._carried)
         said=dedupe(old.said + new.said),
         constraints=cap(dedupe(old.constraints + new.constraints), 150, head=30),

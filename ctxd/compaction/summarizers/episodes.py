@@ -718,7 +718,7 @@ class _Builder:
     def act(self, index: int, episode: Episode, action: Action) -> None:
         story = self.story
         kind = action.kind
-        if kind in ("commit", "push", "stage", "branch"):
+        if kind in ("commit", "push", "stage", "branch", "discard"):
             story.git = True
         if kind == "show" and action.ref:
             if action.text:
@@ -765,6 +765,8 @@ class _Builder:
                 story.branch = action.branch
             _commit(story.uncommitted, self.staged)
             self.staged = []
+        elif kind == "discard":
+            _discard(story.uncommitted, action.text.split())
         elif kind == "push":
             # A push takes every commit made so far, an earlier task's too.
             for earlier in story.episodes:
@@ -1003,12 +1005,33 @@ def _says_created(message: Message) -> bool:
     return "created" in text or "new file" in text
 
 
+def _under(path: str, spec: str) -> bool:
+    """Whether ``path`` is ``spec`` or lies in it (``spec`` may be relative to a folder ``path`` names in full)."""
+    return path == spec or path.endswith("/" + spec) or ("/" + spec + "/") in path or path.startswith(spec + "/")
+
+
 def _changed(uncommitted: dict[str, str], path: str, kind: str) -> None:
-    """Note a change of ``path`` since the last commit (most recent last)."""
+    """Note a change of ``path`` since the last commit (most recent last); a folder deleted takes what was
+    noted in it."""
     before = uncommitted.pop(path, None)
-    if kind == "deleted" and before == "created":
-        return  # created and deleted since the last commit: no change at all
+    if kind == "deleted":
+        folder = path.rstrip("/")
+        same = [p for p in uncommitted if not folder.startswith("/") and p.endswith("/" + folder)]
+        if any(uncommitted.pop(p) == "created" for p in same):
+            before = "created"  # the same path, named in full when it was made
+        inside = [p for p in uncommitted if p.startswith(folder + "/") or ("/" + folder + "/") in p]
+        made = [uncommitted.pop(p) == "created" for p in inside]
+        if before == "created" or (before is None and made and all(made)):
+            return  # created and deleted since the last commit: no change at all
     uncommitted[path] = "created" if before == "created" else kind
+
+
+def _discard(uncommitted: dict[str, str], specs: list[str]) -> None:
+    """Take out what a discard (``git checkout -- .``, ``git reset --hard`` ...) put back as committed: every
+    tracked change under ``specs`` (all of them when empty). A file created since stays: git does not track it."""
+    for path, kind in list(uncommitted.items()):
+        if kind != "created" and (not specs or any(_under(path, s.rstrip("/")) for s in specs)):
+            del uncommitted[path]
 
 
 _ALL = frozenset({".", "-A", "--all", "-u", "--update", ":/", "*"})
@@ -1022,9 +1045,7 @@ def _commit(uncommitted: dict[str, str], staged: list[str]) -> None:
         uncommitted.clear()
         return
     for path in list(uncommitted):
-        if any(
-            path == s or path.endswith("/" + s) or ("/" + s + "/") in path or path.startswith(s + "/") for s in specs
-        ):
+        if any(_under(path, s) for s in specs):
             del uncommitted[path]
 
 
