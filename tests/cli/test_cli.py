@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from conftest import REPO, reference
-from factories import assistant, chain, user, write
+from helpers.factories import assistant, chain, user, write
 from hypothesis import given, settings
 from hypothesis import strategies as st
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from conftest import REPO
-from factories import assistant, chain, user, write
+from helpers.factories import assistant, chain, user, write
 
 EXIT_OK, EXIT_FINDINGS, EXIT_ERROR, EXIT_BUG = 0, 1, 2, 70  # as README and `ctxd --help` document them
 

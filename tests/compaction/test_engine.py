@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 from conftest import REPO, reference
-from factories import assistant, chain, compaction, entry, tool_result, user, write
+from helpers.factories import assistant, chain, compaction, entry, tool_result, user, write
 
 from ctxd.compaction.branching import branch
 from ctxd.compaction.engine import HookDecision, compact, dry_run

@@ -8,7 +8,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from factories import assistant, tool_result, user, write
+from helpers.factories import assistant, tool_result, user, write
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 

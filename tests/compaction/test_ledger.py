@@ -7,8 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from factories import assistant, entry, tool_result, user, write
-from planted import ERROR, GOAL, NEVER, PATH, VALIDATE
+from helpers.factories import assistant, entry, tool_result, user, write
+from helpers.planted import ERROR, GOAL, NEVER, PATH, VALIDATE
 
 from ctxd.compaction.engine import compact
 from ctxd.compaction.external import Preparation, summarize_preparation

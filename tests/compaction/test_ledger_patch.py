@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from planted import ERROR, GOAL, NEVER, PATH, VALIDATE
+from helpers.planted import ERROR, GOAL, NEVER, PATH, VALIDATE
 
 from ctxd.compaction.fileops import format_file_blocks
 from ctxd.compaction.ledger_update import advance

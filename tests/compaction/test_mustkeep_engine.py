@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from factories import assistant, tool_result, user, write
 from fakes.openai_server import FakeOpenAIServer, reply
+from helpers.factories import assistant, tool_result, user, write
 
 from ctxd.compaction.engine import HookDecision, compact, dry_run_with_facts
 from ctxd.compaction.plan import CompactionPlan

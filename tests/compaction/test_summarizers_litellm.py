@@ -26,7 +26,7 @@ from fakes.openai_server import (  # tests/ is on sys.path (it holds conftest.py
     server_error,
     slow,
 )
-from summary_shape import assert_summary_shape
+from helpers.summary_shape import assert_summary_shape
 
 from ctxd import llm
 from ctxd.compaction.summarizers import LiteLLMSummarizer, SummarizerError, SummaryRequest, create_summarizer

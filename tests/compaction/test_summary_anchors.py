@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from conftest import reference
-from factories import assistant, tool_result, user, write
+from helpers.factories import assistant, tool_result, user, write
 
 from ctxd.compaction.engine import compact
 from ctxd.compaction.external import Preparation, summarize_preparation

@@ -220,9 +220,9 @@ def test_the_plans_next_open_item_is_a_ledger_fact_until_a_newer_next_step_super
 async def test_a_later_compaction_applies_its_ticks_to_the_plan_an_earlier_range_wrote(tmp_path: Path) -> None:
     """ctxd's own compactions carry the plan document in ``details.ctxd.plans``: the second range only ticks
     boxes (no write, no whole read), and its summary shows the plan as those ticks left it."""
-    from factories import assistant as entry_assistant
-    from factories import tool_result, write
-    from factories import user as entry_user
+    from helpers.factories import assistant as entry_assistant
+    from helpers.factories import tool_result, write
+    from helpers.factories import user as entry_user
 
     from ctxd.compaction.engine import compact
     from ctxd.compaction.settings import CompactionSettings

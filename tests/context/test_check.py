@@ -13,9 +13,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from broken import line, nested, non_utf8, write_raw
 from conftest import REPO
-from factories import TS, assistant, chain, compaction, header, tool_result, user
+from helpers.broken import line, nested, non_utf8, write_raw
+from helpers.factories import TS, assistant, chain, compaction, header, tool_result, user
 
 from ctxd.context.check import check_session
 from ctxd.context.repair import repair

@@ -8,7 +8,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from histories import rich_entry
+from helpers.histories import rich_entry
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from test_live_context import OPS, _apply

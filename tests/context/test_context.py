@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 from conftest import reference
-from factories import assistant, chain, compaction, entry, tool_result, user, write
+from helpers.factories import assistant, chain, compaction, entry, tool_result, user, write
 
 from ctxd.context.build import build_context
 from ctxd.context.openai import to_openai

@@ -10,7 +10,7 @@ import os
 from pathlib import Path
 
 import pytest
-from factories import assistant, chain, tool_result, user, write
+from helpers.factories import assistant, chain, tool_result, user, write
 
 from ctxd.compaction.plan import CompactionPlan, plan_compaction
 from ctxd.context import live_rows as live_rows_module

@@ -13,10 +13,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import broken
 import pytest
-from factories import assistant, chain, compaction, context_edit, header, tool_result, user, write
-from histories import history_entry
+from helpers import broken
+from helpers.factories import assistant, chain, compaction, context_edit, header, tool_result, user, write
+from helpers.histories import history_entry
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 

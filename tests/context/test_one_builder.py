@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from factories import assistant, chain, context_edit, tool_result, user, write
+from helpers.factories import assistant, chain, context_edit, tool_result, user, write
 
 from ctxd.cli import main as cli_main
 from ctxd.context import live as live_module

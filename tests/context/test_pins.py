@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 from conformance.pi_answers import oracle_missing, pi_answers
-from factories import assistant, tool_result, user, write
+from helpers.factories import assistant, tool_result, user, write
 
 from ctxd.compaction.engine import compact, dry_run
 from ctxd.compaction.settings import CompactionSettings

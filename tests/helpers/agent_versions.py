@@ -8,7 +8,7 @@ import os
 import re
 from pathlib import Path
 
-FILE = Path(__file__).resolve().parents[1] / "scripts" / "versions.env"
+FILE = Path(__file__).resolve().parents[2] / "scripts" / "versions.env"
 _LINE = re.compile(r'^([A-Z0-9_]+)="\$\{\1:-([^}"]+)\}"$')
 
 

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from factories import header
+from helpers.factories import header
 
 
 def line(obj: dict[str, Any]) -> bytes:

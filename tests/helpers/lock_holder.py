@@ -1,4 +1,4 @@
-"""A second process that holds a file's write lock (``flock``): ``python tests/lock_holder.py PATH SECONDS``.
+"""A second process that holds a file's write lock (``flock``): ``python tests/helpers/lock_holder.py PATH SECONDS``.
 
 It prints ``locked`` once it holds the lock, then keeps it for SECONDS (or until killed).  The tests of
 the store and of the daemon run it to stand for another writer that keeps the lock.

@@ -1,7 +1,7 @@
-"""atheris's target: the sanitizer build of the native scanner against the Python path (tests/native_fuzz.py
+"""atheris's target: the sanitizer build of the native scanner against the Python path (tests/native/native_fuzz.py
 starts it; run it through that, not alone: it needs the ASan runtime preloaded).
 
-Each input is a chunk of lines. The contract is tests/test_native_scan.py's: a chunk is taken whole or declined
+Each input is a chunk of lines. The contract is tests/native/test_native_scan.py's: a chunk is taken whole or declined
 whole (taken exactly when the scanner takes each of its lines alone), and for every line of a chunk it takes,
 msgspec decodes the line, it is clean, the head decoded from its reduced line equals ``decode_head`` of the line,
 and each estimate equals ``estimate_line``. The bytes after the chunk's end (part of a next line) must change
@@ -18,7 +18,7 @@ from pathlib import Path
 import atheris  # type: ignore[import-not-found]
 
 HERE = Path(__file__).resolve().parent
-sys.path[:0] = [str(HERE.parent), str(HERE)]
+sys.path[:0] = [str(HERE.parents[1]), str(HERE.parent), str(HERE)]
 
 import ctxd  # noqa: E402
 

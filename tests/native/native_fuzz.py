@@ -5,10 +5,10 @@ path with atheris (coverage-guided: libFuzzer, inside atheris's wheel).
 edge of the scanner counts for libFuzzer's coverage, every out-of-bounds access or undefined operation stops the
 run) into ``.cache/fuzz/build``, again whenever the C file changed. :func:`run` starts ``fuzz_native_target.py``
 with atheris's ASan runtime preloaded (a Python that is not instrumented loads an instrumented extension so) for
-a bounded time. ``make test`` runs it for tens of seconds (tests/test_native_fuzz.py), ``make fuzz`` for longer
+a bounded time. ``make test`` runs it for tens of seconds (tests/native/test_native_fuzz.py), ``make fuzz`` for longer
 with a corpus kept in ``.cache/fuzz/corpus``.
 
-    python tests/native_fuzz.py [SECONDS]        # what `make fuzz` runs
+    python tests/native/native_fuzz.py [SECONDS]        # what `make fuzz` runs
 
 clang comes from the machine (Debian's clang-14: ``scripts/clang.sh`` installs it; CI's ``.ci/run`` calls it).
 """
@@ -22,7 +22,7 @@ import sys
 import sysconfig
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 SOURCE = REPO / "ctxd" / "_native.c"
 BUILD = REPO / ".cache" / "fuzz" / "build"
 MODULE = BUILD / "ctxd" / "_native.abi3.so"

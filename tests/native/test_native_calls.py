@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from factories import assistant, chain, tool_result, user, write
+from helpers.factories import assistant, chain, tool_result, user, write
 from native_paths import Paths, native_scan
 
 from ctxd.compaction import plan_rows

@@ -1,6 +1,7 @@
 """The native scanner under AddressSanitizer and UndefinedBehaviorSanitizer, fuzzed against the Python path for a
-bounded time (issue 30, item 8): tests/native_fuzz.py builds it with clang, tests/fuzz_native_target.py is the
-target. ``make test`` runs this for ``CTXD_FUZZ_SECONDS`` (30 by default); ``make fuzz`` runs longer.
+bounded time (issue 30, item 8): tests/native/native_fuzz.py builds it with clang,
+tests/native/fuzz_native_target.py is the target. ``make test`` runs this for ``CTXD_FUZZ_SECONDS`` (30 by
+default); ``make fuzz`` runs longer.
 
 A second run fuzzes a copy of the scanner with a bug planted where only coverage guidance leads (a read of a
 freed block, behind the ``\\/`` escape of a string): the run must stop on ASan's report, or the harness proves

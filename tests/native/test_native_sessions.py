@@ -20,10 +20,10 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-import broken
 import pytest
 from conftest import LOCAL, SHARED
-from factories import header
+from helpers import broken
+from helpers.factories import header
 from native_paths import Paths, check_estimates, native_scan, observe, outcome, same
 
 from ctxd.formats.codec import decode_head
@@ -31,7 +31,7 @@ from ctxd.formats.depth import MAX_DEPTH, depth
 from ctxd.tree import session as session_module
 from ctxd.tree.session import Session
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "tests" / "conformance"))
 from pi_scenarios import SCENARIOS  # type: ignore[import-not-found]  # noqa: E402
 
@@ -292,7 +292,7 @@ def test_appends_read_by_refresh_alike(paths: Paths, counting: Counting, gen: Mo
 
 @pytest.fixture
 def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A private persistent index (as tests/test_index_cache.py): every file kept, heads let go."""
+    """A private persistent index (as tests/store/test_index_cache.py): every file kept, heads let go."""
     home = tmp_path / "cache-home"
     monkeypatch.setenv("XDG_CACHE_HOME", str(home))
     monkeypatch.delenv("CTXD_INDEX_CACHE", raising=False)

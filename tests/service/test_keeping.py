@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
-from factories import assistant, chain, compaction, header, tool_result, user, write
-from lock_holder import SCRIPT
+from helpers.factories import assistant, chain, compaction, header, tool_result, user, write
+from helpers.lock_holder import SCRIPT
 from test_service import Gate
 
 from ctxd.compaction.settings import CompactionSettings

@@ -20,7 +20,7 @@ import attrs
 
 from ctxd.service import history_types, protocol
 
-PROTOCOL_TS = Path(__file__).resolve().parent.parent / "clients" / "typescript" / "src" / "protocol.ts"
+PROTOCOL_TS = Path(__file__).resolve().parents[2] / "clients" / "typescript" / "src" / "protocol.ts"
 
 
 def python_classes() -> dict[str, type]:

@@ -43,7 +43,7 @@ class Replay:
     """A transcript written line by line as the agent wrote it, with ctxd's hooks run against a state dir."""
 
     def __init__(self, tmp: Path, agent: str, name: str) -> None:
-        source = reference("claude", name) if agent == "claude" else Path(__file__).parent / "data" / agent / name
+        source = reference("claude", name) if agent == "claude" else Path(__file__).parents[1] / "data" / agent / name
         self.lines = source.read_bytes().splitlines(keepends=True)
         self.cuts = _cuts(self.lines, agent)
         self.agent = agent

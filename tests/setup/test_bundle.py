@@ -10,7 +10,7 @@ import pytest
 
 from ctxd.setup.bundle import BUNDLE, files
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 @pytest.mark.parametrize("name", ["claude-code", "pi", "client-ts", "neovim", "codex", "opencode"])

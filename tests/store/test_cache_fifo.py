@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from conftest import REPO
-from factories import assistant, chain, user, write
+from helpers.factories import assistant, chain, user, write
 
 from ctxd.store import index_cache
 

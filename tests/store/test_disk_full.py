@@ -12,9 +12,9 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
-import mounts
 import pytest
 from conftest import REPO
+from helpers import mounts
 
 from ctxd.errors import SessionError
 from ctxd.store.create import create_session

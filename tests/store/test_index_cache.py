@@ -10,9 +10,9 @@ import stat
 from pathlib import Path
 from typing import Any
 
-import broken
 import pytest
-from factories import header
+from helpers import broken
+from helpers.factories import header
 
 from ctxd.compaction.plan import NothingToCompact, plan_compaction
 from ctxd.context.build import build_context

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import attrs
-from factories import header
+from helpers.factories import header
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from conftest import reference
-from factories import assistant, chain, header, tool_result, user, write
+from helpers.factories import assistant, chain, header, tool_result, user, write
 
 from ctxd.errors import BadHeaderError, EntryNotFoundError, InvalidEntryError
 from ctxd.store.create import create_session

@@ -11,9 +11,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from broken import line, nested, non_utf8, write_raw
 from conftest import REPO, reference
-from factories import assistant, chain, tool_result, user
+from helpers.broken import line, nested, non_utf8, write_raw
+from helpers.factories import assistant, chain, tool_result, user
 
 import ctxd.store.scan as scan
 from ctxd.context.build import build_context

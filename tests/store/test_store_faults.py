@@ -31,7 +31,7 @@ from ctxd.store.create import create_session
 from ctxd.store.session_file import SessionFile
 from ctxd.tree.session import Session
 
-REPO = str(Path(__file__).resolve().parent.parent)
+REPO = str(Path(__file__).resolve().parents[2])
 
 pytestmark = pytest.mark.slow
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from conftest import REPO
-from factories import assistant, chain, header, user, write
+from helpers.factories import assistant, chain, header, user, write
 
 import ctxd.store.listing as listing
 from ctxd.errors import BadHeaderError, SessionError

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from conftest import reference
-from lock_holder import SCRIPT
+from helpers.lock_holder import SCRIPT
 
 from ctxd.errors import ReadOnlySessionError, SessionError, SessionLockedError
 from ctxd.store import locks

@@ -2,7 +2,7 @@
 lock, so ctxd waits for it, never writes after it, and never moves or truncates it.
 
 The other writer here is a thread appending the way pi does (its own O_APPEND descriptor, no lock),
-timed to land in the moments that matter; tests/test_store_faults.py runs real processes at speed.
+timed to land in the moments that matter; tests/store/test_store_faults.py runs real processes at speed.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from factories import assistant, chain, user, write
+from helpers.factories import assistant, chain, user, write
 
 import ctxd.store.session_file as session_file
 from ctxd.store.session_file import Durability, SessionFile

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from factories import assistant, chain, user, write
+from helpers.factories import assistant, chain, user, write
 
 from ctxd.errors import InvalidEntryError
 from ctxd.store.session_file import SessionFile

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from factories import assistant, entry, user, write
+from helpers.factories import assistant, entry, user, write
 
 from ctxd.tree.index import NONE
 from ctxd.tree.session import Session

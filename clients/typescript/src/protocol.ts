@@ -152,7 +152,7 @@ export interface SessionSummary {
 }
 
 // session/list, session/open, session/create, session/append, session/entry, session/label, session/pin
-// (ctxd/service/protocol.py; tests/test_protocol_ts.py compares every params class field by field).
+// (ctxd/service/protocol.py; tests/service/test_protocol_ts.py compares every params class field by field).
 
 export interface SessionListParams {
   roots?: string[] | null;
