@@ -49,7 +49,7 @@ NEVER = (
     "ctxd.service.registry",
     "ctxd.store.opencode",
 )
-NEVER_IN_A_HOOK = (*NEVER, "argparse", "secrets", "ctxd.compaction.plan", "ctxd.store.listing")
+NEVER_IN_A_HOOK = (*NEVER, "argparse", "secrets", "ctxd.compaction.cut.plan", "ctxd.store.listing")
 
 
 def modules_after(args: list[str], tmp_path: Path, stdin: bytes = b"") -> list[str]:

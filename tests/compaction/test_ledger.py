@@ -13,11 +13,11 @@ from helpers.planted import ERROR, GOAL, NEVER, PATH, VALIDATE
 from ctxd.compaction.engine import compact
 from ctxd.compaction.external import Preparation, summarize_preparation
 from ctxd.compaction.ledger import Ledger
-from ctxd.compaction.ledger_update import advance, seed
-from ctxd.compaction.mustkeep import patch_summary
+from ctxd.compaction.ledger.mustkeep import patch_summary
+from ctxd.compaction.ledger.update import advance, seed
+from ctxd.compaction.reading.facts import scan, user_words
 from ctxd.compaction.settings import CompactionSettings
-from ctxd.compaction.summarizers import OfflineSummarizer
-from ctxd.compaction.summarizers.facts import scan, user_words
+from ctxd.compaction.summary import OfflineSummarizer
 from ctxd.service.facts import session_facts
 from ctxd.tree.session import Session
 

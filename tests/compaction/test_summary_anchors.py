@@ -14,7 +14,7 @@ from helpers.factories import assistant, tool_result, user, write
 from ctxd.compaction.engine import compact
 from ctxd.compaction.external import Preparation, summarize_preparation
 from ctxd.compaction.settings import CompactionSettings
-from ctxd.compaction.summarizers import OfflineSummarizer, SummarizerError, SummaryRequest, SummaryResult
+from ctxd.compaction.summary import OfflineSummarizer, SummarizerError, SummaryRequest, SummaryResult
 from ctxd.tree.session import Session
 
 

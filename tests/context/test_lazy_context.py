@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from helpers.factories import assistant, chain, tool_result, user, write
 
-from ctxd.compaction.plan import CompactionPlan, plan_compaction
+from ctxd.compaction.cut.plan import CompactionPlan, plan_compaction
 from ctxd.context import live_rows as live_rows_module
 from ctxd.context.build import Context, build_context
 from ctxd.context.live import live_context

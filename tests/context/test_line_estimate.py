@@ -12,7 +12,7 @@ import msgspec
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ctxd.compaction.fileops import FileOps, call_file_ops, extract_file_ops
+from ctxd.compaction.reading.fileops import FileOps, call_file_ops, extract_file_ops
 from ctxd.context.line_estimate import Call, clean, estimate_and_calls, estimate_line, line_calls
 from ctxd.context.rules import entry_message
 from ctxd.context.tokens import estimate_tokens, js_json_len, js_json_len_raw

@@ -20,7 +20,7 @@ from helpers.histories import history_entry
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from ctxd.compaction.plan import NothingToCompact, plan_compaction
+from ctxd.compaction.cut.plan import NothingToCompact, plan_compaction
 from ctxd.context.build import build_context, context_size
 from ctxd.context.live import live_context, size_of
 from ctxd.context.pins import pin_entry

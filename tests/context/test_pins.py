@@ -16,7 +16,7 @@ from helpers.factories import assistant, tool_result, user, write
 
 from ctxd.compaction.engine import compact, dry_run
 from ctxd.compaction.settings import CompactionSettings
-from ctxd.compaction.summarizers import OfflineSummarizer
+from ctxd.compaction.summary import OfflineSummarizer
 from ctxd.context.build import build_context, context_size
 from ctxd.context.pins import PINNED_TYPE, pin_entry
 from ctxd.context.view import project

@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 
 import pytest
 
-from ctxd.compaction.plan import NothingToCompact, plan_compaction
+from ctxd.compaction.cut.plan import NothingToCompact, plan_compaction
 from ctxd.context.live import live_context
 from ctxd.context.rules import entry_message
 from ctxd.context.tokens import estimate_tokens

@@ -12,8 +12,8 @@ import pytest
 from helpers.factories import assistant, chain, tool_result, user, write
 from native_paths import Paths, native_scan
 
-from ctxd.compaction import plan_rows
-from ctxd.compaction.plan import plan_compaction
+from ctxd.compaction.cut import rows as plan_rows
+from ctxd.compaction.cut.plan import plan_compaction
 from ctxd.store.calls import NOTED, UNKNOWN
 from ctxd.tree import session as session_module
 from ctxd.tree.session import Session

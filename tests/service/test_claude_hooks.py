@@ -20,7 +20,7 @@ from conftest import reference
 
 from ctxd.cli.hook import load_settings, run
 from ctxd.compaction.recall import RECALL_HINT
-from ctxd.compaction.summarizers.prompts import SHAPE_INSTRUCTIONS
+from ctxd.compaction.summary.prompts import SHAPE_INSTRUCTIONS
 from ctxd.service.claude_facts import transcript_facts
 from ctxd.service.claude_hooks import (
     FACTS_HEADING,

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from ctxd.compaction.settings import CompactionSettings
-from ctxd.compaction.summarizers import SummaryRequest, SummaryResult
+from ctxd.compaction.summary import SummaryRequest, SummaryResult
 from ctxd.service import protocol as p
 from ctxd.service.config import Config
 from ctxd.service.service import Service

@@ -14,7 +14,7 @@ import pytest
 from helpers import broken
 from helpers.factories import header
 
-from ctxd.compaction.plan import NothingToCompact, plan_compaction
+from ctxd.compaction.cut.plan import NothingToCompact, plan_compaction
 from ctxd.context.build import build_context
 from ctxd.context.live import live_context
 from ctxd.store import index_cache, native, private

@@ -17,8 +17,8 @@ from typing import Any
 
 import attrs
 
-from ctxd.compaction.fileops import FileOps, file_lists
-from ctxd.compaction.plan_rows import Rows, file_ops_of, messages_of
+from ctxd.compaction.cut.rows import Rows, file_ops_of, messages_of
+from ctxd.compaction.reading.fileops import FileOps, file_lists
 from ctxd.context.answers import Context
 from ctxd.context.live import live_context
 from ctxd.context.live_state import LazyRow, State
@@ -54,7 +54,7 @@ class CompactionPlan:
 
     @property
     def messagesToSummarize(self) -> list[dict[str, Any]]:
-        """The messages to summarise (decoded when first read: see ``ctxd.compaction.plan_rows``)."""
+        """The messages to summarise (decoded when first read: see ``ctxd.compaction.cut.rows``)."""
         found = self._to_summarize = messages_of(self._to_summarize)
         return found
 

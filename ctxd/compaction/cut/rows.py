@@ -13,7 +13,7 @@ from itertools import compress, repeat
 from operator import attrgetter, is_
 from typing import Any
 
-from ctxd.compaction.fileops import FileOps, add_calls, extract_file_ops
+from ctxd.compaction.reading.fileops import FileOps, add_calls, extract_file_ops
 from ctxd.context.line_estimate import line_calls, noted_calls
 from ctxd.context.live_state import Agent
 from ctxd.context.rows import ContextMessage, by_read

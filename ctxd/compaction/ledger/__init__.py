@@ -1,11 +1,11 @@
 """The fact ledger: one model of a session's must-keep facts, carried from compaction to compaction.
 
-A compaction's fact sheet (:mod:`ctxd.compaction.mustkeep`) says what a summary of *one* range must keep. The
+A compaction's fact sheet (:mod:`ctxd.compaction.ledger.mustkeep`) says what a summary of *one* range must keep. The
 ledger is what the whole session must keep: the facts of every summarised range, accumulated, each with its
 kind, text, where it was first and last seen (entry id and/or line, time where known, and which compaction), and
 a status: ``open``, ``resolved`` (an error fixed) or ``superseded`` (a request replaced by a later one, a
 constraint the user took back, a plan replaced). The goal is the session's first genuine request and never
-changes. How a ledger moves on by one range is :mod:`ctxd.compaction.ledger_update`.
+changes. How a ledger moves on by one range is :mod:`ctxd.compaction.ledger.update`.
 
 Where it is stored: ``details.ctxd.ledger`` of a compaction entry (ctxd's own compactions and the ones the pi
 extension writes), and the session's notes in ctxd's state dir for agents whose compactions ctxd only
@@ -21,7 +21,7 @@ from typing import Any
 
 import attrs
 
-from ctxd.compaction.mustkeep import KINDS, Fact, FactSheet
+from ctxd.compaction.ledger.mustkeep import KINDS, Fact, FactSheet
 
 STATUSES = ("open", "resolved", "superseded")
 VERSION = 1
@@ -43,7 +43,7 @@ class Seen:
 @attrs.define
 class LedgerFact:
     kind: str
-    """One of :data:`ctxd.compaction.mustkeep.KINDS`."""
+    """One of :data:`ctxd.compaction.ledger.mustkeep.KINDS`."""
     text: str
     probes: list[str]
     """As a fact sheet's: the fact is in a summary if any probe occurs in it."""

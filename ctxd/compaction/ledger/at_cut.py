@@ -3,7 +3,7 @@
 Both compaction paths that write an entry's ``details`` use it: ctxd's own (:mod:`ctxd.compaction.engine`, the
 previous ledger read from the previous compaction entry, where each message lies read from the session) and
 an agent's (:mod:`ctxd.compaction.external`, the previous ledger handed over in ``previousDetails``, times read
-from the messages). The Claude Code hooks use :mod:`ctxd.compaction.ledger_update` directly.
+from the messages). The Claude Code hooks use :mod:`ctxd.compaction.ledger.update` directly.
 """
 
 from __future__ import annotations
@@ -14,12 +14,12 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from ctxd.compaction.ledger import Ledger, Seen, iso_time
-from ctxd.compaction.ledger_update import absorb, advance, seed
-from ctxd.compaction.mustkeep import FactSheet
+from ctxd.compaction.ledger.mustkeep import FactSheet
+from ctxd.compaction.ledger.update import absorb, advance, seed
 from ctxd.tree.session import Session
 
 if TYPE_CHECKING:
-    from ctxd.compaction.plan import CompactionPlan
+    from ctxd.compaction.cut.plan import CompactionPlan
 
 
 @attrs.frozen
@@ -71,7 +71,7 @@ def ledger_before(session: Session, compaction_id: str) -> Ledger | None:
     """The ledger of the compaction ``compaction_id``; if it has none (made before ledgers, or by the agent
     when ctxd was not there), the newest ledger of an earlier compaction on its path with the must-keep facts
     of the summaries since seeded into it; for an opencode session, whose compactions never hold one, the
-    ledger replayed from its messages (:mod:`ctxd.compaction.ledger_replay`); None when there is none."""
+    ledger replayed from its messages (:mod:`ctxd.compaction.ledger.replay`); None when there is none."""
     file = session.file
     index = file.index.get(compaction_id)
     if index is None:
@@ -89,7 +89,7 @@ def ledger_before(session: Session, compaction_id: str) -> Ledger | None:
         text = body.get("summary")
         later.append(text if isinstance(text, str) else "")
     if file.header.get("agent") == "opencode":  # opencode keeps every message: the ledger is replayed from them
-        from ctxd.compaction.ledger_replay import carry
+        from ctxd.compaction.ledger.replay import carry
 
         replayed = carry(session)
         return replayed.ledger if replayed.through == compaction_id else None
@@ -127,7 +127,7 @@ def plan_ledger(
     where: Sequence[Seen | None] = (),
     plans: Mapping[str, str] | None = None,
 ) -> PlanFacts:
-    """The facts of ``plan`` with ``previous`` carried (see :func:`ctxd.compaction.ledger_update.advance`). The
+    """The facts of ``plan`` with ``previous`` carried (see :func:`ctxd.compaction.ledger.update.advance`). The
     files its messages read and changed are facts of the body; the plan's file lists, with earlier compactions'
     files, are not: every summary ends with them as ``<read-files>``/``<modified-files>`` blocks, and naming them
     twice would only make the summary bigger."""

@@ -16,13 +16,13 @@ import weakref
 from collections.abc import Collection
 from typing import TYPE_CHECKING, Any
 
-from ctxd.compaction.summarizers.facts import user_words
-from ctxd.compaction.summarizers.mining import is_request
+from ctxd.compaction.reading.facts import user_words
+from ctxd.compaction.reading.mining import is_request
 from ctxd.tree.index import NONE
 from ctxd.tree.session import Session
 
 if TYPE_CHECKING:
-    from ctxd.compaction.plan import CompactionPlan
+    from ctxd.compaction.cut.plan import CompactionPlan
 
 MAX_USER_MESSAGES = 200
 """Give up after this many user messages without a request (an automated session)."""

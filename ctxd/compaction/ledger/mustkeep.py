@@ -24,12 +24,12 @@ from typing import Any
 
 import attrs
 
-from ctxd.compaction.fileops import project_root, strip_file_blocks
-from ctxd.compaction.shell import command_matters
-from ctxd.compaction.summarizers.commands import mattering
-from ctxd.compaction.summarizers.facts import Facts, scan
-from ctxd.compaction.summarizers.mining import CORRECTION_RE, head, short
-from ctxd.compaction.summarizers.plans import Plan, latest_plan, next_fact
+from ctxd.compaction.reading.agent_plans import Plan, latest_plan, next_fact
+from ctxd.compaction.reading.facts import Facts, scan
+from ctxd.compaction.reading.fileops import project_root, strip_file_blocks
+from ctxd.compaction.reading.mining import CORRECTION_RE, head, short
+from ctxd.compaction.reading.shell import command_matters
+from ctxd.compaction.summary.commands import mattering
 from ctxd.formats.injected import strip_ansi
 from ctxd.formats.lazy_re import lazy_compile
 
@@ -351,7 +351,7 @@ def must_keep_facts(
     ``previous_summary`` contributes its goal and its ``## Must keep`` items (they were must-keep before);
     ``read_files``/``modified_files`` (a compaction plan's lists, which fold in earlier compactions') add file
     facts for paths the messages do not show; ``goal`` is the session's first request when it comes before
-    ``messages`` (see :mod:`ctxd.compaction.goal`): then it is the goal, whatever the previous summary says.
+    ``messages`` (see :mod:`ctxd.compaction.ledger.goal`): then it is the goal, whatever the previous summary says.
     """
     return sheet_of(scan(messages), previous_summary, read_files, modified_files, goal, latest_plan(messages))
 
@@ -364,8 +364,8 @@ def sheet_of(
     goal: str | None = None,
     plan: Plan | None = None,
 ) -> FactSheet:
-    """:func:`must_keep_facts` of messages already scanned (:func:`ctxd.compaction.summarizers.facts.scan`);
-    ``plan`` is the plan those messages left (:func:`ctxd.compaction.summarizers.plans.latest_plan`)."""
+    """:func:`must_keep_facts` of messages already scanned (:func:`ctxd.compaction.reading.facts.scan`);
+    ``plan`` is the plan those messages left (:func:`ctxd.compaction.reading.agent_plans.latest_plan`)."""
     sheet = _Sheet()
     if goal:
         sheet.add("goal", short(goal, 400), text_probes(goal))

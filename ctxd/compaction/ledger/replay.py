@@ -6,7 +6,7 @@ them; it has no place for ctxd's ledger (pi's compactions carry it in ``details.
 Codex hooks keep it in their notes while they watch each compaction). So the ledger of such a session is a
 function of the session: range ``k`` is what the ``k``-th compaction on the active path summarised (the messages
 after the previous summary, up to the compaction; opencode keeps nothing verbatim across a compaction), and the
-ledger after it is :func:`ctxd.compaction.ledger_update.advance` of the ledger before it by that range. A
+ledger after it is :func:`ctxd.compaction.ledger.update.advance` of the ledger before it by that range. A
 :class:`Carried` says how far a replay went; :func:`carry` goes on from one (what a caller kept) to the newest
 compaction on the path, or starts again from the first when the one it was given is not on the path.
 
@@ -22,10 +22,10 @@ from typing import Any
 
 import attrs
 
-from ctxd.compaction.fileops import extract_file_ops, file_lists
 from ctxd.compaction.ledger import Ledger, Seen, iso_time
-from ctxd.compaction.ledger_update import Advanced, advance
-from ctxd.compaction.mustkeep import FactSheet
+from ctxd.compaction.ledger.mustkeep import FactSheet
+from ctxd.compaction.ledger.update import Advanced, advance
+from ctxd.compaction.reading.fileops import extract_file_ops, file_lists
 from ctxd.context.build import build_context
 from ctxd.tree.session import Session
 
@@ -73,7 +73,7 @@ class Carried:
     compactions: int = 0
     ledger: Ledger | None = None
     plans: dict[str, str] = attrs.field(factory=dict)
-    """The plan documents as the ranges taken in left them (see :mod:`ctxd.compaction.summarizers.plans`)."""
+    """The plan documents as the ranges taken in left them (see :mod:`ctxd.compaction.reading.agent_plans`)."""
     sheet: FactSheet = attrs.field(factory=FactSheet)
     """What the compaction ``through`` had to keep: its range's facts and every open fact carried to it."""
 
@@ -157,7 +157,7 @@ def advance_since(
     plans_from: int = 0,
 ) -> Advanced:
     """``ledger`` (and the plan documents ``plans``) moved on by the messages of ``since`` as compaction ``number``:
-    the range's file operations are facts of its body (see :func:`ctxd.compaction.ledger_update.advance`)."""
+    the range's file operations are facts of its body (see :func:`ctxd.compaction.ledger.update.advance`)."""
     read, modified = file_lists(extract_file_ops(since.messages))
     return advance(
         ledger,

@@ -18,11 +18,11 @@ from typing import Any
 import attrs
 
 from ctxd.compaction.ledger import Ledger, LedgerFact, Seen
-from ctxd.compaction.mustkeep import Fact, FactSheet, must_keep_facts, sheet_of, text_probes
-from ctxd.compaction.summarizers.facts import Facts, scan
-from ctxd.compaction.summarizers.mining import same_subject, short
-from ctxd.compaction.summarizers.plans import documents, latest_plan, plan_source
-from ctxd.compaction.summarizers.serialize import content_text
+from ctxd.compaction.ledger.mustkeep import Fact, FactSheet, must_keep_facts, sheet_of, text_probes
+from ctxd.compaction.reading.agent_plans import documents, latest_plan, plan_source
+from ctxd.compaction.reading.facts import Facts, scan
+from ctxd.compaction.reading.mining import same_subject, short
+from ctxd.compaction.summary.serialize import content_text
 from ctxd.formats.injected import CTXD_MARK, ctxd_blocks
 
 MAX_CLOSED = 60
@@ -31,13 +31,13 @@ MAX_OPEN = {"file-read": 60, "command": 60, "decision": 8, "file-modified": 150,
 """Open facts kept per kind for the kinds that grow with every range (the newest): a bound for sessions of
 thousands of ranges (the ledger is written into every compaction entry, so it stays under about 100 KB);
 every other open fact stays. The file lists themselves are carried whole in ``details``. Decisions: the newest
-eight, as many as a summary keeps (:data:`ctxd.compaction.summarizers.document.MAX_DECISIONS`)."""
+eight, as many as a summary keeps (:data:`ctxd.compaction.summary.document.MAX_DECISIONS`)."""
 _SUPERSEDED_BY_NEWER = ("request", "next")
 """Kinds of which only the newest range's facts are current."""
 _RESOLVABLE = ("constraint", "correction", "stated")
 _OF_THEIR_RANGE = ("command",)
 """Kinds a later summary need not keep: the commands that matter are named by the summary of the range that ran
-them (:func:`ctxd.compaction.summarizers.commands.mattering`), as the offline summary lists them; a later run
+them (:func:`ctxd.compaction.summary.commands.mattering`), as the offline summary lists them; a later run
 updates the fact, and a failure is carried as an ``error`` until a success resolves it. The ledger keeps them
 (``session/facts``); search and expand recover the runs."""
 
@@ -48,7 +48,7 @@ class Advanced:
     sheet: FactSheet
     """What the new summary must keep: the range's facts and every open fact carried from earlier ranges."""
     plans: dict[str, str] = attrs.field(factory=dict)
-    """The plan documents as the range left them (see :func:`ctxd.compaction.summarizers.plans.documents`)."""
+    """The plan documents as the range left them (see :func:`ctxd.compaction.reading.agent_plans.documents`)."""
 
 
 def seed(summary: str | None, goal: str | None = None, blocks: Iterable[str] = ()) -> Ledger:
@@ -184,7 +184,7 @@ def _family(kind: str) -> str:
 
 
 def _rank_of(fact: Fact) -> int:
-    from ctxd.compaction.mustkeep import KINDS
+    from ctxd.compaction.ledger.mustkeep import KINDS
 
     return KINDS.index(fact.kind) if fact.kind in KINDS else len(KINDS)
 

@@ -15,7 +15,7 @@ from typing import Literal
 
 import attrs
 
-from ctxd.compaction.summarizers.mining import head
+from ctxd.compaction.reading.mining import head
 from ctxd.formats.injected import ANSI_RE
 from ctxd.formats.lazy_re import lazy_compile
 

@@ -20,9 +20,9 @@ from typing import Any
 
 import attrs
 
-from ctxd.compaction.fileops import PATH_KEYS, tool_kind
-from ctxd.compaction.summarizers.mining import head
-from ctxd.compaction.summarizers.serialize import content_text
+from ctxd.compaction.reading.fileops import PATH_KEYS, tool_kind
+from ctxd.compaction.reading.mining import head
+from ctxd.compaction.summary.serialize import content_text
 
 _BOX_RE = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+\[([ xX])\]\s+(.*\S)\s*$")
 _NUMBERED_RE = re.compile(r"^\s*\d+[.)]\s+(.*\S)\s*$")

@@ -13,10 +13,10 @@ from typing import Any
 
 import attrs
 
-from ctxd.compaction.fileops import FileOp
-from ctxd.compaction.shell import parse_shell
-from ctxd.compaction.summarizers.mining import CHECK_RE, error_line, exit_codes, head, short
-from ctxd.compaction.summarizers.serialize import content_text
+from ctxd.compaction.reading.fileops import FileOp
+from ctxd.compaction.reading.mining import CHECK_RE, error_line, exit_codes, head, short
+from ctxd.compaction.reading.shell import parse_shell
+from ctxd.compaction.summary.serialize import content_text
 from ctxd.formats.lazy_re import lazy_compile
 
 Message = Mapping[str, Any]

@@ -27,13 +27,14 @@ from typing import Any
 
 import attrs
 
-from ctxd.compaction.fileops import tool_kind
-from ctxd.compaction.shell import command_matters, looks_only, parse_shell
-from ctxd.compaction.summarizers.actions import Action, actions_of, segments
-from ctxd.compaction.summarizers.artifacts import DEF_CHARS, MAX_NAMES, changed_names
-from ctxd.compaction.summarizers.calls import Call
-from ctxd.compaction.summarizers.facts import Facts, scan
-from ctxd.compaction.summarizers.mining import (
+from ctxd.compaction.reading.actions import Action, actions_of, segments
+from ctxd.compaction.reading.agent_plans import TODO_TOOLS as PLAN_KINDS
+from ctxd.compaction.reading.agent_plans import PlanTracker, is_plan_path
+from ctxd.compaction.reading.artifacts import DEF_CHARS, MAX_NAMES, changed_names
+from ctxd.compaction.reading.calls import Call
+from ctxd.compaction.reading.facts import Facts, scan
+from ctxd.compaction.reading.fileops import tool_kind
+from ctxd.compaction.reading.mining import (
     ACK_RE,
     CHECK_RE,
     CORRECTION_RE,
@@ -49,9 +50,8 @@ from ctxd.compaction.summarizers.mining import (
     prose,
     short,
 )
-from ctxd.compaction.summarizers.plans import TODO_TOOLS as PLAN_KINDS
-from ctxd.compaction.summarizers.plans import PlanTracker, is_plan_path
-from ctxd.compaction.summarizers.serialize import content_text
+from ctxd.compaction.reading.shell import command_matters, looks_only, parse_shell
+from ctxd.compaction.summary.serialize import content_text
 from ctxd.formats.lazy_re import lazy_compile
 
 Message = Mapping[str, Any]

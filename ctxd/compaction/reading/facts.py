@@ -19,10 +19,9 @@ from typing import Any, Protocol
 
 import attrs
 
-from ctxd.compaction.fileops import FileOp, classify_call
-from ctxd.compaction.shell import parse_shell
-from ctxd.compaction.summarizers.calls import Call, CommandStat, ErrorFact, command_key, failed
-from ctxd.compaction.summarizers.mining import (
+from ctxd.compaction.reading.calls import Call, CommandStat, ErrorFact, command_key, failed
+from ctxd.compaction.reading.fileops import FileOp, classify_call
+from ctxd.compaction.reading.mining import (
     CONSTRAINT_RE,
     CORRECTION_RE,
     ERROR_WORD_RE,
@@ -44,7 +43,8 @@ from ctxd.compaction.summarizers.mining import (
     short,
     stated_next,
 )
-from ctxd.compaction.summarizers.serialize import content_text
+from ctxd.compaction.reading.shell import parse_shell
+from ctxd.compaction.summary.serialize import content_text
 from ctxd.formats.injected import split_user_text
 
 Message = Mapping[str, Any]

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from ctxd.compaction.summarizers.serialize import middle_truncate
+from ctxd.compaction.summary.serialize import middle_truncate
 from ctxd.formats.injected import ANSI_RE
 from ctxd.formats.lazy_re import lazy_compile
 

@@ -20,7 +20,7 @@ import re
 
 import attrs
 
-from ctxd.compaction.fileops import FileOp
+from ctxd.compaction.reading.fileops import FileOp
 from ctxd.formats.lazy_re import lazy_compile
 
 READERS = frozenset({"cat", "head", "tail", "nl", "less", "more", "bat", "batcat", "view"})

@@ -13,7 +13,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ctxd.compaction.summarizers.base import (
+    from ctxd.compaction.summary.base import (
         Progress,
         Summarizer,
         SummarizerError,
@@ -21,9 +21,9 @@ if TYPE_CHECKING:
         SummaryRequest,
         SummaryResult,
     )
-    from ctxd.compaction.summarizers.litellm_summarizer import LiteLLMSummarizer
-    from ctxd.compaction.summarizers.offline import AbridgedLimits, OfflineSummarizer
-    from ctxd.compaction.summarizers.serialize import middle_truncate, serialize_conversation
+    from ctxd.compaction.summary.litellm_summarizer import LiteLLMSummarizer
+    from ctxd.compaction.summary.offline import AbridgedLimits, OfflineSummarizer
+    from ctxd.compaction.summary.serialize import middle_truncate, serialize_conversation
 
 _HOMES = {
     "Progress": "base",
@@ -56,10 +56,10 @@ def create_summarizer(model: str | None = None, **options: Any) -> Summarizer:
     ``retries``, ``context_window`` for the model one; ``limits`` or ``total_chars`` for the offline one).
     """
     if not model:
-        from ctxd.compaction.summarizers.offline import OfflineSummarizer
+        from ctxd.compaction.summary.offline import OfflineSummarizer
 
         return OfflineSummarizer(**options)
-    from ctxd.compaction.summarizers.litellm_summarizer import LiteLLMSummarizer
+    from ctxd.compaction.summary.litellm_summarizer import LiteLLMSummarizer
 
     return LiteLLMSummarizer(model, **options)
 

@@ -11,10 +11,10 @@ from collections.abc import Mapping
 
 import attrs
 
-from ctxd.compaction.shell import command_matters
-from ctxd.compaction.summarizers.document import EXPLORED_LABEL
-from ctxd.compaction.summarizers.facts import CommandStat
-from ctxd.compaction.summarizers.mining import short
+from ctxd.compaction.reading.facts import CommandStat
+from ctxd.compaction.reading.mining import short
+from ctxd.compaction.reading.shell import command_matters
+from ctxd.compaction.summary.document import EXPLORED_LABEL
 
 
 def command_text(stat: CommandStat) -> str:

@@ -20,7 +20,7 @@ import re
 
 import attrs
 
-from ctxd.compaction.summarizers.mining import CHECK_RE
+from ctxd.compaction.reading.mining import CHECK_RE
 
 NONE_ITEMS = frozenset({"none", "(none)", "(none recorded)", "(nothing recorded)", "n/a", "-", "nothing yet"})
 STATE_TITLE = "State now"

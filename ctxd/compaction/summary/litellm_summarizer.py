@@ -19,8 +19,8 @@ from collections.abc import Awaitable, Mapping, Sequence
 from typing import Any, TypeVar
 
 from ctxd import llm
-from ctxd.compaction.fileops import strip_file_blocks
-from ctxd.compaction.summarizers.base import (
+from ctxd.compaction.reading.fileops import strip_file_blocks
+from ctxd.compaction.summary.base import (
     Progress,
     SummarizerError,
     SummaryRequest,
@@ -29,8 +29,8 @@ from ctxd.compaction.summarizers.base import (
     add_usage,
     report,
 )
-from ctxd.compaction.summarizers.prompts import PromptKind, build_messages, overhead_chars
-from ctxd.compaction.summarizers.serialize import SEPARATOR, chunk_text, plan_chunks, serialize_messages
+from ctxd.compaction.summary.prompts import PromptKind, build_messages, overhead_chars
+from ctxd.compaction.summary.serialize import SEPARATOR, chunk_text, plan_chunks, serialize_messages
 from ctxd.redact import add_secret
 
 log = logging.getLogger(__name__)

@@ -23,11 +23,15 @@ from typing import Any
 
 import attrs
 
-from ctxd.compaction.fileops import project_root, strip_file_blocks
-from ctxd.compaction.summarizers import plans, sections, story
-from ctxd.compaction.summarizers.actions import brief
-from ctxd.compaction.summarizers.base import Progress, SummaryRequest, SummaryResult, report
-from ctxd.compaction.summarizers.document import (
+from ctxd.compaction.reading import agent_plans as plans
+from ctxd.compaction.reading.actions import brief
+from ctxd.compaction.reading.episodes import Carried, Episode, Story, scan_story
+from ctxd.compaction.reading.facts import Facts
+from ctxd.compaction.reading.fileops import project_root, strip_file_blocks
+from ctxd.compaction.reading.mining import head, plain_sentences, short
+from ctxd.compaction.summary import sections, story
+from ctxd.compaction.summary.base import Progress, SummaryRequest, SummaryResult, report
+from ctxd.compaction.summary.document import (
     EARLIER_TITLE,
     FAILING_LABEL,
     UNCOMMITTED_LABEL,
@@ -39,10 +43,7 @@ from ctxd.compaction.summarizers.document import (
     parse_summary,
     render,
 )
-from ctxd.compaction.summarizers.episodes import Carried, Episode, Story, scan_story
-from ctxd.compaction.summarizers.facts import Facts
-from ctxd.compaction.summarizers.mining import head, plain_sentences, short
-from ctxd.compaction.summarizers.serialize import content_text
+from ctxd.compaction.summary.serialize import content_text
 from ctxd.context.tokens import estimate_tokens
 
 GOAL_ABOUT_CHARS = 2_600

@@ -6,8 +6,8 @@ newest kept when they exceed the budget), shared by the summary and read back by
 
 from __future__ import annotations
 
-from ctxd.compaction.summarizers.document import SummaryDoc, dedupe
-from ctxd.compaction.summarizers.facts import Facts
+from ctxd.compaction.reading.facts import Facts
+from ctxd.compaction.summary.document import SummaryDoc, dedupe
 
 
 def constraints(doc: SummaryDoc, facts: Facts, budget: int) -> None:

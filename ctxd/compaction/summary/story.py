@@ -15,13 +15,13 @@ import re
 from collections import Counter
 from collections.abc import Sequence
 
-from ctxd.compaction.fileops import relative
-from ctxd.compaction.summarizers.actions import brief
-from ctxd.compaction.summarizers.commands import command_text, explored, mattering
-from ctxd.compaction.summarizers.document import Task
-from ctxd.compaction.summarizers.episodes import Episode, Problem, Story, note
-from ctxd.compaction.summarizers.facts import Facts
-from ctxd.compaction.summarizers.mining import CHECK_RE, check_line, head, short
+from ctxd.compaction.reading.actions import brief
+from ctxd.compaction.reading.episodes import Episode, Problem, Story, note
+from ctxd.compaction.reading.facts import Facts
+from ctxd.compaction.reading.fileops import relative
+from ctxd.compaction.reading.mining import CHECK_RE, check_line, head, short
+from ctxd.compaction.summary.commands import command_text, explored, mattering
+from ctxd.compaction.summary.document import Task
 
 DETAIL_LEVELS = 4
 """0: everything; 1: shorter reports and lists; 2: no report, definitions or decisions' second sentence;
