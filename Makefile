@@ -56,11 +56,11 @@ test: lint typecheck nvim-test vscode-test pi-test unit
 
 # The native scanner built with ASan and UBSan (clang: scripts/clang.sh) and fuzzed against the Python path with
 # atheris, for FUZZ_SECONDS, its corpus kept in .cache/fuzz/corpus (make unit runs the same for 30 s:
-# tests/test_native_fuzz.py). A crashing input lands in .cache/fuzz/crashes.
+# tests/native/test_native_fuzz.py). A crashing input lands in .cache/fuzz/crashes.
 FUZZ_SECONDS ?= 600
 .PHONY: fuzz
 fuzz: $(STAMP)
-	CTXD_CLANG="$$(bash scripts/clang.sh)" $(BIN)/python tests/native_fuzz.py $(FUZZ_SECONDS)
+	CTXD_CLANG="$$(bash scripts/clang.sh)" $(BIN)/python tests/native/native_fuzz.py $(FUZZ_SECONDS)
 
 bench: $(STAMP)
 	$(BIN)/python bench/run.py
@@ -105,7 +105,7 @@ dist: $(STAMP)
 # `ctxd setup` end to end: the wheel installed with pipx into a fresh venv, real Claude Code and pi installed from
 # it (they are also part of `make unit`).
 setup-test: $(STAMP) claude-code
-	CTXD_CLAUDE_CODE="$$(bash scripts/claude-code.sh)" $(BIN)/pytest -q tests/setup
+	CTXD_CLAUDE_CODE="$$(bash scripts/claude-code.sh)" $(BIN)/pytest -q tests/setup tests/installing
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

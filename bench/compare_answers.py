@@ -35,7 +35,10 @@ TREE = HERE.parent
 
 def _answers(path: str, keep: int) -> dict[str, Any]:
     """Every answer on one file, from the ctxd on ``sys.path`` (run in a child process)."""
-    from ctxd.compaction.plan import NothingToCompact, plan_compaction
+    try:
+        from ctxd.compaction.cut.plan import NothingToCompact, plan_compaction
+    except ImportError:  # a tree from before the compaction folder was laid out (cut/, reading/, ledger/, summary/)
+        from ctxd.compaction.plan import NothingToCompact, plan_compaction  # type: ignore[no-redef]
     from ctxd.context.build import build_context
     from ctxd.context.live import live_context, size_of
     from ctxd.tree.session import Session

@@ -33,7 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from measure import ms, pct, rss_mb, tool_loop_message
 
-from ctxd.compaction.plan import plan_compaction
+from ctxd.compaction.cut.plan import plan_compaction
 from ctxd.context.build import build_context
 from ctxd.context.live import live_context
 from ctxd.tree.session import Session

@@ -51,10 +51,10 @@ import fidelity_score as fs  # noqa: E402
 import fidelity_text as tx  # noqa: E402
 import fidelity_truth as ft  # noqa: E402
 
+from ctxd.compaction.cut.plan import NothingToCompact, plan_compaction  # noqa: E402
 from ctxd.compaction.engine import compact  # noqa: E402
-from ctxd.compaction.plan import NothingToCompact, plan_compaction  # noqa: E402
 from ctxd.compaction.settings import CompactionSettings  # noqa: E402
-from ctxd.compaction.summarizers import OfflineSummarizer  # noqa: E402
+from ctxd.compaction.summary import OfflineSummarizer  # noqa: E402
 from ctxd.context.tokens import estimate_tokens  # noqa: E402
 from ctxd.tree.session import Session  # noqa: E402
 

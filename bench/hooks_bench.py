@@ -35,8 +35,8 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 sys.path[:0] = [str(REPO / "tests"), str(REPO / "tests" / "claude_code"), str(HERE)]
 
-from agent_versions import CLAUDE_CODE  # noqa: E402
 from fakes.anthropic_server import FakeAnthropicServer, Turn, call, say  # noqa: E402
+from helpers.agent_versions import CLAUDE_CODE  # noqa: E402
 from measure import pct  # noqa: E402
 
 PLUGIN = REPO / "integrations" / "claude-code"

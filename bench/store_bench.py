@@ -22,10 +22,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from measure import rss_mb
 
+from ctxd.compaction.cut.plan import plan_compaction
 from ctxd.compaction.engine import compact
-from ctxd.compaction.plan import plan_compaction
 from ctxd.compaction.settings import CompactionSettings
-from ctxd.compaction.summarizers import OfflineSummarizer, SummaryRequest, SummaryResult
+from ctxd.compaction.summary import OfflineSummarizer, SummaryRequest, SummaryResult
 from ctxd.context.build import build_context, entry_message
 from ctxd.store.session_file import SessionFile
 from ctxd.tree.session import Session

@@ -12,7 +12,7 @@
    overall, first run and repeated.
 4. Reports the table's and indexes' size on disk, and the load average at each phase.
 
-The server is started here (tests/pgserver.py: ``initdb`` + ``pg_ctl`` as the ``postgres`` user, a Unix socket
+The server is started here (tests/helpers/pgserver.py: ``initdb`` + ``pg_ctl`` as the ``postgres`` user, a Unix socket
 only) with the settings printed in the header; everything is removed at the end unless ``--keep DIR``, which
 also reuses what an earlier run left in DIR (to search again without generating and publishing again).
 
@@ -38,7 +38,7 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 sys.path[:0] = [str(REPO), str(REPO / "tests")]
 
-from pgserver import SUPERPASSWORD, SUPERUSER, PgServer  # noqa: E402
+from helpers.pgserver import SUPERPASSWORD, SUPERUSER, PgServer  # noqa: E402
 
 from ctxd.history.db import connect as connect_history  # noqa: E402
 from ctxd.history.extract import Item  # noqa: E402

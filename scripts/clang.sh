@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Prints the path of clang with its sanitizer runtimes (the native scanner's ASan/UBSan build for fuzzing:
-# tests/native_fuzz.py), installing Debian's clang-14 and libclang-rt-14-dev with apt-get the first time when it
+# tests/native/native_fuzz.py), installing Debian's clang-14 and libclang-rt-14-dev with apt-get the first time when it
 # runs as root (CI does: .ci/run calls this). Elsewhere it only looks, and says what to install.
 #
 #   CLANG="$(bash scripts/clang.sh)"

@@ -36,17 +36,36 @@ ENTRY = "__main__"
 """``python -m ctxd``: it starts the CLI, the top."""
 
 
-def _imports(path: Path) -> list[tuple[str, int, bool]]:
-    """(module, line, at top level) for each import in a file."""
+def _imports(path: Path, package: str | None = None) -> list[tuple[str, int, bool]]:
+    """(module, line, at top level) for each import in a file; a relative import (``from ..store import x``) is
+    named absolutely, from ``package`` (by default the file's own, e.g. ``ctxd.context``), so that it is placed in
+    its layer like any other."""
+    if package is None:
+        package = ".".join(path.parent.relative_to(REPO).parts)
     tree = ast.parse(path.read_text())
     top = {id(n) for n in tree.body}
     out = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             out += [(a.name, node.lineno, id(node) in top) for a in node.names]
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+        elif isinstance(node, ast.ImportFrom) and node.level:
+            parts = package.split(".")
+            base = parts[: len(parts) - node.level + 1]
+            out.append((".".join([*base, node.module] if node.module else base), node.lineno, id(node) in top))
+        elif isinstance(node, ast.ImportFrom) and node.module:
             out.append((node.module, node.lineno, id(node) in top))
     return out
+
+
+def test_relative_imports_are_placed_in_their_layer_like_absolute_ones(tmp_path: Path) -> None:
+    source = tmp_path / "m.py"
+    source.write_text("from ..store import reader\nfrom . import rules\nfrom .live import LiveContext\nimport json\n")
+    assert [m for m, _, _ in _imports(source, "ctxd.context")] == [
+        "ctxd.store",
+        "ctxd.context",
+        "ctxd.context.live",
+        "json",
+    ]
 
 
 def _layer(path: Path) -> str:

@@ -9,8 +9,8 @@ import os
 import sys
 
 from ctxd.cli.session_arg import open_session
+from ctxd.compaction.cut.plan import NothingToCompact
 from ctxd.compaction.engine import compact, dry_run_json
-from ctxd.compaction.plan import NothingToCompact
 from ctxd.compaction.settings import CompactionSettings
 from ctxd.errors import CompactionError
 from ctxd.redact import redact_json

@@ -15,9 +15,9 @@ from typing import Any
 import attrs
 
 from ctxd.compaction.engine import Guard, inline, summarizer_for
-from ctxd.compaction.fileops import extract_file_ops, file_lists, format_file_blocks
+from ctxd.compaction.reading.fileops import extract_file_ops, file_lists, format_file_blocks
 from ctxd.compaction.settings import CompactionSettings
-from ctxd.compaction.summarizers import OfflineSummarizer, Progress, Summarizer, SummarizerError, SummaryRequest
+from ctxd.compaction.summary import OfflineSummarizer, Progress, Summarizer, SummarizerError, SummaryRequest
 from ctxd.context.rules import entry_message
 from ctxd.context.tokens import estimate_tokens
 from ctxd.redact import redact

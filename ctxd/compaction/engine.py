@@ -16,14 +16,13 @@ from typing import Any, TypeVar
 
 import attrs
 
-from ctxd.compaction.fileops import format_file_blocks
-from ctxd.compaction.goal import session_goal
-from ctxd.compaction.mustkeep import FactSheet, patch_summary, strip_patch
-from ctxd.compaction.plan import CompactionPlan, NothingToCompact, plan_compaction
-from ctxd.compaction.plan_ledger import PlanFacts, ledger_before, plan_ledger, plan_where, plans_before
-from ctxd.compaction.prune import prune_messages
+from ctxd.compaction.cut.plan import CompactionPlan, NothingToCompact, plan_compaction
+from ctxd.compaction.ledger.at_cut import PlanFacts, ledger_before, plan_ledger, plan_where, plans_before
+from ctxd.compaction.ledger.goal import session_goal
+from ctxd.compaction.ledger.mustkeep import FactSheet, patch_summary, strip_patch
+from ctxd.compaction.reading.fileops import format_file_blocks
 from ctxd.compaction.settings import CompactionSettings
-from ctxd.compaction.summarizers import (
+from ctxd.compaction.summary import (
     OfflineSummarizer,
     Progress,
     Summarizer,
@@ -32,6 +31,7 @@ from ctxd.compaction.summarizers import (
     SummaryResult,
     create_summarizer,
 )
+from ctxd.compaction.summary.prune import prune_messages
 from ctxd.context.rules import timestamp_ms
 from ctxd.context.tokens import estimate_total, js_len
 from ctxd.errors import CancelledError, CompactionError
@@ -49,7 +49,7 @@ PROMPT_FACT_CHARS = 8_000
 
 def fact_sheet(session: Session, plan: CompactionPlan) -> tuple[FactSheet, str | None]:
     """What a summary of ``plan``'s range must keep, and the session's first request when it lies before the
-    range (the goal a summary must state, see :mod:`ctxd.compaction.goal`)."""
+    range (the goal a summary must state, see :mod:`ctxd.compaction.ledger.goal`)."""
     made = session_facts(session, plan)
     return made.sheet, made.goal
 
@@ -75,7 +75,7 @@ async def facts_of_messages(plan: CompactionPlan) -> PlanFacts:
 
 PATCH_TARGET_SHARE = 0.10
 """Facts the ledger carried from earlier ranges may bring a summary up to this share of what it summarises: the
-share the offline summary takes (:data:`ctxd.compaction.summarizers.offline.SHARE`)."""
+share the offline summary takes (:data:`ctxd.compaction.summary.offline.SHARE`)."""
 MIN_CARRIED_CHARS = 300
 """Carried facts always get this much room: the most important (the user's constraints and stated facts, open
 errors) come first."""
@@ -341,7 +341,7 @@ async def summarize_plan(
     messages, which cannot be re-cut) the offline digest covers the same messages.  Every summary,
     however made, is checked against ``facts`` (the must-keep fact sheet) and patched with what it lacks;
     the summariser gets the previous summary without the earlier patches the ledger carries
-    (:func:`ctxd.compaction.mustkeep.strip_patch`).
+    (:func:`ctxd.compaction.ledger.mustkeep.strip_patch`).
     """
     started = clock() if started is None else started
     window = settings.resolved_window()
@@ -441,7 +441,7 @@ async def summarize_plan(
             "messagesSummarized": len(plan.messagesToSummarize),
             "turnPrefixMessages": len(plan.turnPrefixMessages),
             "instructions": instructions,
-            # The session's goal, for the next compaction (see ctxd.compaction.goal).
+            # The session's goal, for the next compaction (see ctxd.compaction.ledger.goal).
             "goal": made.ledger.goal or goal or next((f.text for f in sheet.facts if f.kind == "goal"), None),
             "mustKeep": {
                 "facts": len(sheet),

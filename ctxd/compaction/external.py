@@ -16,14 +16,14 @@ from typing import Any
 
 import attrs
 
+from ctxd.compaction.cut.plan import CompactionPlan
 from ctxd.compaction.engine import Summarized, pi_usage, summarize_plan, summarizer_for
-from ctxd.compaction.fileops import FileOps, extract_file_ops, file_lists, format_file_blocks
 from ctxd.compaction.ledger import Ledger
-from ctxd.compaction.ledger_update import absorb, seed
-from ctxd.compaction.plan import CompactionPlan
-from ctxd.compaction.plan_ledger import PlanFacts, message_where, plan_ledger, previous_ledger, previous_plans
+from ctxd.compaction.ledger.at_cut import PlanFacts, message_where, plan_ledger, previous_ledger, previous_plans
+from ctxd.compaction.ledger.update import absorb, seed
+from ctxd.compaction.reading.fileops import FileOps, extract_file_ops, file_lists, format_file_blocks
 from ctxd.compaction.settings import CompactionSettings
-from ctxd.compaction.summarizers import (
+from ctxd.compaction.summary import (
     OfflineSummarizer,
     Progress,
     Summarizer,

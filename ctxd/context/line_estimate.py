@@ -10,7 +10,7 @@ Only lines that a full read would serve unchanged are read this way (:func:`clea
 nested deeper than the limit); anything else (not a message entry, a message that is not an object,
 an old format version, a recovered line) returns None and the caller reads the body as before, so the
 figures and diagnostics are those of a full read:
-``estimate_line(raw) == estimate_tokens(entry_message(body))`` (tests/test_line_estimate.py).
+``estimate_line(raw) == estimate_tokens(entry_message(body))`` (tests/context/test_line_estimate.py).
 """
 
 from __future__ import annotations

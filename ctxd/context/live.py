@@ -11,7 +11,7 @@ plan reads. Asked about another leaf it moves there in O(change):
 
 It is ctxd's one context builder: the daemon keeps one per session (:func:`live_context`), and a
 one-shot answer (``ctxd.context.build.build_context``: the command line, facts, checks) is a new
-one asked once. A state moved to a leaf equals one rebuilt there (tests/test_live_context.py checks
+one asked once. A state moved to a leaf equals one rebuilt there (tests/context/test_live_context.py checks
 it over random histories). Message dicts are shared between answers: callers must not change them
 (``truncate_tool_result`` copies, as every consumer must).
 """

@@ -28,8 +28,8 @@ from ctxd.service.service import Service
 from ctxd.service.watch import Watcher
 
 if TYPE_CHECKING:
+    from ctxd.compaction.cut.plan import CompactionPlan
     from ctxd.compaction.engine import HookDecision
-    from ctxd.compaction.plan import CompactionPlan
 
 log = logging.getLogger(__name__)
 

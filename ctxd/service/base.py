@@ -24,8 +24,8 @@ from ctxd.service.registry import OpenSession, Registry
 from ctxd.tree.session import Session
 
 if TYPE_CHECKING:  # the compaction engine loads on first use: it is not needed to start serving
+    from ctxd.compaction.cut.plan import CompactionPlan
     from ctxd.compaction.engine import HookDecision
-    from ctxd.compaction.plan import CompactionPlan
 
     SessionHook = Callable[[str, str, CompactionPlan], Awaitable[HookDecision | None]]
     """The client's compact/willRun hook: (session path, trigger, plan) -> its decision."""

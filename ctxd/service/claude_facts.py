@@ -2,12 +2,12 @@
 
 The transcript is mapped like any Claude transcript (read-only) and the facts come from the context ctxd builds at
 its leaf: what Claude's next request holds, so what a compaction is about to summarise. They move the session's
-fact ledger on (:mod:`ctxd.compaction.ledger_update`): the hooks keep the ledger in the session's notes, so facts
+fact ledger on (:mod:`ctxd.compaction.ledger.update`): the hooks keep the ledger in the session's notes, so facts
 of every earlier range stay must-keep whatever Claude's latest summary kept. Without a ledger (notes lost, a
 session compacted before ctxd was installed) the compactions the transcript holds are replayed from it
 (:mod:`ctxd.service.transcript_ledger`), so the facts are the same whatever ctxd's state dir holds.
 
-The plan documents the session follows (:mod:`ctxd.compaction.summarizers.plans`) are carried the same way, as
+The plan documents the session follows (:mod:`ctxd.compaction.reading.agent_plans`) are carried the same way, as
 ``details.ctxd.plans`` carries them for ctxd's own compactions: the hooks keep them in the notes with the last
 message they took in, since Claude keeps its newest messages verbatim after the summary and the next range
 starts with them again; only the calls after that message change the documents once more.
@@ -21,8 +21,8 @@ from typing import Any
 import attrs
 
 from ctxd.compaction.ledger import Ledger
-from ctxd.compaction.ledger_replay import since_compaction
-from ctxd.compaction.mustkeep import FactSheet
+from ctxd.compaction.ledger.mustkeep import FactSheet
+from ctxd.compaction.ledger.replay import since_compaction
 from ctxd.service.transcript_ledger import (
     MAX_BLOCK_ENTRIES,
     Carried,

@@ -99,7 +99,7 @@ def pre_compact(payload: Mapping[str, Any], settings: HookSettings) -> HookResul
         notes.pop("awaiting", None)
         notes.pop("awaitingChecks", None)
         facts_waiting(notes, None)
-    from ctxd.compaction.summarizers.prompts import SHAPE_INSTRUCTIONS
+    from ctxd.compaction.summary.prompts import SHAPE_INSTRUCTIONS
 
     head = f"{INSTRUCTIONS} {SHAPE_INSTRUCTIONS}"
     text = facts.sheet.render(settings.instructions_chars - len(head) - 2)
@@ -111,7 +111,7 @@ def session_start(payload: Mapping[str, Any], settings: HookSettings) -> HookRes
     source = _str(payload, "source")
     if source != "compact":
         return _hand_over("SessionStart", payload, settings)
-    from ctxd.compaction.mustkeep import FactSheet
+    from ctxd.compaction.ledger.mustkeep import FactSheet
 
     transcript = _str(payload, "transcript_path")
     with _notes(settings, payload) as notes:
@@ -135,7 +135,7 @@ def session_start(payload: Mapping[str, Any], settings: HookSettings) -> HookRes
 
 
 def post_compact(payload: Mapping[str, Any], settings: HookSettings) -> HookResult:
-    from ctxd.compaction.mustkeep import FactSheet
+    from ctxd.compaction.ledger.mustkeep import FactSheet
 
     summary = _str(payload, "compact_summary")
     with _notes(settings, payload) as notes:
@@ -251,7 +251,7 @@ def _hand_over(event: str, payload: Mapping[str, Any], settings: HookSettings) -
             return HookResult()
     except FileNotFoundError:
         return HookResult()
-    from ctxd.compaction.mustkeep import FactSheet
+    from ctxd.compaction.ledger.mustkeep import FactSheet
 
     with _notes(settings, payload) as notes:
         pending = notes.get("pending")

@@ -33,8 +33,8 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
-from ctxd.compaction.summarizers.prompts import AGENT_PROMPT_HEAD as COMPACT_PROMPT_HEAD
-from ctxd.compaction.summarizers.prompts import agent_prompt
+from ctxd.compaction.summary.prompts import AGENT_PROMPT_HEAD as COMPACT_PROMPT_HEAD
+from ctxd.compaction.summary.prompts import agent_prompt
 from ctxd.service import claude_hooks
 from ctxd.service.claude_hooks import HookResult, HookSettings
 
@@ -61,7 +61,7 @@ def handle(event: str, payload: Mapping[str, Any], settings: HookSettings) -> Ho
 
 
 def compact_prompt() -> str:
-    """ctxd's compaction prompt for Codex (:func:`ctxd.compaction.summarizers.prompts.agent_prompt`)."""
+    """ctxd's compaction prompt for Codex (:func:`ctxd.compaction.summary.prompts.agent_prompt`)."""
     return agent_prompt()
 
 

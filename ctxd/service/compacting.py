@@ -20,7 +20,7 @@ from ctxd.service.registry import OpenSession, Registry
 from ctxd.store.listing import cwd_dirname
 
 if TYPE_CHECKING:  # the compaction engine loads on first use: it is not needed to start serving
-    from ctxd.compaction.summarizers import Progress
+    from ctxd.compaction.summary import Progress
 
 
 log = logging.getLogger(__name__)
@@ -36,8 +36,8 @@ class Compacting(ServiceBase):
         return settings
 
     async def compact(self, params: p.CompactParams, progress: Progress | None = None) -> dict[str, Any]:
+        from ctxd.compaction.cut.plan import NothingToCompact
         from ctxd.compaction.engine import dry_run_json
-        from ctxd.compaction.plan import NothingToCompact
 
         settings = self._settings(params.keepRecentTokens)
         if params.dryRun:

@@ -4,7 +4,7 @@ Where the ledger lives depends on who compacts the session: ``details.ctxd.ledge
 the active path (ctxd's own compactions, and pi's through the extension), or the session's notes in ctxd's state
 dir (``<state>/<agent>/<session id>.json``, ``"ledger"``) for agents whose compactions ctxd only watches (Claude
 Code; for opencode, whose database keeps every message, the notes are where a replay of its compactions goes
-on from: :mod:`ctxd.compaction.ledger_replay`). A compaction without a ledger seeds one from its summary's
+on from: :mod:`ctxd.compaction.ledger.replay`). A compaction without a ledger seeds one from its summary's
 ``## Goal`` / ``## Must keep`` sections. The messages after the newest compaction are then taken in without
 writing anything, so the answer includes what the conversation said since (those facts are seen in compaction
 ``0``: not compacted yet).
@@ -16,12 +16,12 @@ import json
 import os
 from typing import Any
 
-from ctxd.compaction.fileops import extract_file_ops, file_lists
-from ctxd.compaction.goal import first_request
 from ctxd.compaction.ledger import Ledger
-from ctxd.compaction.ledger_replay import Carried, SinceCompaction, carry, since_compaction
-from ctxd.compaction.ledger_update import advance, seed
-from ctxd.compaction.plan_ledger import plans_before, previous_ledger
+from ctxd.compaction.ledger.at_cut import plans_before, previous_ledger
+from ctxd.compaction.ledger.goal import first_request
+from ctxd.compaction.ledger.replay import Carried, SinceCompaction, carry, since_compaction
+from ctxd.compaction.ledger.update import advance, seed
+from ctxd.compaction.reading.fileops import extract_file_ops, file_lists
 from ctxd.formats.lazy_re import lazy_compile
 from ctxd.service.transcript_ledger import applied_through, caught_up, notes_carried
 from ctxd.store.dirs import state_dir as default_state_dir

@@ -2,11 +2,11 @@
 asks for them before each compaction, after it, and when a session is resumed).
 
 opencode compacts a session itself and keeps no ledger, so ctxd keeps one per session in its notes,
-``<state>/opencode/<session id>.json`` (0600; :meth:`ctxd.compaction.ledger_replay.Carried.to_json`): the ledger
+``<state>/opencode/<session id>.json`` (0600; :meth:`ctxd.compaction.ledger.replay.Carried.to_json`): the ledger
 as of the newest compaction it has taken in, with the facts that compaction had to keep. Each call goes on from
 the notes to the newest compaction on the session's path; notes that are missing, damaged or of another path (a
 session reverted in opencode, notes deleted) are rebuilt from the database, which keeps every message after a
-compaction (:mod:`ctxd.compaction.ledger_replay`). The database is never written.
+compaction (:mod:`ctxd.compaction.ledger.replay`). The database is never written.
 
 ``compact/facts`` answers, for the plugin:
 
@@ -23,8 +23,8 @@ import logging
 import os
 from typing import Any
 
-from ctxd.compaction.ledger_replay import Carried, carry, upcoming
-from ctxd.compaction.mustkeep import FactSheet
+from ctxd.compaction.ledger.mustkeep import FactSheet
+from ctxd.compaction.ledger.replay import Carried, carry, upcoming
 from ctxd.errors import SessionError
 from ctxd.service import protocol as p
 from ctxd.service.base import ServiceBase

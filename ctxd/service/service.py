@@ -262,9 +262,9 @@ class Service(Writing, Compacting, Live, Summarizing, Composing, Team, Archiving
     async def compact_prompt(self, params: p.CompactPromptParams) -> dict[str, Any]:
         """What ctxd asks an agent's own summariser for: ``shape`` (a paragraph to add to its prompt, as Claude
         Code's PreCompact hook and opencode's plugin do) and ``prompt`` (a whole compaction prompt, as Codex's
-        ``compact_prompt`` takes it); see :mod:`ctxd.compaction.summarizers.prompts`."""
+        ``compact_prompt`` takes it); see :mod:`ctxd.compaction.summary.prompts`."""
         from ctxd.compaction.recall import RECALL_HINT
-        from ctxd.compaction.summarizers.prompts import SHAPE_INSTRUCTIONS, agent_prompt
+        from ctxd.compaction.summary.prompts import SHAPE_INSTRUCTIONS, agent_prompt
 
         return {"shape": SHAPE_INSTRUCTIONS, "prompt": agent_prompt(), "recall": RECALL_HINT}
 

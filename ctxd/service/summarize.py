@@ -13,7 +13,7 @@ from ctxd.service import protocol as p
 from ctxd.service.base import ServiceBase
 
 if TYPE_CHECKING:  # the compaction engine loads on first use
-    from ctxd.compaction.summarizers import Progress
+    from ctxd.compaction.summary import Progress
 
 
 def _messages(name: str, messages: list[Any]) -> None:

@@ -17,10 +17,10 @@ from typing import Any
 
 import attrs
 
-from ctxd.compaction.goal import first_request
 from ctxd.compaction.ledger import Ledger, Seen
-from ctxd.compaction.ledger_replay import SinceCompaction, advance_since, since_compaction
-from ctxd.compaction.ledger_update import Advanced, absorb, seed
+from ctxd.compaction.ledger.goal import first_request
+from ctxd.compaction.ledger.replay import SinceCompaction, advance_since, since_compaction
+from ctxd.compaction.ledger.update import Advanced, absorb, seed
 from ctxd.formats.injected import CTXD_MARK, ctxd_blocks
 from ctxd.tree.index import NONE
 from ctxd.tree.session import Session

@@ -23,8 +23,8 @@ from typing import Any
 
 import attrs
 import pytest
-from agent_versions import CLAUDE_CODE
 from fakes.anthropic_server import FakeAnthropicServer
+from helpers.agent_versions import CLAUDE_CODE
 
 REPO = Path(__file__).resolve().parents[2]
 VERSION = CLAUDE_CODE

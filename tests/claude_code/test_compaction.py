@@ -19,7 +19,7 @@ import pytest
 from fakes.anthropic_server import FakeAnthropicServer, RecordedRequest, ToolUse, Turn, call, say
 
 from ctxd.compaction.recall import RECALL_HINT
-from ctxd.compaction.summarizers.prompts import SHAPE_INSTRUCTIONS
+from ctxd.compaction.summary.prompts import SHAPE_INSTRUCTIONS
 
 from .harness import ClaudeCode
 

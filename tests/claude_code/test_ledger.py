@@ -22,7 +22,7 @@ from typing import Any
 import attrs
 import pytest
 from fakes.anthropic_server import FakeAnthropicServer, RecordedRequest, ToolUse, Turn, call, say
-from planted import ERROR, FACTS, GOAL, NEVER, PATH, PLANTED
+from helpers.planted import ERROR, FACTS, GOAL, NEVER, PATH, PLANTED
 
 from .harness import ClaudeCode
 from .test_compaction import _texts

@@ -19,9 +19,9 @@ from pathlib import Path
 
 import attrs
 import pytest
-from agent_versions import CODEX
 from claude_code.harness import ctxd_bin_dir, npm_agent
 from fakes.responses_server import FakeResponsesServer
+from helpers.agent_versions import CODEX
 
 REPO = Path(__file__).resolve().parents[2]
 VERSION = CODEX

@@ -8,9 +8,9 @@ import json
 import subprocess
 from pathlib import Path
 
-from codex_match import assert_context_matches_request, leaves_after_compactions
 from fakes.responses_server import COMPACTION_MARK, Answer, FakeResponsesServer, RecordedRequest, call, reply
-from summary_shape import assert_summary_shape
+from helpers.codex_match import assert_context_matches_request, leaves_after_compactions
+from helpers.summary_shape import assert_summary_shape
 
 from ctxd.service.claude_hooks import ALL_FACTS_HEADING, FACTS_HEADING
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import json
 
-from codex_match import assert_context_matches_request, leaves_after_compactions
 from fakes.responses_server import FakeResponsesServer
+from helpers.codex_match import assert_context_matches_request, leaves_after_compactions
 
 from ctxd.tree.session import Session
 

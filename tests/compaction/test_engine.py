@@ -13,14 +13,14 @@ from typing import Any
 
 import pytest
 from conftest import REPO, reference
-from factories import assistant, chain, compaction, entry, tool_result, user, write
+from helpers.factories import assistant, chain, compaction, entry, tool_result, user, write
 
 from ctxd.compaction.branching import branch
 from ctxd.compaction.engine import HookDecision, compact, dry_run
 from ctxd.compaction.overflow import decide
 from ctxd.compaction.replay import truncate_by_replay
 from ctxd.compaction.settings import CompactionSettings
-from ctxd.compaction.summarizers import SummarizerError, SummaryRequest, SummaryResult
+from ctxd.compaction.summary import SummarizerError, SummaryRequest, SummaryResult
 from ctxd.context.build import build_context
 from ctxd.errors import CancelledError, CompactionError
 from ctxd.tree.session import Session

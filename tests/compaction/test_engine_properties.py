@@ -8,12 +8,12 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from factories import assistant, tool_result, user, write
+from helpers.factories import assistant, tool_result, user, write
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from ctxd.compaction.cut.plan import NothingToCompact
 from ctxd.compaction.engine import compact
-from ctxd.compaction.plan import NothingToCompact
 from ctxd.compaction.settings import CompactionSettings
 from ctxd.context.build import build_context
 from ctxd.errors import CompactionError

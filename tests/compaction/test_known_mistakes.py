@@ -9,9 +9,9 @@ from typing import Any
 
 from test_summarizers_offline import asst, call, result, section, task, text, user
 
-from ctxd.compaction.mustkeep import must_keep_facts
-from ctxd.compaction.summarizers import OfflineSummarizer, SummaryRequest
-from ctxd.compaction.summarizers.facts import scan
+from ctxd.compaction.ledger.mustkeep import must_keep_facts
+from ctxd.compaction.reading.facts import scan
+from ctxd.compaction.summary import OfflineSummarizer, SummaryRequest
 
 
 def build(messages: list[dict[str, Any]]) -> str:

@@ -7,17 +7,17 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from factories import assistant, entry, tool_result, user, write
-from planted import ERROR, GOAL, NEVER, PATH, VALIDATE
+from helpers.factories import assistant, entry, tool_result, user, write
+from helpers.planted import ERROR, GOAL, NEVER, PATH, VALIDATE
 
 from ctxd.compaction.engine import compact
 from ctxd.compaction.external import Preparation, summarize_preparation
 from ctxd.compaction.ledger import Ledger
-from ctxd.compaction.ledger_update import advance, seed
-from ctxd.compaction.mustkeep import patch_summary
+from ctxd.compaction.ledger.mustkeep import patch_summary
+from ctxd.compaction.ledger.update import advance, seed
+from ctxd.compaction.reading.facts import scan, user_words
 from ctxd.compaction.settings import CompactionSettings
-from ctxd.compaction.summarizers import OfflineSummarizer
-from ctxd.compaction.summarizers.facts import scan, user_words
+from ctxd.compaction.summary import OfflineSummarizer
 from ctxd.service.facts import session_facts
 from ctxd.tree.session import Session
 

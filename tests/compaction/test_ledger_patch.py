@@ -6,11 +6,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from planted import ERROR, GOAL, NEVER, PATH, VALIDATE
+from helpers.planted import ERROR, GOAL, NEVER, PATH, VALIDATE
 
-from ctxd.compaction.fileops import format_file_blocks
-from ctxd.compaction.ledger_update import advance
-from ctxd.compaction.mustkeep import Fact, FactSheet, patch_summary, path_probes, strip_patch, text_probes
+from ctxd.compaction.ledger.mustkeep import Fact, FactSheet, patch_summary, path_probes, strip_patch, text_probes
+from ctxd.compaction.ledger.update import advance
+from ctxd.compaction.reading.fileops import format_file_blocks
 
 
 def u(text: str) -> dict[str, Any]:

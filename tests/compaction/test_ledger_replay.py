@@ -11,11 +11,11 @@ import stat
 from pathlib import Path
 from typing import Any
 
-from factories import assistant, compaction, header, tool_result, user, write
-from planted import ERROR, FACTS, GOAL, NEVER, PLANTED, VALIDATE
+from helpers.factories import assistant, compaction, header, tool_result, user, write
+from helpers.planted import ERROR, FACTS, GOAL, NEVER, PLANTED, VALIDATE
 
 from ctxd.compaction.engine import dry_run_json
-from ctxd.compaction.ledger_replay import Carried, carry, compactions_on_path, upcoming
+from ctxd.compaction.ledger.replay import Carried, carry, compactions_on_path, upcoming
 from ctxd.compaction.settings import CompactionSettings
 from ctxd.service.facts import session_facts
 from ctxd.service.opencode_facts import carried, compaction_facts

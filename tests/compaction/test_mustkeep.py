@@ -8,14 +8,14 @@ from typing import Any
 
 from test_summarizers_offline import asst, bash, session, text, user
 
-from ctxd.compaction.mustkeep import (
+from ctxd.compaction.ledger.mustkeep import (
     Fact,
     FactSheet,
     must_keep_facts,
     normalize,
     patch_summary,
 )
-from ctxd.compaction.summarizers import OfflineSummarizer, SummaryRequest
+from ctxd.compaction.summary import OfflineSummarizer, SummaryRequest
 
 
 def kinds(sheet: FactSheet, kind: str) -> list[str]:
@@ -134,7 +134,7 @@ def test_json_round_trip() -> None:
 
 def test_import_is_cheap() -> None:
     code = (
-        "import sys, ctxd.compaction.mustkeep\n"
+        "import sys, ctxd.compaction.ledger.mustkeep\n"
         "heavy = [m for m in ('litellm', 'pygls', 'lsprotocol', 'asyncio', 'ctxd.llm') if m in sys.modules]\n"
         "print(heavy)"
     )

@@ -9,13 +9,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from factories import assistant, tool_result, user, write
 from fakes.openai_server import FakeOpenAIServer, reply
+from helpers.factories import assistant, tool_result, user, write
 
+from ctxd.compaction.cut.plan import CompactionPlan
 from ctxd.compaction.engine import HookDecision, compact, dry_run_with_facts
-from ctxd.compaction.plan import CompactionPlan
 from ctxd.compaction.settings import CompactionSettings
-from ctxd.compaction.summarizers import OfflineSummarizer
+from ctxd.compaction.summary import OfflineSummarizer
 from ctxd.tree.session import Session
 
 GOAL = "Port the billing service to Rust and keep the public API unchanged."

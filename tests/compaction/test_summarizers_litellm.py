@@ -26,11 +26,11 @@ from fakes.openai_server import (  # tests/ is on sys.path (it holds conftest.py
     server_error,
     slow,
 )
-from summary_shape import assert_summary_shape
+from helpers.summary_shape import assert_summary_shape
 
 from ctxd import llm
-from ctxd.compaction.summarizers import LiteLLMSummarizer, SummarizerError, SummaryRequest, create_summarizer
-from ctxd.compaction.summarizers.litellm_summarizer import TURN_CONTEXT_HEADING
+from ctxd.compaction.summary import LiteLLMSummarizer, SummarizerError, SummaryRequest, create_summarizer
+from ctxd.compaction.summary.litellm_summarizer import TURN_CONTEXT_HEADING
 
 REPO = Path(__file__).resolve().parents[2]
 KEY = "sk-test-0123456789abcdef"
@@ -344,7 +344,7 @@ def test_other_errors_are_not_overflow(text: str) -> None:
 def test_litellm_is_imported_lazily_and_never_writes_to_stdout() -> None:
     code = (
         "import asyncio, sys\n"
-        "import ctxd.compaction.summarizers, ctxd.compaction.fileops\n"
+        "import ctxd.compaction.summary, ctxd.compaction.reading.fileops\n"
         "from ctxd import llm\n"
         "assert llm.is_overflow_text('prompt is too long')\n"
         "assert 'litellm' not in sys.modules, 'litellm was imported too early'\n"

@@ -12,7 +12,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ctxd.compaction.fileops import (
+from ctxd.compaction.reading.facts import scan
+from ctxd.compaction.reading.fileops import (
     FileOps,
     call_command,
     extract_file_ops,
@@ -20,14 +21,13 @@ from ctxd.compaction.fileops import (
     format_file_blocks,
     strip_file_blocks,
 )
-from ctxd.compaction.summarizers import (
+from ctxd.compaction.summary import (
     OfflineSummarizer,
     SummaryRequest,
     create_summarizer,
 )
-from ctxd.compaction.summarizers.document import merge, parse_summary
-from ctxd.compaction.summarizers.facts import scan
-from ctxd.compaction.summarizers.serialize import (
+from ctxd.compaction.summary.document import merge, parse_summary
+from ctxd.compaction.summary.serialize import (
     TOOL_RESULT_CHARS,
     middle_truncate,
     plan_chunks,

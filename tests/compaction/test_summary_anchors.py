@@ -9,12 +9,12 @@ from pathlib import Path
 from typing import Any
 
 from conftest import reference
-from factories import assistant, tool_result, user, write
+from helpers.factories import assistant, tool_result, user, write
 
 from ctxd.compaction.engine import compact
 from ctxd.compaction.external import Preparation, summarize_preparation
 from ctxd.compaction.settings import CompactionSettings
-from ctxd.compaction.summarizers import OfflineSummarizer, SummarizerError, SummaryRequest, SummaryResult
+from ctxd.compaction.summary import OfflineSummarizer, SummarizerError, SummaryRequest, SummaryResult
 from ctxd.tree.session import Session
 
 

@@ -8,10 +8,10 @@ from typing import Any
 
 from test_summarizers_offline import asst, call, result, task, text, user
 
-from ctxd.compaction.summarizers import OfflineSummarizer, SummaryRequest
-from ctxd.compaction.summarizers.artifacts import changed_names
-from ctxd.compaction.summarizers.document import Task
-from ctxd.compaction.summarizers.offline import _condensed
+from ctxd.compaction.reading.artifacts import changed_names
+from ctxd.compaction.summary import OfflineSummarizer, SummaryRequest
+from ctxd.compaction.summary.document import Task
+from ctxd.compaction.summary.offline import _condensed
 
 
 def build(messages: list[dict[str, Any]], **kwargs: Any) -> str:

@@ -8,8 +8,8 @@ from typing import Any
 
 from test_summarizers_offline import asst, call, result, task, text, user
 
-from ctxd.compaction.summarizers import OfflineSummarizer, SummaryRequest
-from ctxd.compaction.summarizers.chains import brief_fix, edit_gist, finding_lines, fix_text, said_about
+from ctxd.compaction.reading.chains import brief_fix, edit_gist, finding_lines, fix_text, said_about
+from ctxd.compaction.summary import OfflineSummarizer, SummaryRequest
 
 LINT_OUT = (
     "Checking 1 source file ...\n\n"

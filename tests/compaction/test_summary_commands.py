@@ -7,8 +7,8 @@ from typing import Any
 
 from test_summarizers_offline import asst, call, result, section, user
 
-from ctxd.compaction.mustkeep import must_keep_facts
-from ctxd.compaction.summarizers import OfflineSummarizer, SummaryRequest
+from ctxd.compaction.ledger.mustkeep import must_keep_facts
+from ctxd.compaction.summary import OfflineSummarizer, SummaryRequest
 
 ROOT = "/work/projects/orchard-service"
 FILES = [f"{ROOT}/src/orchard/handlers/harvest_{n}.css" for n in range(4)]

@@ -8,10 +8,10 @@ from typing import Any
 
 from test_summarizers_offline import asst, call, result, user
 
-from ctxd.compaction.summarizers import OfflineSummarizer, SummaryRequest
-from ctxd.compaction.summarizers.actions import actions_of
-from ctxd.compaction.summarizers.document import SummaryDoc, merge, same_text
-from ctxd.compaction.summarizers.serialize import middle_truncate
+from ctxd.compaction.reading.actions import actions_of
+from ctxd.compaction.summary import OfflineSummarizer, SummaryRequest
+from ctxd.compaction.summary.document import SummaryDoc, merge, same_text
+from ctxd.compaction.summary.serialize import middle_truncate
 
 
 def build(messages: list[dict[str, Any]]) -> str:

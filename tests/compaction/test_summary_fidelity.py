@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 from test_summarizers_offline import FILE_BODY, asst, call, result, section, task, text, user
 
-from ctxd.compaction.shell import command_matters, looks_only, parse_shell
-from ctxd.compaction.summarizers import OfflineSummarizer, SummaryRequest
-from ctxd.compaction.summarizers.facts import scan
+from ctxd.compaction.reading.facts import scan
+from ctxd.compaction.reading.shell import command_matters, looks_only, parse_shell
+from ctxd.compaction.summary import OfflineSummarizer, SummaryRequest
 
 
 def build(messages: list[dict[str, Any]], **kw: Any) -> str:

@@ -8,7 +8,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from ctxd.compaction.summarizers import OfflineSummarizer, SummaryRequest
+from ctxd.compaction.summary import OfflineSummarizer, SummaryRequest
 
 
 def user(value: str) -> dict[str, Any]:
@@ -161,7 +161,7 @@ def test_a_later_summary_carries_the_plan_and_a_rewrite_updates_it() -> None:
 
 
 def test_a_todo_tool_and_a_flat_checklist_are_plans_too() -> None:
-    from ctxd.compaction.summarizers.plans import latest_plan, parse_plan, render
+    from ctxd.compaction.reading.agent_plans import latest_plan, parse_plan, render
 
     todos = [
         {"content": "Read the config loader", "status": "completed"},
@@ -184,7 +184,7 @@ def test_a_todo_tool_and_a_flat_checklist_are_plans_too() -> None:
 
 
 def test_many_open_items_stay_within_the_budget_and_say_how_many_are_left() -> None:
-    from ctxd.compaction.summarizers.plans import latest_plan, render
+    from ctxd.compaction.reading.agent_plans import latest_plan, render
 
     doc = "".join(f"### Step {n}: do thing {n}\n- [ ] part a\n- [ ] part b\n" for n in range(1, 61))
     found = latest_plan([asst(call("w", "write", path="/r/PLAN.md", content=doc)), result("w", "write")])
@@ -197,7 +197,7 @@ def test_many_open_items_stay_within_the_budget_and_say_how_many_are_left() -> N
 
 
 def test_the_plans_next_open_item_is_a_ledger_fact_until_a_newer_next_step_supersedes_it() -> None:
-    from ctxd.compaction.ledger_update import advance
+    from ctxd.compaction.ledger.update import advance
 
     first = advance(None, plan_session())
     nexts = [f for f in first.ledger.facts if f.kind == "next"]
@@ -220,9 +220,9 @@ def test_the_plans_next_open_item_is_a_ledger_fact_until_a_newer_next_step_super
 async def test_a_later_compaction_applies_its_ticks_to_the_plan_an_earlier_range_wrote(tmp_path: Path) -> None:
     """ctxd's own compactions carry the plan document in ``details.ctxd.plans``: the second range only ticks
     boxes (no write, no whole read), and its summary shows the plan as those ticks left it."""
-    from factories import assistant as entry_assistant
-    from factories import tool_result, write
-    from factories import user as entry_user
+    from helpers.factories import assistant as entry_assistant
+    from helpers.factories import tool_result, write
+    from helpers.factories import user as entry_user
 
     from ctxd.compaction.engine import compact
     from ctxd.compaction.settings import CompactionSettings

@@ -9,9 +9,9 @@ from typing import Any
 
 from test_summarizers_offline import asst, call, result, section, task, text, user
 
-from ctxd.compaction.summarizers import OfflineSummarizer, SummaryRequest
-from ctxd.compaction.summarizers.actions import actions_of, brief
-from ctxd.compaction.summarizers.artifacts import added_names
+from ctxd.compaction.reading.actions import actions_of, brief
+from ctxd.compaction.reading.artifacts import added_names
+from ctxd.compaction.summary import OfflineSummarizer, SummaryRequest
 
 ITEMS = "Sub-items of the work (tracker's list; state now)"
 

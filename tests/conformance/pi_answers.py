@@ -13,7 +13,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from ctxd.compaction.plan import NothingToCompact, boundary, find_cut_point, plan_compaction
+from ctxd.compaction.cut.plan import NothingToCompact, boundary, find_cut_point, plan_compaction
 from ctxd.context.build import build_context, context_size
 from ctxd.context.live import live_context
 from ctxd.context.project import entry_tokens

@@ -1,7 +1,7 @@
 """Small session files on which ctxd must give pi 1.5.2's answers, one or more per rule.
 
 Each scenario writes one file into a folder and names the ``keepRecentTokens`` its compaction plan
-uses. Three kinds: built with the entry factories (tests/factories.py), hand-written lines as pi
+uses. Three kinds: built with the entry factories (tests/helpers/factories.py), hand-written lines as pi
 writes them (its key order and fields), and mixed files where ctxd's own writer appends to pi-style
 lines. ``test_pi_oracle`` runs pi's real code on every one; ``test_pi_rules`` pins pi's numbers.
 """

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import attrs
-from factories import assistant, user, write
+from helpers.factories import assistant, user, write
 
 Entries = list[dict[str, Any]]
 

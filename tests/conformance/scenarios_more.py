@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import itertools
 
-from factories import (
+from helpers.factories import (
     assistant,
     bash,
     branch_summary,

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from factories import (
+from helpers.factories import (
     chain,
     header,
     image,

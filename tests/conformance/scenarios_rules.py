@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from factories import (
+from helpers.factories import (
     assistant,
     bash,
     branch_summary,

@@ -18,7 +18,7 @@ import pytest
 from conftest import reference
 from pi_scenarios import SCENARIOS
 
-from ctxd.compaction.plan import NothingToCompact, plan_compaction
+from ctxd.compaction.cut.plan import NothingToCompact, plan_compaction
 from ctxd.context.build import build_context, context_size
 from ctxd.tree.session import Session
 

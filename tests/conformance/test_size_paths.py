@@ -9,8 +9,8 @@ import json
 import tempfile
 from pathlib import Path
 
-from factories import header
-from histories import history_entry
+from helpers.factories import header
+from helpers.histories import history_entry
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 from transcript_helpers import jsonl
 
-from ctxd.compaction.mustkeep import must_keep_facts
-from ctxd.compaction.summarizers import OfflineSummarizer, SummaryRequest
+from ctxd.compaction.ledger.mustkeep import must_keep_facts
+from ctxd.compaction.summary import OfflineSummarizer, SummaryRequest
 from ctxd.formats.injected import injected_kind, split_user_text
 from ctxd.formats.transcripts import map_claude, map_codex
 from ctxd.tree.session import Session
@@ -223,7 +223,7 @@ def test_marked_messages_are_injected_whatever_their_text() -> None:
 
 
 def test_a_model_summariser_reads_injected_text_as_the_agents_not_the_users() -> None:
-    from ctxd.compaction.summarizers.serialize import serialize_message
+    from ctxd.compaction.summary.serialize import serialize_message
 
     assert serialize_message(user(CLEAR)).startswith("[Injected by the agent (claude.command), not the user]: ")
     agents = serialize_message(user([{"type": "text", "text": AGENTS_MD}, {"type": "text", "text": REQUEST}]))

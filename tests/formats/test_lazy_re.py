@@ -26,9 +26,9 @@ def test_a_lazy_pattern_is_compiled_at_its_first_use_and_answers_as_re_compile()
 
 def test_every_module_level_lazy_pattern_compiles() -> None:
     """A typo in a lazy pattern would only show when its path runs: compile them all here."""
-    import ctxd.compaction.mustkeep
-    import ctxd.compaction.shell
-    import ctxd.compaction.summarizers.mining
+    import ctxd.compaction.ledger.mustkeep
+    import ctxd.compaction.reading.mining
+    import ctxd.compaction.reading.shell
     import ctxd.context.cut_rules
     import ctxd.context.tokens
     import ctxd.context.truncate
@@ -37,9 +37,9 @@ def test_every_module_level_lazy_pattern_compiles() -> None:
     import ctxd.service.facts
 
     modules = [
-        ctxd.compaction.mustkeep,
-        ctxd.compaction.shell,
-        ctxd.compaction.summarizers.mining,
+        ctxd.compaction.ledger.mustkeep,
+        ctxd.compaction.reading.shell,
+        ctxd.compaction.reading.mining,
         ctxd.context.cut_rules,
         ctxd.context.tokens,
         ctxd.context.truncate,

@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from codex_match import assert_context_matches_request, context_at, leaves_after_compactions
 from conftest import LOCAL
+from helpers.codex_match import assert_context_matches_request, context_at, leaves_after_compactions
 from transcript_helpers import (
     all_source_lines,
     assert_pi_shapes,

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from conftest import LOCAL
-from factories import assistant, chain, compaction, header, tool_result, user, write
+from helpers.factories import assistant, chain, compaction, header, tool_result, user, write
 
 from ctxd.history.index import HistoryIndex
 

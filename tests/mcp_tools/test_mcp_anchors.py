@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from conftest import reference
-from factories import header, user, write
+from helpers.factories import header, user, write
 from mcp import ClientSession, StdioServerParameters, stdio_client
 
 from ctxd.compaction.recall import RECALL_HINT

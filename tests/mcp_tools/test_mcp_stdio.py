@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from factories import assistant, chain, compaction, header, tool_result, user, write
+from helpers.factories import assistant, chain, compaction, header, tool_result, user, write
 from mcp import ClientSession, StdioServerParameters, stdio_client
 
 from .harness import mcp_env, tool_text

@@ -29,7 +29,7 @@ from typing import Any
 import attrs
 import pytest
 from fakes.openai_server import Action, FakeOpenAIServer, reply, tool_call
-from planted import ERROR, FACTS, GOAL, PLANTED
+from helpers.planted import ERROR, FACTS, GOAL, PLANTED
 
 from .harness import LARGE, REPO, WINDOW, OpencodeHome, is_compaction_request, is_title_request, opencode_binary
 

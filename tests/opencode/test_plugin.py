@@ -17,7 +17,7 @@ from typing import Any
 from fakes.openai_server import FakeOpenAIServer
 
 from ctxd.compaction.recall import RECALL_HINT
-from ctxd.compaction.summarizers.prompts import SHAPE_INSTRUCTIONS
+from ctxd.compaction.summary.prompts import SHAPE_INSTRUCTIONS
 from ctxd.store.opencode import session_path
 from ctxd.store.opening import open_session_file
 

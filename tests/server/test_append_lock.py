@@ -1,6 +1,6 @@
 """Another process holding a session file's write lock (``flock``), through a real daemon.
 
-The holder is a second real process (``tests/lock_holder.py``) that takes the lock and keeps it.  Meanwhile
+The holder is a second real process (``tests/helpers/lock_holder.py``) that takes the lock and keeps it.  Meanwhile
 an append waits at most ``appendLockTimeout`` and then fails with -31010 naming the holder (nothing
 written); reads of the session are answered at once from the state last read; and ``shutdown`` +
 ``exit`` finish within a second, the waiting append answered and not written.
@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from lock_holder import SCRIPT
+from helpers.lock_holder import SCRIPT
 
 from ctxd.service import protocol as p
 

@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from broken import line, nested, non_utf8, write_raw
-from factories import assistant, chain, header, user
+from helpers.broken import line, nested, non_utf8, write_raw
+from helpers.factories import assistant, chain, header, user
 from pytest_lsp import LanguageClient
 
 from ctxd.service import protocol as p

@@ -7,10 +7,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-from summary_shape import assert_summary_shape
+from helpers.summary_shape import assert_summary_shape
 
 from ctxd.compaction.recall import RECALL_HINT
-from ctxd.compaction.summarizers.prompts import SHAPE_INSTRUCTIONS, agent_prompt
+from ctxd.compaction.summary.prompts import SHAPE_INSTRUCTIONS, agent_prompt
 from ctxd.service import protocol as p
 
 from .harness import REPO, call, server_env, start_ctxd

@@ -14,8 +14,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import mounts
 import pytest
+from helpers import mounts
 from pytest_lsp import LanguageClient
 
 from ctxd.service import protocol as p

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
-from factories import header
+from helpers.factories import header
 
 from ctxd.service import protocol as p
 

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from factories import assistant, chain, compaction, header, tool_result, user, write
+from helpers.factories import assistant, chain, compaction, header, tool_result, user, write
 
 from ctxd.service import protocol as p
 

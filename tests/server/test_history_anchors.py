@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from conftest import reference
-from factories import header, user, write
+from helpers.factories import header, user, write
 
 from ctxd.service import protocol as p
 

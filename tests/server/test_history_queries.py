@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from factories import assistant, chain, header, user, write
+from helpers.factories import assistant, chain, header, user, write
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 

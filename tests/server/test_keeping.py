@@ -1,6 +1,6 @@
 """A real ``ctxd serve`` that touches many sessions keeps its memory bounded (issue 30): sessions
 past ``openSessions`` close, least recently used first, and answer the same when asked again.
-(The policy itself, in process: tests/test_keeping.py; the long run: ``make bench-soak``.)"""
+(The policy itself, in process: tests/service/test_keeping.py; the long run: ``make bench-soak``.)"""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from factories import assistant, header, tool_result, user
+from helpers.factories import assistant, header, tool_result, user
 
 from ctxd.client import CtxdClient
 

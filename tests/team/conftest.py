@@ -1,5 +1,5 @@
 """A real PostgreSQL server for the whole test run (``initdb`` + ``pg_ctl`` in a temporary folder, a Unix socket
-only; see tests/pgserver.py), a fresh database with ctxd's schema per test, and login roles made on demand.
+only; see tests/helpers/pgserver.py), a fresh database with ctxd's schema per test, and login roles made on demand.
 
 Passwords reach libpq as they do for a user: the in-process tests use one ``PGPASSFILE`` that holds every role's
 password; the daemons get a HOME with its own ``~/.pgpass`` or ``PGPASSWORD``. Without PostgreSQL's server
@@ -15,7 +15,7 @@ from pathlib import Path
 
 import attrs
 import pytest
-from pgserver import SUPERPASSWORD, SUPERUSER, PgServer, binaries
+from helpers.pgserver import SUPERPASSWORD, SUPERUSER, PgServer, binaries
 
 _names = itertools.count(1)
 

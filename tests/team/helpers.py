@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from factories import assistant, chain, header, tool_result, user, write
+from helpers.factories import assistant, chain, header, tool_result, user, write
 
 from ctxd.history.index import HistoryIndex
 from ctxd.team.publish import Publisher

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 from conftest import REPO
-from pgserver import SUPERPASSWORD, SUPERUSER
+from helpers.pgserver import SUPERPASSWORD, SUPERUSER
 
 from .conftest import Cluster, TeamDb
 from .helpers import session

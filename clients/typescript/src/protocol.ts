@@ -152,7 +152,7 @@ export interface SessionSummary {
 }
 
 // session/list, session/open, session/create, session/append, session/entry, session/label, session/pin
-// (ctxd/service/protocol.py; tests/test_protocol_ts.py compares every params class field by field).
+// (ctxd/service/protocol.py; tests/service/test_protocol_ts.py compares every params class field by field).
 
 export interface SessionListParams {
   roots?: string[] | null;
@@ -387,7 +387,7 @@ export interface SessionArchiveResult {
 /** compact/prompt takes no params. */
 export interface CompactPromptParams {}
 
-/** compact/prompt: what ctxd asks an agent's own summariser for (ctxd/compaction/summarizers/prompts.py). */
+/** compact/prompt: what ctxd asks an agent's own summariser for (ctxd/compaction/summary/prompts.py). */
 export interface CompactPromptResult {
   /** A paragraph to add to the agent's compaction prompt: the summary's shape (state first, task by task). */
   shape: string;
@@ -397,7 +397,7 @@ export interface CompactPromptResult {
   recall: string;
 }
 
-/** One fact a summary must keep (a fact sheet's: ctxd/compaction/mustkeep.py). */
+/** One fact a summary must keep (a fact sheet's: ctxd/compaction/ledger/mustkeep.py). */
 export interface MustKeepFact {
   kind: string;
   text: string;
@@ -515,7 +515,7 @@ export interface CompactParams {
   workDoneToken?: string | number | null;
 }
 
-/** The dry run's result (ctxd/compaction/plan.py CompactionPlan.to_json). */
+/** The dry run's result (ctxd/compaction/cut/plan.py CompactionPlan.to_json). */
 export interface CompactionPlan {
   leafId: string | null;
   firstKeptEntryId: string;

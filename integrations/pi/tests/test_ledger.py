@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from fakes.openai_server import FakeOpenAIServer, reply
+from helpers.planted import ERROR, FACTS, GOAL, PLANTED
 from pi_harness import Pi, chat_requests, text_of
-from planted import ERROR, FACTS, GOAL, PLANTED
 
 from ctxd.compaction.ledger import Ledger
 
