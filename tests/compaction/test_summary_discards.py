@@ -78,3 +78,11 @@ def test_one_goal_cut_to_two_lengths_is_told_once() -> None:
     assert merged.goal == [middle_truncate(goal, 600), "Later request: and add tests for the renderer"]
     assert same_text(goal, middle_truncate(goal, 300))
     assert not same_text(goal, middle_truncate("Write the parser first. " + goal, 300))
+
+
+def test_the_summarisers_former_package_still_gives_their_public_names() -> None:
+    from ctxd.compaction import summarizers, summary
+
+    assert summarizers.OfflineSummarizer is summary.OfflineSummarizer
+    assert summarizers.create_summarizer is summary.create_summarizer
+    assert summarizers.SummaryRequest is summary.SummaryRequest
