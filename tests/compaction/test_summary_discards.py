@@ -86,3 +86,17 @@ def test_the_summarisers_former_package_still_gives_their_public_names() -> None
     assert summarizers.OfflineSummarizer is summary.OfflineSummarizer
     assert summarizers.create_summarizer is summary.create_summarizer
     assert summarizers.SummaryRequest is summary.SummaryRequest
+
+
+def test_a_call_the_user_stopped_is_not_a_failure_left_open() -> None:
+    for said in ("Command aborted", "[Request interrupted by user for tool use]", "Aborted by user"):
+        messages = [
+            user("Run the checks on the ledger."),
+            asst(call("c1", "bash", command="npm run check")),
+            result("c1", "bash", said, error=True),
+            user("Stop; we do it later."),
+        ]
+        summary = build(messages)
+        assert "Still failing" not in summary, (said, summary)
+    messages[2] = result("c1", "bash", "error TS2304: Cannot find name 'Ledger'.", error=True)
+    assert "Still failing: `npm run check`" in build(messages)

@@ -579,10 +579,12 @@ class _Builder:
         if command:
             self.command(index, episode, command, output or "", ok)
         if not ok:
-            key = _keys(command)[-1] if command else (f"file:{ops[0][1]}" if ops else f"tool:{call.name}")
-            what = f"`{_display(command, 100)}`" if command else short(call.label, 120)
             if output is None:
                 output = content_text(message.get("content"), images=False)
+            if len(output) < 400 and _STOPPED_RE.match(output):
+                return  # the user stopped it: not a failure a resuming agent must fix
+            key = _keys(command)[-1] if command else (f"file:{ops[0][1]}" if ops else f"tool:{call.name}")
+            what = f"`{_display(command, 100)}`" if command else short(call.label, 120)
             line = failure_line(output)
             self.fail(index, episode, key, what, line, finding_lines(output, line))
             return
@@ -826,6 +828,12 @@ def _same_failure(a: str, b: str) -> bool:
 
 
 _MAY_ACT_RE = lazy_compile(r"\b(?:git|bd|beads|gh)\b")
+_STOPPED_RE = lazy_compile(
+    r"(?i)\A\s*(?:command aborted|aborted(?: by (?:the )?user)?|\[?request interrupted by user[^\n]*"
+    r"|the user doesn't want to proceed with this tool use[^\n]*)\.?\s*\Z"
+)
+"""What a tool's result says when the user stopped the call (pi's Esc, Claude Code's interrupt or rejection,
+Codex's abort): the call was stopped, nothing failed."""
 """Commands that may do something :func:`~.actions.actions_of` tells (a cheap test before it)."""
 
 
