@@ -31,6 +31,31 @@ def reference(kind: str, name: str) -> Path:
     return local
 
 
+# Side by side (pytest-xdist, `make unit`: -n WORKERS --dist loadgroup) a worker runs whole groups: by default one
+# module (its module-scoped fixtures, a daemon or a real agent's run, are made once), a whole folder where a
+# session-scoped fixture is dear (the wheel built and pipx-installed once; one PostgreSQL). The folders known to
+# take longest go first, so that no worker starts a long group when the others are nearly done.
+SHARED_GROUPS = ("installing", "team")
+FIRST = ("installing", "opencode", "claude_code", "codex", "team", "server")
+
+
+def _folder(item: pytest.Item) -> str:
+    parts = Path(str(item.path)).relative_to(Path(__file__).parent).parts
+    return parts[0] if len(parts) > 1 else ""
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if not getattr(config.option, "numprocesses", None):
+        return
+    for item in items:
+        folder = _folder(item)
+        group = folder if folder in SHARED_GROUPS else str(Path(str(item.path)).relative_to(REPO))
+        item.add_marker(pytest.mark.xdist_group(group))
+    rank = {name: i for i, name in enumerate(FIRST)}
+    items.sort(key=lambda item: rank.get(_folder(item), len(FIRST)))  # stable: each module's order is kept
+
+
 @pytest.fixture
 def pi_fixture():  # type: ignore[no-untyped-def]
     return lambda name: reference("pi", name)
