@@ -56,10 +56,12 @@ vscode-test: $(STAMP)
 pi-test: $(STAMP)
 	PY=$(abspath $(BIN))/python bash integrations/pi/scripts/test.sh
 
-# Every suite (scripts/test_all.sh): lint, mypy and Neovim's suite while the agents download, then pytest beside
-# the VS Code and pi suites, their logs printed after pytest's and pytest's summary last (CI's closing line).
+# Every suite (scripts/test_all.sh): lint, mypy and Neovim's suite while the agents download, the VS Code and pi
+# suites side by side, then pytest (OVERLAP=1: beside them); the logs printed after pytest's, its summary last
+# (CI's closing line).
+OVERLAP ?= 0
 test: $(STAMP)
-	MAKE="$(MAKE)" WORKERS=$(WORKERS) bash scripts/test_all.sh
+	MAKE="$(MAKE)" WORKERS=$(WORKERS) OVERLAP=$(OVERLAP) bash scripts/test_all.sh
 
 # The native scanner built with ASan and UBSan (clang: scripts/clang.sh) and fuzzed against the Python path with
 # atheris, for FUZZ_SECONDS, its corpus kept in .cache/fuzz/corpus (make unit runs the same for 30 s:

@@ -1,17 +1,18 @@
 #!/usr/bin/env bash
-# make test: every suite, side by side where it pays on CI's 2 cores, pytest's summary last (CI's closing line).
+# make test: every suite, side by side where it is safe on CI's 2 cores, pytest's summary last (CI's closing line).
 #
-#   at once      lint, then mypy                 the downloads: the agents from npm (Claude Code, Codex, opencode,
-#                                                pi) and the Neovim suite (Neovim from PyPI, then its 48 tests,
-#                                                mostly waiting on the daemon)
-#   after them   pytest -n $WORKERS (make unit)  the VS Code suite (npm ci, code-server, e2e) and pi's suite
+#   at once            lint, then mypy; the downloads (the agents from npm: Claude Code, Codex, opencode, pi);
+#                      the Neovim suite (Neovim from PyPI, then 48 tests, mostly waiting on the daemon)
+#   after the download the VS Code suite (npm ci, code-server, unit and e2e) and pi's suite, side by side
+#   then, alone        pytest -n $WORKERS (make unit): its timing-sensitive tests do not share the cores with
+#                      VS Code's (OVERLAP=1 starts it beside the VS Code and pi suites: quicker, not shown safe)
 #
-# Each suite beside pytest writes a log, printed whole when pytest is done (a failure's too). The agents are
+# Each suite but pytest writes a log, printed whole when pytest is done (a failure's too). The agents are
 # downloaded once, here: the suites and pytest then find them cached (scripts/*.sh only check their version).
 # The exit status is non-zero when any suite failed.
 #
-# Environment: WORKERS (pytest-xdist's workers, default 4: most of the time is spent waiting on agents and
-# daemons, not on CPU), MAKE (the make that called this).
+# Environment: WORKERS (pytest-xdist's workers, default 4: most of pytest's time is spent waiting on agents and
+# daemons, not on CPU), OVERLAP (1: pytest beside the VS Code and pi suites), MAKE (the make that called this).
 set -uo pipefail
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$REPO"
@@ -68,6 +69,10 @@ wait "$PID_fetch"
 say "fetch: done"
 stage vscode "$MAKE" --no-print-directory vscode-test
 stage pi "$MAKE" --no-print-directory pi-test
+if [ "${OVERLAP:-0}" != 1 ]; then
+  wait "$PID_vscode" "$PID_pi" 2>/dev/null
+  say "vscode, pi: done"
+fi
 
 say "pytest: started (make unit, WORKERS=${WORKERS:-4})"
 begin=$(date +%s)
