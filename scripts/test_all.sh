@@ -4,15 +4,16 @@
 #   at once            lint, then mypy; the downloads (the agents from npm: Claude Code, Codex, opencode, pi);
 #                      the Neovim suite (Neovim from PyPI, then 48 tests, mostly waiting on the daemon)
 #   after the download the VS Code suite (npm ci, code-server, unit and e2e) and pi's suite, side by side
-#   then, alone        pytest -n $WORKERS (make unit): its timing-sensitive tests do not share the cores with
+#   then, alone        pytest (make unit; -n $WORKERS): its timing-sensitive tests do not share the cores with
 #                      VS Code's (OVERLAP=1 starts it beside the VS Code and pi suites: quicker, not shown safe)
 #
 # Each suite but pytest writes a log, printed whole when pytest is done (a failure's too). The agents are
 # downloaded once, here: the suites and pytest then find them cached (scripts/*.sh only check their version).
 # The exit status is non-zero when any suite failed.
 #
-# Environment: WORKERS (pytest-xdist's workers, default 4: most of pytest's time is spent waiting on agents and
-# daemons, not on CPU), OVERLAP (1: pytest beside the VS Code and pi suites), MAKE (the make that called this).
+# Environment: WORKERS (pytest-xdist's workers, the Makefile's default; 4 should pay: most of pytest's time is
+# spent waiting on agents and daemons, not on CPU), OVERLAP (1: pytest beside the VS Code and pi suites), MAKE (the
+# make that called this).
 set -uo pipefail
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$REPO"
@@ -74,7 +75,7 @@ if [ "${OVERLAP:-0}" != 1 ]; then
   say "vscode, pi: done"
 fi
 
-say "pytest: started (make unit, WORKERS=${WORKERS:-4})"
+say "pytest: started (make unit, WORKERS=${WORKERS:-0})"
 begin=$(date +%s)
 "$MAKE" --no-print-directory unit 2>&1 | tee "$LOGS/unit.log"
 unit=${PIPESTATUS[0]}
