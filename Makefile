@@ -26,9 +26,16 @@ typecheck: $(STAMP)
 
 # pytest includes tests/claude_code: the real Claude Code from npm (scripts/claude-code.sh, cached in .cache).
 # and tests/codex: the real Codex from npm (scripts/codex.sh; if npm cannot be reached, those tests skip saying so).
+# WORKERS pytest processes side by side (pytest-xdist), each running whole modules, or whole folders where a
+# session fixture is dear (tests/conftest.py), the longest folders first: most of the time is spent waiting on
+# agents and daemons, so 4 workers should pay on 2 cores. Off by default (WORKERS=0: one process) until a run on
+# a quiet machine shows the suite green with WORKERS=4: at load 20 a run with 4 workers had failures (codex's
+# `ctxd mcp` started after Codex's MCP start-up timeout, among others).
+WORKERS ?= 0
+PYTEST_XDIST = $(if $(filter-out 0,$(WORKERS)),-n $(WORKERS) --dist loadgroup --no-loadscope-reorder)
 unit: $(STAMP) claude-code
 	CTXD_CLAUDE_CODE="$$(bash scripts/claude-code.sh)" CTXD_CODEX="$$(bash scripts/codex.sh || true)" \
-	  CTXD_CLANG="$$(bash scripts/clang.sh || true)" $(BIN)/pytest -q
+	  CTXD_CLANG="$$(bash scripts/clang.sh || true)" $(BIN)/pytest -q $(PYTEST_XDIST)
 
 claude-code:
 	bash scripts/claude-code.sh >/dev/null
@@ -40,7 +47,6 @@ claude-test: $(STAMP) claude-code
 codex-test: $(STAMP)
 	CTXD_CODEX="$$(bash scripts/codex.sh)" $(BIN)/pytest -q tests/codex tests/formats/test_transcripts_codex_0169.py
 
-# The editors' suites run first, so pytest's summary is CI's closing line.
 nvim-test: $(STAMP)
 	bash editors/neovim/scripts/test.sh
 
@@ -52,7 +58,12 @@ vscode-test: $(STAMP)
 pi-test: $(STAMP)
 	PY=$(abspath $(BIN))/python bash integrations/pi/scripts/test.sh
 
-test: lint typecheck nvim-test vscode-test pi-test unit
+# Every suite (scripts/test_all.sh): lint, mypy and Neovim's suite while the agents download, the VS Code and pi
+# suites side by side, then pytest (OVERLAP=1: beside them); the logs printed after pytest's, its summary last
+# (CI's closing line).
+OVERLAP ?= 0
+test: $(STAMP)
+	MAKE="$(MAKE)" WORKERS=$(WORKERS) OVERLAP=$(OVERLAP) bash scripts/test_all.sh
 
 # The native scanner built with ASan and UBSan (clang: scripts/clang.sh) and fuzzed against the Python path with
 # atheris, for FUZZ_SECONDS, its corpus kept in .cache/fuzz/corpus (make unit runs the same for 30 s:

@@ -31,6 +31,46 @@ def reference(kind: str, name: str) -> Path:
     return local
 
 
+# Side by side (pytest-xdist, `make unit`: -n WORKERS --dist loadgroup) a worker runs whole groups: one module (its
+# module-scoped fixtures, a daemon or a real agent's run, are made once), or a whole folder where a session-scoped
+# fixture is dear (the wheel built and pipx-installed once; one PostgreSQL). The groups are made here, from the
+# test's path, not by xdist's own loadgroup: its xdist_group marks do nothing under pytest 9 (xdist renames
+# ``item._nodeid``, which pytest 9 no longer reads). The folders known to take longest go first
+# (--no-loadscope-reorder), so that no worker starts a long group when the others are nearly done.
+SHARED_GROUPS = ("installing", "team")
+FIRST = ("installing", "opencode", "claude_code", "codex", "team", "server")
+
+
+def xdist_group(nodeid: str) -> str:
+    """The group a test runs in: its folder under tests/ for SHARED_GROUPS, else its module."""
+    path = nodeid.split("::", 1)[0]
+    parts = path.split("/")
+    return parts[1] if len(parts) > 2 and parts[0] == "tests" and parts[1] in SHARED_GROUPS else path
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class Groups(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return xdist_group(nodeid)
+
+    return Groups(config, log)  # type: ignore[arg-type]
+
+
+def _folder(item: pytest.Item) -> str:
+    parts = Path(str(item.path)).relative_to(Path(__file__).parent).parts
+    return parts[0] if len(parts) > 1 else ""
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if getattr(config.option, "loadgroup", False):  # in xdist's workers under --dist loadgroup
+        rank = {name: i for i, name in enumerate(FIRST)}
+        items.sort(key=lambda item: rank.get(_folder(item), len(FIRST)))  # stable: each module's order is kept
+
+
 @pytest.fixture
 def pi_fixture():  # type: ignore[no-untyped-def]
     return lambda name: reference("pi", name)

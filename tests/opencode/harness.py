@@ -112,7 +112,9 @@ class OpencodeHome:
             config["plugin"] = self.plugins
         (self.root / "config" / "opencode" / "opencode.json").write_text(json.dumps(config, indent=2))
 
-    def run(self, *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    def run(self, *args: str, timeout: float = 180) -> subprocess.CompletedProcess[str]:
+        """``opencode run``; ``timeout`` bounds a run that hangs (one takes seconds; 60 s once ran out on CI's 2 cores
+        shared with the other suites)."""
         return subprocess.run(
             [self.binary, "run", *args],
             cwd=self.workdir,

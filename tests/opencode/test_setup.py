@@ -43,7 +43,7 @@ def set_up_and_check(tmp_path: Path, ctxd: str) -> None:
 
         def setup(*args: str) -> subprocess.CompletedProcess[str]:
             argv = [ctxd, "setup", "opencode", *args]
-            return subprocess.run(argv, env=env, capture_output=True, text=True, timeout=60, check=False)
+            return subprocess.run(argv, env=env, capture_output=True, text=True, timeout=180, check=False)
 
         dry = setup("--dry-run")
         assert dry.returncode == 0 and "would change" in dry.stdout, dry.stdout + dry.stderr

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from fakes.openai_server import FakeOpenAIServer, overflow, reply, slow, tool_call
-from pi_harness import KEY, REPO, Pi, chat_requests, ctxd_requests, text_of
+from pi_harness import KEY, REPO, TIMEOUT, Pi, chat_requests, ctxd_requests, text_of
 
 from ctxd.client import CtxdClient
 
@@ -131,7 +131,7 @@ def test_aborting_cancels_ctxds_summary(tmp_path: Path, llm: FakeOpenAIServer) -
         before = len(llm.requests)
         since = pi.mark()
         compact_id = pi.send({"type": "compact"})
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + TIMEOUT
         while not ctxd_requests(llm, before) and time.monotonic() < deadline:
             time.sleep(0.05)
         assert ctxd_requests(llm, before), "ctxd never called the model"
