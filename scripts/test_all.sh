@@ -3,7 +3,8 @@
 #
 #   at once            lint, then mypy; the downloads (the agents from npm: Claude Code, Codex, opencode, pi);
 #                      the Neovim suite (Neovim from PyPI, then 48 tests, mostly waiting on the daemon)
-#   after the download the VS Code suite (npm ci, code-server, unit and e2e) and pi's suite, side by side
+#   after the download the VS Code suite (npm ci, code-server, unit and e2e), then pi's suite (PAIR=1: side by
+#                      side, quicker, not shown safe: VS Code's e2e has timing checks)
 #   then, alone        pytest (make unit; -n $WORKERS): its timing-sensitive tests do not share the cores with
 #                      VS Code's (OVERLAP=1 starts it beside the VS Code and pi suites: quicker, not shown safe)
 #
@@ -12,7 +13,8 @@
 # The exit status is non-zero when any suite failed.
 #
 # Environment: WORKERS (pytest-xdist's workers, the Makefile's default; 4 should pay: most of pytest's time is
-# spent waiting on agents and daemons, not on CPU), OVERLAP (1: pytest beside the VS Code and pi suites), MAKE (the
+# spent waiting on agents and daemons, not on CPU), OVERLAP (1: pytest beside the VS Code and pi suites), PAIR (1:
+# the VS Code and pi suites side by side), MAKE (the
 # make that called this).
 set -uo pipefail
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -69,6 +71,9 @@ failed=()
 wait "$PID_fetch"
 say "fetch: done"
 stage vscode "$MAKE" --no-print-directory vscode-test
+if [ "${PAIR:-0}" != 1 ]; then
+  wait "$PID_vscode" 2>/dev/null # VS Code's e2e has timing checks: not shown safe beside pi's suite on 2 cores
+fi
 stage pi "$MAKE" --no-print-directory pi-test
 if [ "${OVERLAP:-0}" != 1 ]; then
   wait "$PID_vscode" "$PID_pi" 2>/dev/null
