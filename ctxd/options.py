@@ -119,6 +119,19 @@ class Problem:
         return ": ".join(part for part in (self.source, self.path, self.text) if part)
 
 
+def prepare(cls: type[Any]) -> None:
+    """Make the converter's functions for ``cls`` and its fields' types now (some 20 ms: a daemon does it before
+    ``initialize`` comes)."""
+    converter = _converter()
+    converter.get_structure_hook(cls)
+    converter.get_unstructure_hook(cls)
+    for field in attrs.fields(attrs.resolve_types(cls)):
+        converter.get_structure_hook(field.type)
+        converter.get_unstructure_hook(field.type)
+        if isinstance(field.type, type) and attrs.has(field.type):
+            prepare(field.type)
+
+
 def unstructure(value: Any) -> Any:
     """A settings object as its wire JSON (camelCase keys, every field)."""
     return _converter().unstructure(value)
