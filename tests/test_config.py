@@ -6,6 +6,9 @@ it (the default, or a lower layer's) stays; nothing stops the daemon. The effect
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -139,3 +142,30 @@ def test_the_effective_configuration_keeps_its_keys_and_masks_secrets() -> None:
         '["/o.db"], "team": {"dsn": "postgresql://a:***@db/t", "projects": ["*"], "user": "u", "machine": "m", '
         '"publish": true, "batchRows": 5000, "connectTimeout": 10}, "toolOutputShare": 0.3}'
     )
+
+
+def test_doctor_names_each_problem_of_the_configuration(tmp_path: Path) -> None:
+    """``ctxd doctor`` fails a ``config`` check for each value of the file or the environment it did not take."""
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({"compaction": {"reserveTokens": "x"}, "colour": "red"}))
+    home = tmp_path / "home"
+    home.mkdir()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CTXD_")}
+    env.update(HOME=str(home), XDG_CONFIG_HOME=str(home / ".config"), CTXD_CONFIG=str(path), CTXD_WATCH="0")
+    env["CTXD_DURABILITY"] = "often"
+    done = subprocess.run(
+        [sys.executable, "-m", "ctxd", "doctor", "--json"], env=env, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 1, done.stderr
+    checks = [c for c in json.loads(done.stdout)["checks"] if c["integration"] == "config"]
+    assert [(c["ok"], c["detail"]) for c in checks] == [
+        (False, f'{path}: compaction.reserveTokens: expected an integer, 0 or more, got "x"; using 16384'),
+        (False, f"{path}: colour: unknown option, ignored"),
+        (False, 'CTXD_DURABILITY: durability: expected flush, fsync or fsync-batch, got "often"; using "flush"'),
+    ]
+    assert all(c["fix"] for c in checks)
+    del env["CTXD_DURABILITY"]
+    path.write_text(json.dumps({"compaction": {"reserveTokens": 1_000}}))
+    done = subprocess.run([sys.executable, "-m", "ctxd", "doctor", "--json"], env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout
+    assert not [c for c in json.loads(done.stdout)["checks"] if c["integration"] == "config"]
