@@ -191,7 +191,7 @@ async def _unbounded(
     session = Session.open(str(path))
     outcome = await compact(
         session,
-        CompactionSettings(keepRecentTokens=keep),
+        CompactionSettings(keep_recent_tokens=keep),
         leaf_id=leaf,
         summarizer=OfflineSummarizer(max_tokens=UNBOUNDED, scale=False),
     )
@@ -226,7 +226,7 @@ async def compact_chain(
         except NothingToCompact:
             continue
         # As `ctxd compact` with no model: the engine picks the offline summariser at the settings' budget.
-        outcome = await compact(session, CompactionSettings(keepRecentTokens=keep), leaf_id=leaf)
+        outcome = await compact(session, CompactionSettings(keep_recent_tokens=keep), leaf_id=leaf)
         plan = outcome.plan
         before = list(written)
         written.append(session.file.entry_by_id(outcome.entryId))

@@ -244,7 +244,7 @@ def refresh(server: PgServer) -> None:
 
 def publish(server: PgServer, db: str) -> dict[str, Any]:
     settings = TeamSettings(
-        dsn=server.dsn("publisher", "team"), projects=["*"], user="bench", machine="bench-1", batchRows=20_000
+        dsn=server.dsn("publisher", "team"), projects=["*"], user="bench", machine="bench-1", batch_rows=20_000
     )
     publisher = Publisher(settings, db)
     queued = publisher.queued()
@@ -257,7 +257,7 @@ def publish(server: PgServer, db: str) -> dict[str, Any]:
     def progress() -> bool:
         batches[0] += 1
         if batches[0] % 25 == 0:
-            sent = batches[0] * settings.batchRows
+            sent = batches[0] * settings.batch_rows
             print(f"  {sent:,} sent after {time.monotonic() - began:.0f} s (load {load()})", flush=True)
         return False
 

@@ -31,7 +31,7 @@ LAYERS = [
 # A layer may import itself and anything before it; the CLI sits on top (it starts the server).
 RANK = {name: i for i, name in enumerate(LAYERS)}
 # Modules beside the layers, which any layer may import: each imports only other leaves.
-LEAF_MODULES = {"__init__", "errors", "redact", "llm", "client", "jsonrpc", "malloc"}
+LEAF_MODULES = {"__init__", "errors", "redact", "llm", "client", "jsonrpc", "malloc", "options"}
 ENTRY = "__main__"
 """``python -m ctxd``: it starts the CLI, the top."""
 

@@ -31,7 +31,7 @@ def cmd_sessions(args: argparse.Namespace) -> int:
     if args.root:  # these roots only (a folder of sessions or transcripts, or an opencode database)
         roots = [os.path.abspath(r) for r in args.root]
         databases = [r for r in roots if os.path.isfile(r)]
-        config.opencodeDatabases += [d for d in databases if d not in config.opencodeDatabases]
+        config.opencode_databases += [d for d in databases if d not in config.opencode_databases]
         config.roots = [r for r in roots if r not in databases] or config.roots
     found = list_served(config, roots, os.path.abspath(args.cwd) if args.cwd else None, keep=True)
     agent = AGENT_ALIASES.get(args.agent, args.agent)
@@ -41,7 +41,7 @@ def cmd_sessions(args: argparse.Namespace) -> int:
         _dump({"roots": roots or config.all_roots, "sessions": [capped_row(s.to_json()) for s in found]})
         return 0
     if not found:
-        where = ", ".join(roots or [*config.all_roots, *config.opencodeDatabases]) or "no folder"
+        where = ", ".join(roots or [*config.all_roots, *config.opencode_databases]) or "no folder"
         print(f"no {agent + ' ' if agent else ''}sessions under {where}")
     for s in found:
         title = cap(s.name) or cap(s.title) or "(empty)"

@@ -34,9 +34,9 @@ def _progress(stage: str, fraction: float | None) -> None:
 
 
 def run_compact(args: argparse.Namespace) -> int:
-    settings = CompactionSettings(model=args.model, apiBase=args.api_base)
+    settings = CompactionSettings(model=args.model, api_base=args.api_base)
     if args.keep_recent_tokens is not None:
-        settings.keepRecentTokens = args.keep_recent_tokens
+        settings.keep_recent_tokens = args.keep_recent_tokens
     session = open_session(args.file)
     if args.dry_run:
         try:

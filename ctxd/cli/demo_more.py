@@ -17,7 +17,7 @@ Say = Callable[[str], None]
 
 
 def run(session: Session, root: str, say: Say, heading: Callable[[str], None]) -> None:
-    settings = CompactionSettings(keepRecentTokens=600)
+    settings = CompactionSettings(keep_recent_tokens=600)
 
     heading("4. preview a compaction (dry run: writes nothing, calls no model)")
     plan = dry_run(session, settings)

@@ -11,6 +11,7 @@ import sys
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
+    from ctxd.service.config import Config
     from ctxd.setup import doctor as doctor_types
 
 NAMES = "claude-code | pi | vscode | neovim | codex | opencode"
@@ -70,14 +71,15 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     from ctxd.store import native
 
     ctx = Context(os.environ, ctxd_executable())
-    checks = doctor.run(ctx) + _team_checks()
+    config, config_checks = _configuration()
+    checks = doctor.run(ctx) + config_checks + _team_checks(config)
     ok = all(c.ok for c in checks)
     scanner = native.describe()
     if args.json:
         report = {"ok": ok, "ctxd": ctx.ctxd, "version": ctx.version, "checks": [c.to_json() for c in checks]}
         dump({**report, "nativeScanner": native.available(), "scanner": scanner})
         return 0 if ok else 1
-    if not [c for c in checks if c.integration != "team"]:
+    if not [c for c in checks if c.integration not in ("config", "team")]:
         print(f"no integration is installed: `ctxd setup {NAMES}`")
     for c in checks:
         print(f"{'ok  ' if c.ok else 'FAIL'} {c.integration}: {c.check}: {c.detail}")
@@ -89,12 +91,21 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     return 0 if ok else 1
 
 
-def _team_checks() -> list[doctor_types.Check]:
-    """Team history's checks (ctxd.team.doctor), when a team database is configured."""
+def _configuration() -> tuple[Config, list[doctor_types.Check]]:
+    """The CLI's configuration, and a failed check for each value of the config file or the environment that was
+    not taken (the daemon, which reads them the same way, logs the same words)."""
     from ctxd.service.config import load_cli_config
     from ctxd.setup.doctor import Check
 
-    config, _ = load_cli_config()
+    config, problems = load_cli_config()
+    fix = "correct or remove it (until then it is skipped, and the value named after 'using' is in effect)"
+    return config, [Check("config", "options", False, problem, fix) for problem in problems]
+
+
+def _team_checks(config: Config) -> list[doctor_types.Check]:
+    """Team history's checks (ctxd.team.doctor), when a team database is configured."""
+    from ctxd.setup.doctor import Check
+
     if not config.team.enabled:
         return []
     from ctxd.errors import CtxdError

@@ -46,10 +46,10 @@ def run_stats(args: argparse.Namespace) -> int:
     config, _ = load_cli_config()
     settings = config.compaction
     if args.window:
-        settings.contextWindow = args.window
+        settings.context_window = args.window
     window = settings.resolved_window()
     found = composition(
-        session, window=window, threshold=settings.threshold(window), reserve=settings.reserveTokens, top=args.top
+        session, window=window, threshold=settings.threshold(window), reserve=settings.reserve_tokens, top=args.top
     )
     data = {"session": session.path, **found.to_json()}
     if args.json:

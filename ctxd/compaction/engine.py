@@ -148,11 +148,11 @@ def summarizer_for(settings: CompactionSettings, *, context_window: int | None =
         return OfflineSummarizer(max_tokens=settings.summary_limit())
     return create_summarizer(
         settings.model,
-        api_base=settings.apiBase,
-        api_key=settings.apiKey,
+        api_base=settings.api_base,
+        api_key=settings.api_key,
         max_output_tokens=settings.output_limit(),
-        timeout=settings.timeoutSeconds,
-        retries=max(0, settings.maxAttempts - 1),
+        timeout=settings.timeout_seconds,
+        retries=max(0, settings.max_attempts - 1),
         context_window=context_window,
     )
 
@@ -230,10 +230,10 @@ async def compact(
             result = SummaryResult(decision.summary, "hook", None, "hook")
             path = "hook"
 
-    instructions = instructions or settings.customInstructions
+    instructions = instructions or settings.custom_instructions
 
     async def replan(current: CompactionPlan) -> CompactionPlan:
-        replanned: CompactionPlan = await guard(lambda: _keep_last_turns(session, current, settings.keepLastTurns))
+        replanned: CompactionPlan = await guard(lambda: _keep_last_turns(session, current, settings.keep_last_turns))
         return replanned
 
     made = await summarize_plan(
@@ -391,7 +391,7 @@ async def summarize_plan(
         if result is not None:
             failures.append("summary larger than the target: keeping the last turns instead")
         # Fallback 2: keep the last N turns verbatim; the offline digest covers the rest.
-        stage = f"keeping the last {settings.keepLastTurns} turns" if replan else "the offline summariser instead"
+        stage = f"keeping the last {settings.keep_last_turns} turns" if replan else "the offline summariser instead"
         _report(progress, stage, 0.85)
         if replan is not None:
             plan = await replan(plan)
@@ -464,8 +464,8 @@ def _too_big(text: str, window: int, settings: CompactionSettings) -> bool:
     """A summary that would not leave room: over the output limit twice, or over the target share."""
     tokens = (js_len(text) + 3) // 4
     limit = settings.output_limit() * 2
-    if settings.targetPercent:
-        limit = min(limit, int(window * settings.targetPercent))
+    if settings.target_percent:
+        limit = min(limit, int(window * settings.target_percent))
     return tokens > limit
 
 

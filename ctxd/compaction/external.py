@@ -126,7 +126,7 @@ async def summarize_preparation(
         plan_from_preparation(prep),
         settings,
         trigger=trigger,
-        instructions=instructions or settings.customInstructions,
+        instructions=instructions or settings.custom_instructions,
         summarizer=chosen,
         progress=progress,
         facts=facts,
@@ -227,7 +227,7 @@ async def summarize_branch(
     """A summary of a branch an agent is leaving (its entries, oldest first); writes nothing."""
     started = clock()
     window = model_window or settings.resolved_window()
-    budget = max(1_000, window - (reserve_tokens if reserve_tokens is not None else settings.reserveTokens))
+    budget = max(1_000, window - (reserve_tokens if reserve_tokens is not None else settings.reserve_tokens))
     messages, ops = branch_messages(entries, budget)
     read_files, modified_files = file_lists(ops)
     chosen = summarizer or summarizer_for(settings, context_window=model_window)

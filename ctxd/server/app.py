@@ -231,7 +231,9 @@ def create_server(config: Config | None = None) -> CtxdServer:
         if hooks is not None and (
             not isinstance(hooks, dict) or not isinstance(hooks.get("compactWillRun", False), bool)
         ):
-            problems.append(f'hooks: expected {{"compactWillRun": true or false}}, got {show(hooks)}')
+            problems.append(
+                f'initializationOptions: hooks: expected {{"compactWillRun": true or false}}, got {show(hooks)}'
+            )
         if ls.hook_supported:
             ls.service.hook = ls.will_run_hook
         for problem in problems:
@@ -250,9 +252,9 @@ def create_server(config: Config | None = None) -> CtxdServer:
             ls.watcher = Watcher(
                 ls.config.all_roots,
                 changed,
-                step_ms=ls.config.watchStepMs,
+                step_ms=ls.config.watch_step_ms,
                 on_live=ls.service.catch_up,  # a listing answered before the watch began (ctxd.server.early)
-                files=ls.config.opencodeDatabases,
+                files=ls.config.opencode_databases,
             )
             ls.service.run_task(ls.watcher.run(), "watcher")
             ls.service.history_watched = True

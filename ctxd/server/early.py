@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from ctxd.options import prepare
 from ctxd.service import protocol as p
 from ctxd.service.config import Config, config_from_json, load_cli_config
 from ctxd.service.service import Service
@@ -26,6 +27,7 @@ class EarlyAnswers:
 
     def __init__(self, config_path: str | None) -> None:
         self.base, _ = load_cli_config(config_path)
+        prepare(Config)  # initialize's options are read with it
 
     def configure(self, initialize: dict[str, Any]) -> _Answering | None:
         params = initialize.get("params")

@@ -20,8 +20,8 @@ from ctxd.store.opencode_archive import archive_opencode_session
 class Archiving(ServiceBase):
     async def session_archive(self, params: p.SessionParams) -> dict[str, Any]:
         root = archive_root()
-        if root not in self.config.archiveRoots:  # listed (and readable) from now on
-            self.config.archiveRoots.append(root)
+        if root not in self.config.archive_roots:  # listed (and readable) from now on
+            self.config.archive_roots.append(root)
 
         def work(opened: OpenSession) -> dict[str, Any]:
             file = opened.session.file

@@ -41,7 +41,7 @@ class ServiceBase:
     def __init__(self, config: Config, notify: Notify | None = None) -> None:
         self.config = config
         self.notify: Notify = notify or (lambda method, payload: None)
-        self.registry = Registry(config.all_roots, config.opencodeDatabases)
+        self.registry = Registry(config.all_roots, config.opencode_databases)
         self.hook: SessionHook | None = None
         """The client's compact/willRun hook, called with the session's path, the trigger and the plan."""
         self._tasks: set[asyncio.Task[Any]] = set()
@@ -113,7 +113,7 @@ class ServiceBase:
         opened = self.registry.get(path)
         if opened is None:
             opened = OpenSession(await asyncio.to_thread(Session.open, path, durability=self.config.durability_mode))
-            opened.session.file.lock_timeout = self.config.appendLockTimeout
+            opened.session.file.lock_timeout = self.config.append_lock_timeout
             await asyncio.to_thread(weigh, opened)
             if self.registry.get(path) is None:
                 self.registry.add(path, opened)
@@ -135,15 +135,15 @@ class ServiceBase:
     def _keep_bounded(self) -> None:
         """Close the least recently used sessions past the count and byte budgets, and make sure idle
         ones are looked for."""
-        for path in over_budget(self.registry.open, self.config.openSessions):
+        for path in over_budget(self.registry.open, self.config.open_sessions):
             self._forget(path)
         if self._sweeper is None or self._sweeper.done():
             self._sweeper = self.run_task(self._sweep(), "closing idle sessions")
 
     async def _sweep(self) -> None:
         while self.registry.open:
-            await asyncio.sleep(sweep_interval(self.config.openSessions))
-            for path in idle(list(self.registry.open.items()), self.config.openSessions, self._kept_open):
+            await asyncio.sleep(sweep_interval(self.config.open_sessions))
+            for path in idle(list(self.registry.open.items()), self.config.open_sessions, self._kept_open):
                 self._forget(path)
 
     def _forget(self, path: str) -> None:

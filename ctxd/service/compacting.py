@@ -32,7 +32,7 @@ class Compacting(ServiceBase):
     def _settings(self, keep_recent: int | None) -> CompactionSettings:
         settings = attrs.evolve(self.config.compaction)
         if keep_recent is not None:
-            settings.keepRecentTokens = keep_recent
+            settings.keep_recent_tokens = keep_recent
         return settings
 
     async def compact(self, params: p.CompactParams, progress: Progress | None = None) -> dict[str, Any]:
@@ -155,7 +155,7 @@ class Compacting(ServiceBase):
     # --- auto-compaction ----------------------------------------------------------------------
 
     def _maybe_auto_compact(self, opened: OpenSession, decision: Any) -> None:
-        if not self.config.autoCompact or not self.config.compaction.enabled or decision.trigger is None:
+        if not self.config.auto_compact or not self.config.compaction.enabled or decision.trigger is None:
             if opened.scheduled is not None:
                 opened.scheduled.cancel()  # no longer due (compacted elsewhere, or disabled)
                 opened.scheduled = None
@@ -165,7 +165,7 @@ class Compacting(ServiceBase):
         if opened.scheduled is not None:
             opened.scheduled.cancel()
             opened.scheduled = None
-        ttl = self.config.promptCacheTtlSeconds
+        ttl = self.config.prompt_cache_ttl_seconds
         if decision.trigger == "threshold" and ttl:
             # Cache-aware: compacting rewrites the prompt prefix, so wait until just before the
             # provider's cache would expire anyway; new activity re-arms the timer.

@@ -38,7 +38,7 @@ class Composing(ServiceBase):
         settings = self.config.compaction
         window = self.window()
         found = composition(
-            s, leaf_id, window=window, threshold=settings.threshold(window), reserve=settings.reserveTokens, top=top
+            s, leaf_id, window=window, threshold=settings.threshold(window), reserve=settings.reserve_tokens, top=top
         )
         return {"session": s.path, **found.to_json()}
 

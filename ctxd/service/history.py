@@ -64,8 +64,8 @@ class History(ServiceBase):
             check_fts5()
             self._indexer = Indexer(
                 HistoryIndex(db_path),
-                lambda: (self.config.all_roots, self.config.archiveRoots),
-                lambda: self.config.opencodeDatabases,
+                lambda: (self.config.all_roots, self.config.archive_roots),
+                lambda: self.config.opencode_databases,
             )
             self._reader = HistoryIndex(self._indexer.index.path)
         return self._indexer
@@ -147,8 +147,8 @@ class History(ServiceBase):
         found = await asyncio.to_thread(list_sessions, self.config.all_roots, os.path.normpath(cwd))
         subagents = os.sep + "subagents" + os.sep
         live = [s for s in only_inside(found, self.config.all_roots) if not s.archived and subagents not in s.path]
-        if self.config.opencodeDatabases:  # opencode's own sessions (not its subagents'), from its databases
-            rows = await asyncio.to_thread(list_databases, self.config.opencodeDatabases, os.path.normpath(cwd))
+        if self.config.opencode_databases:  # opencode's own sessions (not its subagents'), from its databases
+            rows = await asyncio.to_thread(list_databases, self.config.opencode_databases, os.path.normpath(cwd))
             live = sorted(live + [r for r in rows if r.parentSession is None], key=lambda s: s.modified, reverse=True)
         return live[0].path if live else None
 

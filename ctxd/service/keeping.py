@@ -58,7 +58,7 @@ def weigh(opened: OpenSession, *, force: bool = False) -> None:
 
 def sweep_interval(limits: OpenSessions) -> float:
     """How often to look for idle sessions: a quarter of the idle time, between 50 ms and 15 s."""
-    return max(0.05, min(limits.idleSeconds / 4, SWEEP_MAX))
+    return max(0.05, min(limits.idle_seconds / 4, SWEEP_MAX))
 
 
 def idle(
@@ -69,18 +69,18 @@ def idle(
     return [
         path
         for path, opened in sessions
-        if now - opened.last_activity >= limits.idleSeconds and not followed(path) and not opened.busy()
+        if now - opened.last_activity >= limits.idle_seconds and not followed(path) and not opened.busy()
     ]
 
 
 def over_budget(sessions: dict[str, OpenSession], limits: OpenSessions) -> list[str]:
     """The sessions to close, least recently used first, until the rest fit ``maxCount`` and
     ``maxBytes``; sessions in use stay (then the rest may not fit until they are done)."""
-    extra = len(sessions) - limits.maxCount
+    extra = len(sessions) - limits.max_count
     held = sum(opened.weight for opened in sessions.values())
     chosen: list[str] = []
     for path, opened in sessions.items():  # least recently used first (see Registry.touch)
-        if extra <= 0 and held <= limits.maxBytes:
+        if extra <= 0 and held <= limits.max_bytes:
             break
         if opened.busy():
             continue

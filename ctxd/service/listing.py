@@ -27,14 +27,14 @@ def list_served(
     """The sessions under ``roots`` (default: every root and opencode database configured; the caller checks that
     the ones given are among them), optionally only those started in ``cwd``, newest first. ``keep``: the file
     rows are kept in the user's cache for the next process (:func:`ctxd.store.listing.list_sessions`)."""
-    databases = [d for d in config.opencodeDatabases if not roots or d in roots]
-    files = [r for r in (roots or config.all_roots) if r not in config.opencodeDatabases]
-    found = list_sessions(files, cwd, config.archiveRoots, keep=keep)
+    databases = [d for d in config.opencode_databases if not roots or d in roots]
+    files = [r for r in (roots or config.all_roots) if r not in config.opencode_databases]
+    found = list_sessions(files, cwd, config.archive_roots, keep=keep)
     # Real paths, as every other method and notification names sessions (symlinked roots); a link that leads
     # outside the configured roots is not listed.
     found = only_inside(found, config.all_roots)
     if databases:  # opencode's sessions live in SQLite databases (ctxd.store.opencode)
         found.extend(list_databases(databases, cwd))
         found.sort(key=lambda s: s.modified, reverse=True)
-        link_archives(found, config.archiveRoots)  # ctxd's copies of opencode sessions beside them
+        link_archives(found, config.archive_roots)  # ctxd's copies of opencode sessions beside them
     return found

@@ -38,14 +38,14 @@ class Live(ServiceBase):
         ``session/list`` can be answered before the watch began, while the daemon was loading)."""
         for path, kind in await asyncio.to_thread(LISTINGS.changed_since_listed):
             await self.file_changed(path, kind)
-        for db in self.config.opencodeDatabases:  # what changed since the baseline, told as the watcher would
+        for db in self.config.opencode_databases:  # what changed since the baseline, told as the watcher would
             if os.path.exists(db):
                 await self.database_changed(db)
 
     async def opencode_baseline(self) -> None:
         """What each opencode database holds before the watch begins (nothing, when it is not there yet): the
         sessions that appear later, even before the watch is live, are announced with ``session/didCreate``."""
-        for db in self.config.opencodeDatabases:
+        for db in self.config.opencode_databases:
             real = os.path.realpath(db)
             if real not in self._opencode_seen:
                 try:
@@ -55,7 +55,7 @@ class Live(ServiceBase):
 
     async def file_changed(self, path: str, kind: str) -> None:
         """A session file under a root was added, modified or deleted by someone (maybe us)."""
-        if path in self.config.opencodeDatabases:
+        if path in self.config.opencode_databases:
             await self.database_changed(path)
             return
         if kind == "deleted":
@@ -140,7 +140,7 @@ class Live(ServiceBase):
         self.registry.touch(real)  # a live session: another process writes it
         self._emit(p.DID_CHANGE, p.DidChange(real, s.file.session_id, ids, s.leaf_id(), "external", result.reloaded))
         self._emit(p.CONTEXT_USAGE, self._usage(s, size.tokens))
-        if self.config.autoCompactExternal and any(_role(s, i) == "assistant" for i in new):
+        if self.config.auto_compact_external and any(_role(s, i) == "assistant" for i in new):
             self._maybe_auto_compact(opened, decision)
 
 

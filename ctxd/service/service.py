@@ -49,7 +49,7 @@ class Service(Writing, Compacting, Live, Summarizing, Composing, Team, Archiving
             outside = [
                 r
                 for r in params.roots
-                if not inside(r, self.config.all_roots) and r not in self.config.opencodeDatabases
+                if not inside(r, self.config.all_roots) and r not in self.config.opencode_databases
             ]
             if outside:
                 raise SessionNotFoundError(f"roots outside the configured roots: {outside}", roots=outside)

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from ctxd.compaction.settings import CompactionSettings
 from ctxd.context.truncate import is_oversized, truncate_tool_result
+from ctxd.options import read
 from ctxd.service import protocol as p
 from ctxd.service.base import ServiceBase
 
@@ -26,11 +27,10 @@ def _messages(name: str, messages: list[Any]) -> None:
 class Summarizing(ServiceBase):
     def _merged(self, settings: dict[str, Any] | None) -> CompactionSettings:
         """The daemon's compaction settings with the caller's over them; a bad value is refused."""
-        problems: list[str] = []
-        merged = CompactionSettings.from_json(settings, problems, base=self.config.compaction)
+        merged, problems = read(CompactionSettings, settings or {}, source="settings", base=self.config.compaction)
         if problems:
-            field = problems[0].split(":", 1)[0].replace("compaction.", "settings.")
-            raise p.InvalidParams(problems[0].replace("compaction.", "settings."), field)
+            field = ".".join(part for part in ("settings", problems[0].path) if part)
+            raise p.InvalidParams(f"{field}: {problems[0].text}", field)
         return merged
 
     async def compact_summarize(self, params: p.CompactSummarizeParams, progress: Progress | None = None) -> Any:
@@ -84,7 +84,7 @@ class Summarizing(ServiceBase):
 
         # A share of the window, at most 30,000 characters: agents pass tool results of up to ~50 KB (pi: 2,000
         # lines or 50 KB), which a limit for the window alone (240,000 for 200,000 tokens) would never cut.
-        limit = params.limitChars or window_limit(params.contextWindow, self.config.toolOutputShare)
+        limit = params.limitChars or window_limit(params.contextWindow, self.config.tool_output_share)
         messages = list(params.messages)
         truncated = []
         for i, m in enumerate(messages):

@@ -187,7 +187,7 @@ class Team(History):
         with self._team_lock:
             try:
                 if self._team_conn is None:
-                    conn = driver.connect(team.dsn, timeout=team.connectTimeout)
+                    conn = driver.connect(team.dsn, timeout=team.connect_timeout)
                     try:
                         migrate.check(conn, team.dsn)
                     except BaseException:

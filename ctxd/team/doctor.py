@@ -51,7 +51,7 @@ def run(settings: TeamSettings, queued: int | None = None, last_error: Any = Non
     out.append(TeamCheck("dsn", True, masked_dsn(settings.dsn)))
     at = driver.where(settings.dsn)
     try:
-        conn = driver.connect(settings.dsn, timeout=settings.connectTimeout, autocommit=True)
+        conn = driver.connect(settings.dsn, timeout=settings.connect_timeout, autocommit=True)
     except TeamError as exc:
         return [*out, _failed("connection", exc)]
     try:

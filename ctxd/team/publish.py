@@ -164,7 +164,7 @@ class Publisher:
         if self._server is None:
             from ctxd.team import driver, migrate
 
-            conn = driver.connect(self.settings.dsn, timeout=self.settings.connectTimeout)
+            conn = driver.connect(self.settings.dsn, timeout=self.settings.connect_timeout)
             try:
                 migrate.check(conn, self.settings.dsn)
                 with conn.transaction(), conn.cursor() as cur:
@@ -260,7 +260,7 @@ class Publisher:
         s = self.settings
 
         def prepare(after: int) -> tuple[batches.Batch, int] | None:
-            rows = spool.read(reading, s.batchRows, after)
+            rows = spool.read(reading, s.batch_rows, after)
             if not rows:
                 return None
             time_before = lambda path, line: spool.previous_ts(reading, path, line)  # noqa: E731

@@ -1,7 +1,8 @@
 """The ``team`` configuration: where team history is published, which projects, as whom.
 
 ``"team": {"dsn": "postgresql://alice@db.example.com/ctxd", "projects": ["parser", "~/src/web"]}`` in the
-configuration, or ``CTXD_TEAM_DSN`` (and ``CTXD_TEAM_PROJECTS``, ``os.pathsep``-separated). The password is
+configuration (read by :mod:`ctxd.options`), or ``CTXD_TEAM_DSN`` (and ``CTXD_TEAM_PROJECTS``, ``os.pathsep``-separated:
+:mod:`ctxd.service.config`). The password is
 libpq's business: ``PGPASSWORD`` or ``~/.pgpass`` (``PGPASSFILE``); a password written into the DSN still works,
 but it is remembered as a secret (:func:`ctxd.redact.add_secret`) and every DSN ctxd shows is masked
 (:func:`masked_dsn`).
@@ -19,7 +20,7 @@ from typing import Any
 
 import attrs
 
-from ctxd.redact import add_secret
+from ctxd.options import NON_EMPTY, POSITIVE_INT, SECRET, Check, unstructure
 
 ALL = "*"
 _PASSWORD_IN_URL = re.compile(r"^(postgres(?:ql)?://[^:/@?#]*:)([^@/?#]*)(@)", re.IGNORECASE)
@@ -43,21 +44,46 @@ def _default_machine() -> str:
     return os.uname().nodename or "unknown"
 
 
+def _tidy(value: Any) -> Any:
+    """A name stripped of blanks (a value of another type is left for the check to refuse)."""
+    return value.strip() if isinstance(value, str) else value
+
+
+def _names(value: Any) -> Any:
+    """``"*"`` or one name as a list of one; each name stripped."""
+    if isinstance(value, str):
+        return [value]
+    return [_tidy(v) for v in value] if isinstance(value, list) else value
+
+
+NAMES = Check(
+    'a list of project names or folders (or "*")',
+    lambda v: isinstance(v, list) and all(isinstance(n, str) and n for n in v),
+)
+
+
 @attrs.define
 class TeamSettings:
-    dsn: str = ""
+    """Read from the configuration's ``team`` object (camelCase keys: :mod:`ctxd.options`)."""
+
+    dsn: str = attrs.field(
+        default="",
+        converter=_tidy,
+        validator=Check("a connection string", lambda v: isinstance(v, str)),
+        metadata={SECRET: True},
+    )
     """A libpq connection string or URI; "" turns team history off."""
-    projects: list[str] = attrs.field(factory=list)
+    projects: list[str] = attrs.field(factory=list, converter=_names, validator=NAMES)
     """Project names or folders to publish; ``"*"``: every project; empty: publish nothing."""
-    user: str = attrs.field(factory=_default_user)
+    user: str = attrs.field(factory=_default_user, converter=_tidy, validator=NON_EMPTY)
     """Who the published sessions are by (default: the login name)."""
-    machine: str = attrs.field(factory=_default_machine)
+    machine: str = attrs.field(factory=_default_machine, converter=_tidy, validator=NON_EMPTY)
     """Where they ran (default: the host name)."""
     publish: bool = True
     """Publish in the background (the daemon); off: only ``ctxd team sync`` publishes."""
-    batchRows: int = 5000
+    batch_rows: int = attrs.field(default=5000, validator=POSITIVE_INT)
     """Entries sent in one transaction."""
-    connectTimeout: int = 10
+    connect_timeout: int = attrs.field(default=10, validator=POSITIVE_INT)
     """Seconds to wait for the server before giving up (a pass is retried later)."""
 
     @property
@@ -69,7 +95,8 @@ class TeamSettings:
         return ALL in self.projects
 
     def to_json(self) -> dict[str, Any]:
-        out = attrs.asdict(self)
+        """The settings' wire JSON, the DSN masked."""
+        out: dict[str, Any] = unstructure(self)
         out["dsn"] = masked_dsn(self.dsn)
         return out
 
@@ -89,65 +116,3 @@ def dsn_password(dsn: str) -> str | None:
     if m and m.group(2):
         return m.group(2).strip("'")
     return None
-
-
-def _strings(value: Any) -> list[str] | None:
-    if isinstance(value, str):
-        return [value]
-    if isinstance(value, list) and all(isinstance(v, str) and v.strip() for v in value):
-        return [v.strip() for v in value]
-    return None
-
-
-def team_from_json(data: Any, problems: list[str], base: TeamSettings | None = None) -> TeamSettings:
-    """TeamSettings from the ``team`` object (camelCase) over ``base``; invalid values are reported and skipped."""
-    team = attrs.evolve(base) if base is not None else TeamSettings()
-    if data is None:
-        return team
-    if not isinstance(data, dict):
-        problems.append(f"team: expected an object, got {type(data).__name__}; team history is off")
-        return team
-    for key, value in data.items():
-        if key == "dsn":
-            if isinstance(value, str):
-                team.dsn = value.strip()
-            else:
-                problems.append("team.dsn: expected a connection string")
-        elif key == "projects":
-            found = _strings(value)
-            if found is None:
-                problems.append('team.projects: expected a list of project names or folders (or "*")')
-            else:
-                team.projects = found
-        elif key in ("user", "machine"):
-            if isinstance(value, str) and value.strip():
-                setattr(team, key, value.strip())
-            else:
-                problems.append(f"team.{key}: expected a non-empty string")
-        elif key == "publish":
-            if isinstance(value, bool):
-                team.publish = value
-            else:
-                problems.append("team.publish: expected true or false")
-        elif key in ("batchRows", "connectTimeout"):
-            if isinstance(value, int) and not isinstance(value, bool) and value > 0:
-                setattr(team, key, value)
-            else:
-                problems.append(f"team.{key}: expected a positive integer")
-        else:
-            problems.append(f"team: unknown option {key!r} ignored")
-    add_secret(dsn_password(team.dsn))
-    return team
-
-
-def team_from_env(environ: dict[str, str], data: dict[str, Any]) -> None:
-    """Fold ``CTXD_TEAM_DSN`` and ``CTXD_TEAM_PROJECTS`` into the configuration's ``team`` object."""
-    dsn, projects = environ.get("CTXD_TEAM_DSN"), environ.get("CTXD_TEAM_PROJECTS")
-    if not dsn and not projects:
-        return
-    team = dict(data["team"]) if isinstance(data.get("team"), dict) else {}
-    if dsn:
-        team["dsn"] = dsn
-    if projects:
-        team["projects"] = [p for p in projects.split(os.pathsep) if p.strip()]
-    data["team"] = team

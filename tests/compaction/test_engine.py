@@ -23,6 +23,7 @@ from ctxd.compaction.settings import CompactionSettings
 from ctxd.compaction.summary import SummarizerError, SummaryRequest, SummaryResult
 from ctxd.context.build import build_context
 from ctxd.errors import CancelledError, CompactionError
+from ctxd.options import read
 from ctxd.tree.session import Session
 
 
@@ -78,7 +79,7 @@ def session_at(tmp_path: Path, entries: list[dict[str, Any]]) -> Session:
     return Session.open(write(tmp_path / "s.jsonl", entries))
 
 
-SMALL = CompactionSettings(keepRecentTokens=3_000)
+SMALL = CompactionSettings(keep_recent_tokens=3_000)
 
 
 @pytest.mark.parametrize(
@@ -169,7 +170,7 @@ async def test_failing_model_falls_back_to_pruned_input(tmp_path: Path) -> None:
 
 async def test_failing_model_twice_keeps_the_last_turns(tmp_path: Path) -> None:
     s = session_at(tmp_path, conversation())
-    settings = CompactionSettings(keepRecentTokens=12_000, keepLastTurns=2)
+    settings = CompactionSettings(keep_recent_tokens=12_000, keep_last_turns=2)
     out = await compact(s, settings, summarizer=Scripted("fail", "fail"))
     assert out.path == "fallback-keep-last-turns" and len(out.failures) == 2
     written = s.file.entry_by_id(out.entryId)
@@ -181,7 +182,7 @@ async def test_failing_model_twice_keeps_the_last_turns(tmp_path: Path) -> None:
 async def test_oversized_summary_keeps_the_last_turns(tmp_path: Path) -> None:
     s = session_at(tmp_path, conversation())
     out = await compact(
-        s, CompactionSettings(keepRecentTokens=3_000, maxOutputTokens=1_000), summarizer=Scripted("huge")
+        s, CompactionSettings(keep_recent_tokens=3_000, max_output_tokens=1_000), summarizer=Scripted("huge")
     )
     assert out.path == "fallback-keep-last-turns"
     assert any("larger than the target" in f for f in out.failures)
@@ -240,7 +241,7 @@ def test_decisions_disabled_aborted_overflow_threshold() -> None:
     assert decide(other_error, context_tokens=199_000, settings=on, **kw).trigger is None  # type: ignore[arg-type]
     assert decide(big, context_tokens=183_617, settings=on, **kw).trigger == "threshold"  # type: ignore[arg-type]
     assert decide(big, context_tokens=183_616, settings=on, **kw).trigger is None  # type: ignore[arg-type]
-    pct = CompactionSettings(triggerPercent=0.75)
+    pct = CompactionSettings(trigger_percent=0.75)
     assert decide(big, context_tokens=150_001, settings=pct, **kw).trigger == "threshold"  # type: ignore[arg-type]
 
 
@@ -302,7 +303,7 @@ async def test_litellm_path_prompt_carries_previous_summary_files_and_instructio
     with FakeOpenAIServer() as fake:
         fake.script(reply("## Goal\n- from the model"), reply("## Goal\n- from the model"))
         settings = CompactionSettings(
-            keepRecentTokens=3_000, model="openai/test", apiBase=fake.url, apiKey="sk-test", maxAttempts=1
+            keep_recent_tokens=3_000, model="openai/test", api_base=fake.url, api_key="sk-test", max_attempts=1
         )
         out = await compact(s, settings, instructions="KEEP THE TEST NAMES")
         # A split turn makes a second, concurrent request: find the history one.
@@ -352,10 +353,10 @@ async def test_the_compaction_carries_the_prompt_state_and_tokens_after_counts_i
 
 
 def test_invalid_settings_are_reported_and_defaulted() -> None:
-    problems: list[str] = []
-    s = CompactionSettings.from_json({"reserveTokens": -5, "maxAttempts": 0, "keepRecentTokens": "x"}, problems)
-    assert (s.reserveTokens, s.maxAttempts, s.keepRecentTokens) == (16_384, 2, 20_000)
-    assert len(problems) == 3 and all("invalid value" in p for p in problems)
+    s, problems = read(CompactionSettings, {"reserveTokens": -5, "maxAttempts": 0, "keepRecentTokens": "x"}, source="t")
+    assert (s.reserve_tokens, s.max_attempts, s.keep_recent_tokens) == (16_384, 2, 20_000)
+    assert [p.path for p in problems] == ["reserveTokens", "keepRecentTokens", "maxAttempts"]
+    assert all(p.text.startswith("expected ") for p in problems)
 
 
 async def test_an_offline_summary_makes_the_context_smaller(tmp_path: Path) -> None:
@@ -366,7 +367,7 @@ async def test_an_offline_summary_makes_the_context_smaller(tmp_path: Path) -> N
         s.append(
             [t, {"type": "message", "message": {"role": "assistant", "content": [{"type": "text", "text": words}]}}]
         )
-    out = await compact(s, CompactionSettings(keepRecentTokens=500))
+    out = await compact(s, CompactionSettings(keep_recent_tokens=500))
     assert out.path == "offline" and out.tokensAfter < out.tokensBefore
 
 
@@ -374,15 +375,15 @@ async def test_the_offline_summary_takes_at_most_its_setting_and_never_more_than
     """The offline summary's size limit is ``summaryMaxTokens`` (5,000 by default, what the agents' own summaries
     take), at most ``reserveTokens``; the file lists the engine appends count against it."""
     assert CompactionSettings().summary_limit() == 5_000
-    assert CompactionSettings(summaryMaxTokens=9_000, reserveTokens=3_000).summary_limit() == 3_000
-    problems: list[str] = []
-    assert CompactionSettings.from_json({"summaryMaxTokens": 0}, problems).summaryMaxTokens == 5_000 and problems
+    assert CompactionSettings(summary_max_tokens=9_000, reserve_tokens=3_000).summary_limit() == 3_000
+    settings, problems = read(CompactionSettings, {"summaryMaxTokens": 0}, source="t")
+    assert settings.summary_max_tokens == 5_000 and problems
     (tmp_path / "a").mkdir()
     (tmp_path / "b").mkdir()
-    big = await compact(session_at(tmp_path / "a", conversation(40, 8_000)), CompactionSettings(keepRecentTokens=500))
+    big = await compact(session_at(tmp_path / "a", conversation(40, 8_000)), CompactionSettings(keep_recent_tokens=500))
     small = await compact(
         session_at(tmp_path / "b", conversation(40, 8_000)),
-        CompactionSettings(keepRecentTokens=500, summaryMaxTokens=1_200),
+        CompactionSettings(keep_recent_tokens=500, summary_max_tokens=1_200),
     )
     assert big.path == small.path == "offline"
     assert len(small.summary) <= 4 * 1_200 + 600 < len(big.summary)  # within the limit (and a must-keep patch)

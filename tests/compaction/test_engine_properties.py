@@ -52,7 +52,7 @@ def test_context_after_compaction(turns: list[tuple[int, list[int], bool]], keep
         s = Session.open(write(Path(tmp) / "s.jsonl", build(turns)))
         before = build_context(s.file, s.tree)
         try:
-            out = asyncio.run(compact(s, CompactionSettings(keepRecentTokens=keep)))
+            out = asyncio.run(compact(s, CompactionSettings(keep_recent_tokens=keep)))
         except (CompactionError, NothingToCompact):
             return
         after = build_context(s.file, s.tree)

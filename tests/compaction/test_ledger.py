@@ -184,7 +184,7 @@ def test_open_facts_render_first_within_the_patch_budget() -> None:
 
 # --- stored in details.ctxd.ledger -----------------------------------------------------------------------------
 
-SETTINGS = CompactionSettings(keepRecentTokens=400)
+SETTINGS = CompactionSettings(keep_recent_tokens=400)
 
 
 def turn(parent: str, k: int, text: str) -> list[dict[str, Any]]:

@@ -136,7 +136,7 @@ def test_a_dry_run_of_an_opencode_session_carries_its_ledger(tmp_path: Path) -> 
     """``compact`` with ``dryRun`` (``ctxd compact --dry-run``) on such a session: what it must keep holds the
     facts of the first range, as ``compact/facts`` says."""
     session = Session.open(opencode_like(tmp_path / "s.jsonl"))
-    plan = dry_run_json(session, CompactionSettings(keepRecentTokens=0))
+    plan = dry_run_json(session, CompactionSettings(keep_recent_tokens=0))
     assert all(fact in plan["mustKeepText"] for fact in (NEVER, "make verify-zeta", "ERR_ZETA_4711"))
 
 

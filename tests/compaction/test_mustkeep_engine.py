@@ -19,7 +19,7 @@ from ctxd.compaction.summary import OfflineSummarizer
 from ctxd.tree.session import Session
 
 GOAL = "Port the billing service to Rust and keep the public API unchanged."
-SETTINGS = CompactionSettings(keepRecentTokens=2_000)
+SETTINGS = CompactionSettings(keep_recent_tokens=2_000)
 
 
 def work(parent: str | None, k: int, size: int = 3_000) -> list[dict[str, Any]]:
@@ -132,7 +132,7 @@ async def test_a_models_summary_is_given_the_sheet_up_front_and_patched_with_wha
     server.responder = answer
     s = session_at(tmp_path, long_session())
     settings = CompactionSettings(
-        keepRecentTokens=2_000, model="openai/fake", apiBase=server.url, apiKey="sk-test", maxAttempts=1
+        keep_recent_tokens=2_000, model="openai/fake", api_base=server.url, api_key="sk-test", max_attempts=1
     )
     out = await compact(s, settings)
     assert out.path == "model"

@@ -52,7 +52,7 @@ def where(session: Session, ids: list[str]) -> list[int]:
 async def test_a_session_compaction_tells_the_summariser_each_messages_entry_and_line(tmp_path: Path) -> None:
     session = Session.open(write(tmp_path / "s.jsonl", turns(8)))
     recording = Recording()
-    out = await compact(session, CompactionSettings(keepRecentTokens=2_000), summarizer=recording)
+    out = await compact(session, CompactionSettings(keep_recent_tokens=2_000), summarizer=recording)
     (request,) = recording.requests
     plan = out.plan
     assert plan.summarizeEntryIds and len(request.entry_ids) == len(request.messages)
@@ -68,7 +68,7 @@ async def test_a_pi_v1_session_gives_derived_ids_and_the_lines_expand_takes(tmp_
     shutil.copyfile(reference("pi", "before-compaction.jsonl"), copy)
     session = Session.open(str(copy))
     recording = Recording()
-    await compact(session, CompactionSettings(keepRecentTokens=20_000), summarizer=recording)
+    await compact(session, CompactionSettings(keep_recent_tokens=20_000), summarizer=recording)
     request = recording.requests[0]
     assert len(request.entry_lines) == len(request.messages) > 100
     assert request.entry_lines == sorted(request.entry_lines) and all(n > 1 for n in request.entry_lines)
@@ -85,7 +85,7 @@ async def test_the_offline_fallback_gets_them_too(tmp_path: Path, monkeypatch: A
         return await offline(self, request, progress)
 
     monkeypatch.setattr(OfflineSummarizer, "summarize", spy)
-    out = await compact(session, CompactionSettings(keepRecentTokens=2_000), summarizer=Recording(fail=True))
+    out = await compact(session, CompactionSettings(keep_recent_tokens=2_000), summarizer=Recording(fail=True))
     assert seen and out.path.startswith("fallback")
     last = seen[-1]
     assert last.entry_ids and len(last.entry_ids) == len(last.messages) == len(last.entry_lines)

@@ -228,7 +228,7 @@ async def test_a_later_compaction_applies_its_ticks_to_the_plan_an_earlier_range
     from ctxd.compaction.settings import CompactionSettings
     from ctxd.tree.session import Session
 
-    settings = CompactionSettings(keepRecentTokens=300)
+    settings = CompactionSettings(keep_recent_tokens=300)
     u = entry_user(None, "Write the port plan in docs/port-plan.md and work through it. " + "x" * 3_000)
     w = entry_assistant(u["id"], "", calls=[("w", "write", {"path": PATH, "content": PLAN})])
     r = tool_result(w["id"], "w", "Wrote it", name="write")

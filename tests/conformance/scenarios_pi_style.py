@@ -224,6 +224,6 @@ def mixed_ctxd_compaction_entry_on_pi_lines(d: Path) -> str:
     s = Session.open(str(path))
     s.append([{"type": "message", "message": {"role": "system", "content": "late patch", "timestamp": 11}}])
     s.append([{"type": "message", "message": {"role": "user", "content": x(800), "timestamp": 12}}])
-    asyncio.run(compact(s, settings=CompactionSettings(keepRecentTokens=150)))
+    asyncio.run(compact(s, settings=CompactionSettings(keep_recent_tokens=150)))
     s.append([{"type": "message", "message": {"role": "user", "content": "after ctxd's compaction", "timestamp": 13}}])
     return str(path)

@@ -23,7 +23,7 @@ from ctxd.context.view import project
 from ctxd.errors import InvalidEntryError
 from ctxd.tree.session import Session
 
-SETTINGS = CompactionSettings(keepRecentTokens=1_500)
+SETTINGS = CompactionSettings(keep_recent_tokens=1_500)
 PINNED = "The API key lives in VAULT_PATH=/secrets/prod; never print it. Keep this in mind all session."
 
 

@@ -178,11 +178,12 @@ def test_the_databases_come_from_the_config_the_environment_or_opencodes_default
     from ctxd.service.config import config_from_json, load_cli_config
 
     problems: list[str] = []
-    assert config_from_json({"opencodeDatabases": [str(DATA)]}, problems).opencodeDatabases == [str(DATA)]
+    assert config_from_json({"opencodeDatabases": [str(DATA)]}, problems).opencode_databases == [str(DATA)]
     config_from_json({"opencodeDatabases": "x.db"}, problems)
-    assert problems == ["opencodeDatabases: expected a list of paths, got 'x.db'"]
+    assert len(problems) == 1
+    assert problems[0].startswith('initializationOptions: opencodeDatabases: expected a list of paths, got "x.db"')
     env = {"CTXD_CONFIG": str(tmp_path / "none.json"), "CTXD_OPENCODE_DATABASES": f"{DATA}{os.pathsep}/b.db"}
-    assert load_cli_config(environ=env)[0].opencodeDatabases == [str(DATA), "/b.db"]
+    assert load_cli_config(environ=env)[0].opencode_databases == [str(DATA), "/b.db"]
     (tmp_path / "opencode").mkdir()
     shutil.copyfile(DATA, tmp_path / "opencode" / "opencode.db")
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path))

@@ -79,6 +79,6 @@ async def test_archive_roots_are_validated(tmp_path: Path, bad: object) -> None:
     problems: list[str] = []
     cfg = config_from_json({"archiveRoots": bad}, problems)
     if bad == ["relative/archive"]:
-        assert cfg.archiveRoots == [str(Path("relative/archive").resolve())] and not problems
+        assert cfg.archive_roots == [str(Path("relative/archive").resolve())] and not problems
     else:
-        assert problems and problems[0].startswith("archiveRoots: expected a list of paths")
+        assert problems and problems[0].startswith("initializationOptions: archiveRoots: expected a list of paths")

@@ -10,8 +10,10 @@ import attrs
 
 from ctxd import errors
 from ctxd.compaction.settings import CompactionSettings
+from ctxd.options import wire_name
 from ctxd.service import protocol as p
-from ctxd.service.config import Config
+from ctxd.service.config import Config, OpenSessions
+from ctxd.team.settings import TeamSettings
 
 from .harness import REPO
 
@@ -63,10 +65,9 @@ def test_every_error_code_is_documented() -> None:
 
 
 def test_every_configuration_key_is_documented() -> None:
-    for field in attrs.fields(Config):
-        assert f"`{field.name}`" in DOC, field.name
-    for field in attrs.fields(CompactionSettings):
-        assert f"`{field.name}`" in DOC, field.name
+    for cls in (Config, CompactionSettings, OpenSessions, TeamSettings):
+        for field in attrs.fields(cls):
+            assert f"`{wire_name(field.name)}`" in DOC, (cls.__name__, field.name)
     assert "`hooks.compactWillRun`" in DOC
 
 

@@ -180,6 +180,35 @@ async def test_invalid_individual_options_are_reported(tmp_path: Path) -> None:
         await daemon.close()
 
 
+async def test_each_problem_names_its_source_and_the_lower_layer_stays(tmp_path: Path) -> None:
+    """The config file's problems reach stderr naming the file; the options' reach the client naming
+    initializationOptions; a bad option keeps the file's value, a bad file value the default."""
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps({"compaction": {"reserveTokens": 4_000, "contextWindow": "big"}, "watchStepMs": 0}))
+    daemon = await RawDaemon(CTXD_CONFIG=str(config), CTXD_DURABILITY="often").start()
+    try:
+        options = {"roots": [str(tmp_path)], "watch": False, "compaction": {"reserveTokens": -1, "keepRecent": 1}}
+        assert "result" in await daemon.initialize(options)
+        created = await daemon.call(p.SESSION_CREATE, {"cwd": "/proj"})
+        usage = created["result"]["usage"]
+        assert (usage["window"], usage["threshold"]) == (200_000, 196_000)  # the default window, the file's reserve
+        texts = [m["params"]["message"] for m in daemon.messages if m.get("method") == "window/logMessage"]
+        assert texts == [
+            "ctxd configuration: initializationOptions: compaction.reserveTokens: expected an integer, 0 or more, "
+            "got -1; using 4000",
+            "ctxd configuration: initializationOptions: compaction.keepRecent: unknown option, ignored",
+        ]
+        await finish(daemon)
+        logged = daemon.stderr.decode()
+        assert (
+            f'{config}: compaction.contextWindow: expected a positive integer or null, got "big"; using null' in logged
+        )
+        assert f"{config}: watchStepMs: expected a positive integer, got 0; using 10" in logged
+        assert 'CTXD_DURABILITY: durability: expected flush, fsync or fsync-batch, got "often"' in logged
+    finally:
+        await daemon.close()
+
+
 @pytest.mark.parametrize("params", [None, {}, [], {"id": "nobody"}, {"id": None}, "x"])
 async def test_cancel_request_with_odd_params_is_ignored_quietly(tmp_path: Path, params: Any) -> None:
     daemon = await started(tmp_path)

@@ -46,7 +46,9 @@ def _session(root: Path) -> Path:
 def test_every_query_through_the_service_is_answered(tmp_path: Path) -> None:
     root = tmp_path / "root"
     _session(root)
-    service = Service(Config(roots=[str(root)], transcriptRoots=[], archiveRoots=[], opencodeDatabases=[], watch=False))
+    service = Service(
+        Config(roots=[str(root)], transcript_roots=[], archive_roots=[], opencode_databases=[], watch=False)
+    )
     service.history_indexer(str(tmp_path / "history.sqlite3"))
     loop = asyncio.new_event_loop()
 

@@ -52,12 +52,12 @@ def service(root: Path, **limits: Any) -> tuple[Service, list[tuple[str, Any]]]:
     notes: list[tuple[str, Any]] = []
     config = Config(
         roots=[str(root)],
-        transcriptRoots=[],
-        archiveRoots=[],
-        opencodeDatabases=[],
+        transcript_roots=[],
+        archive_roots=[],
+        opencode_databases=[],
         watch=False,
-        openSessions=OpenSessions(**limits),
-        compaction=CompactionSettings(contextWindow=10_000, reserveTokens=2_000, keepRecentTokens=50),
+        open_sessions=OpenSessions(**limits),
+        compaction=CompactionSettings(context_window=10_000, reserve_tokens=2_000, keep_recent_tokens=50),
     )
     return Service(config, lambda method, payload: notes.append((method, payload))), notes
 
@@ -103,15 +103,15 @@ async def wait_for(condition: Any, timeout: float = 5.0) -> None:
 def test_the_limits_are_settings() -> None:
     problems: list[str] = []
     config = config_from_json({"openSessions": {"idleSeconds": 60, "maxCount": 8, "maxBytes": 1 << 20}}, problems)
-    assert config.openSessions == OpenSessions(60.0, 8, 1 << 20) and problems == []
+    assert config.open_sessions == OpenSessions(60.0, 8, 1 << 20) and problems == []
     config = config_from_json({"openSessions": {"idleSeconds": 0, "maxCount": 2.5, "what": 1}}, problems)
-    assert config.openSessions == OpenSessions()  # each invalid value reported, its default kept
-    assert len(problems) == 3 and "openSessions.maxCount" in problems[1] and "openSessions.'what'" in problems[2]
+    assert config.open_sessions == OpenSessions()  # each invalid value reported, its default kept
+    assert len(problems) == 3 and "openSessions.maxCount" in problems[1] and "openSessions.what" in problems[2]
 
 
 async def test_idle_sessions_close_and_open_again_with_the_same_answers(tmp_path: Path) -> None:
     paths = sessions(tmp_path, 3)
-    svc, _ = service(tmp_path, idleSeconds=0.3)
+    svc, _ = service(tmp_path, idle_seconds=0.3)
     before = {path: await answers(svc, path) for path in paths}
     assert set(svc.registry.open) == set(paths)
     await wait_for(lambda: not svc.registry.open)  # each untouched for 0.3 s: closed
@@ -122,7 +122,7 @@ async def test_idle_sessions_close_and_open_again_with_the_same_answers(tmp_path
 
 async def test_past_the_count_the_least_recently_used_close_first(tmp_path: Path) -> None:
     paths = sessions(tmp_path, 5)
-    svc, _ = service(tmp_path, maxCount=2)
+    svc, _ = service(tmp_path, max_count=2)
     first = {path: await answers(svc, path) for path in paths}
     await wait_for(lambda: len(svc.registry.open) == 2)
     assert list(svc.registry.open) == paths[3:]
@@ -137,14 +137,14 @@ async def test_past_the_count_the_least_recently_used_close_first(tmp_path: Path
 
 async def test_past_the_bytes_only_what_fits_stays_open(tmp_path: Path) -> None:
     paths = sessions(tmp_path, 6)
-    svc, _ = service(tmp_path, maxBytes=1)  # less than any session weighs
+    svc, _ = service(tmp_path, max_bytes=1)  # less than any session weighs
     for path in paths:
         await answers(svc, path)
         opened = svc.registry.get(path)
         assert opened is not None and opened.weight > 5_000  # it weighs itself
         await wait_for(lambda: len(svc.registry.open) <= 1)  # only the one in use fits
     await svc.close()
-    svc, _ = service(tmp_path, maxBytes=10 << 20)
+    svc, _ = service(tmp_path, max_bytes=10 << 20)
     for path in paths:
         await answers(svc, path)
     assert len(svc.registry.open) == 6 and sum(o.weight for o in svc.registry.open.values()) <= 10 << 20
@@ -155,7 +155,7 @@ async def test_a_closed_session_is_freed_at_once(tmp_path: Path) -> None:
     """What a closed session held goes when it closes, not at the next full collection: its file's
     index and its views no longer refer to each other (found by make bench-soak: the RSS crept up)."""
     (path,) = sessions(tmp_path, 1)
-    svc, _ = service(tmp_path, idleSeconds=0.2)
+    svc, _ = service(tmp_path, idle_seconds=0.2)
     await req(svc.session_open(p.SessionParams(path)))  # a kept context of lazy rows (nothing decoded yet)
     await req(svc.context_build(p.ContextBuildParams(session=path, includeMessages=False)))
     opened = svc.registry.get(path)
@@ -192,7 +192,7 @@ async def test_an_append_waiting_for_the_lock_keeps_its_session_open(tmp_path: P
     """Idle time and the count both say close it; an append queued behind another process's lock
     says not yet. When the lock is let go the append is written once and answered."""
     paths = sessions(tmp_path, 3)
-    svc, notes = service(tmp_path, idleSeconds=0.1, maxCount=1)
+    svc, notes = service(tmp_path, idle_seconds=0.1, max_count=1)
     await req(svc.session_open(p.SessionParams(paths[0])))
     holder = subprocess.Popen([sys.executable, SCRIPT, paths[0], "1.0"], stdout=subprocess.PIPE, text=True)
     try:
@@ -217,7 +217,7 @@ async def test_an_append_waiting_for_the_lock_keeps_its_session_open(tmp_path: P
 
 async def test_a_compaction_under_way_keeps_its_session_open(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     paths = sessions(tmp_path, 2)
-    svc, _ = service(tmp_path, idleSeconds=0.1, maxCount=1)
+    svc, _ = service(tmp_path, idle_seconds=0.1, max_count=1)
     gate = Gate()
     monkeypatch.setattr("ctxd.compaction.engine.summarizer_for", lambda settings: gate)
     more = [{"role": "user", "content": f"request {k} " + "w" * 400} for k in range(6)]
@@ -237,11 +237,11 @@ async def test_a_followed_composition_is_not_closed_when_idle_and_follows_its_se
     tmp_path: Path,
 ) -> None:
     paths = sessions(tmp_path, 3)
-    svc, notes = service(tmp_path, idleSeconds=0.2)
+    svc, notes = service(tmp_path, idle_seconds=0.2)
     await req(svc.context_composition(p.ContextCompositionParams(session=paths[0])))
     await req(svc.session_open(p.SessionParams(paths[1])))
     await wait_for(lambda: list(svc.registry.open) == [paths[0]])  # the other one closed; this one stays
-    svc.config.openSessions.maxCount = 1
+    svc.config.open_sessions.max_count = 1
     await req(svc.session_open(p.SessionParams(paths[2])))  # past the count: the followed one goes too
     await wait_for(lambda: paths[0] not in svc.registry.open)
     # Another process appends to it: the client following its composition is told, as before.

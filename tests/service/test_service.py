@@ -33,7 +33,7 @@ def assistant(total: int, text: str = "ok") -> dict[str, Any]:
 
 
 def service(tmp_path: Path, **compaction: Any) -> tuple[Service, Recorder]:
-    settings = CompactionSettings(contextWindow=10_000, reserveTokens=2_000, keepRecentTokens=50, **compaction)
+    settings = CompactionSettings(context_window=10_000, reserve_tokens=2_000, keep_recent_tokens=50, **compaction)
     config = Config(roots=[str(tmp_path)], watch=False, compaction=settings)
     recorder = Recorder()
     return Service(config, recorder), recorder
@@ -87,7 +87,7 @@ async def test_threshold_compacts_in_the_background(tmp_path: Path) -> None:
 
 async def test_cache_aware_scheduling_waits_for_the_cache_to_expire(tmp_path: Path) -> None:
     svc, rec = service(tmp_path)
-    svc.config.promptCacheTtlSeconds = 1.0
+    svc.config.prompt_cache_ttl_seconds = 1.0
     path = await new_session(svc)
     await fill(svc, path, 20)
     await asyncio.sleep(0.5)
@@ -152,7 +152,7 @@ async def test_a_growing_claude_transcript_updates_live(tmp_path: Path) -> None:
     path = claude_root / "-proj" / "s.jsonl"
     path.write_bytes(first)
     rec = Recorder()
-    config = Config(roots=[str(tmp_path / "pi")], transcriptRoots=[str(claude_root)], watch=True)
+    config = Config(roots=[str(tmp_path / "pi")], transcript_roots=[str(claude_root)], watch=True)
     svc = Service(config, rec)
     opened = await svc.session_open(p.SessionParams(session=str(path)))
     watcher = Watcher(config.all_roots, svc.file_changed, step_ms=10)
@@ -182,7 +182,7 @@ async def test_listing_uses_real_paths_and_runs_can_be_fetched(tmp_path: Path) -
     real.mkdir()
     link = tmp_path / "link"
     link.symlink_to(real)
-    config = Config(roots=[str(link)], transcriptRoots=[], watch=False)
+    config = Config(roots=[str(link)], transcript_roots=[], watch=False)
     svc = Service(config, Recorder())
     created = await svc.session_create(p.SessionCreateParams(cwd="/proj"))
     await fill(svc, created["path"], 6)

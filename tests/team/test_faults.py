@@ -46,7 +46,7 @@ def test_the_server_stopped_mid_sync_and_started_again_every_row_arrives_once(
         time.sleep(0.03)  # a batch takes a while: the server goes down with batches still to send
         return {"path": path}
 
-    pub = publisher(db, team_db.dsn(), batchRows=40, facts_of=slow_facts)
+    pub = publisher(db, team_db.dsn(), batch_rows=40, facts_of=slow_facts)
     failure: list[BaseException] = []
 
     def run() -> None:

@@ -18,6 +18,9 @@ from ctxd.team.settings import TeamSettings
 from .conftest import Cluster, TeamDb
 from .helpers import indexed, publisher, session
 
+NO_SESSIONS = "/nonexistent/ctxd-no-local-sessions"
+"""The local root of a service that searches the team only (a configuration's roots are never empty)."""
+
 
 def _publish(tmp_path: Path, dsn: str, user: str, machine: str, *sessions: tuple[str, str, str, str]) -> None:
     root = tmp_path / user / "sessions"
@@ -56,7 +59,7 @@ def team(tmp_path: Path, cluster: Cluster, team_db: TeamDb) -> dict[str, str]:
 
 
 async def _search(dsn: str, query: str, **params: Any) -> dict[str, Any]:
-    service = Service(Config(roots=[], transcriptRoots=[], archiveRoots=[], team=TeamSettings(dsn=dsn)))
+    service = Service(Config(roots=[NO_SESSIONS], transcript_roots=[], archive_roots=[], team=TeamSettings(dsn=dsn)))
     try:
         return await service.history_search(p.HistorySearchParams(query, scope="team", **params))
     finally:
@@ -109,7 +112,7 @@ async def test_filters_by_project_agent_user_and_time(team: dict[str, str]) -> N
 
 
 async def test_local_searches_refuse_team_filters(tmp_path: Path) -> None:
-    service = Service(Config(roots=[str(tmp_path)], transcriptRoots=[], archiveRoots=[]))
+    service = Service(Config(roots=[str(tmp_path)], transcript_roots=[], archive_roots=[]))
     try:
         with pytest.raises(p.InvalidParams, match="project"):
             await service.history_search(p.HistorySearchParams("x", project="parser"))
@@ -120,7 +123,9 @@ async def test_local_searches_refuse_team_filters(tmp_path: Path) -> None:
 async def test_expand_reads_a_hits_session_from_the_server_within_the_grants(team: dict[str, str]) -> None:
     hits = (await _search(team["alice"], "tokenizer", user="bob"))["hits"]
     hit = hits[0]
-    service = Service(Config(roots=[], transcriptRoots=[], archiveRoots=[], team=TeamSettings(dsn=team["alice"])))
+    service = Service(
+        Config(roots=[NO_SESSIONS], transcript_roots=[], archive_roots=[], team=TeamSettings(dsn=team["alice"]))
+    )
     try:
         one = await service.history_expand(p.HistoryExpandParams(hit["session"]["id"], hit["entryId"], scope="team"))
         assert one["kind"] == "entry" and [m["text"] for m in one["messages"]] == [
@@ -142,7 +147,9 @@ async def test_expand_pages_a_long_session_from_the_server(tmp_path: Path, team_
     pub = publisher(indexed(tmp_path, root), team_db.dsn())
     pub.run()
     pub.close()
-    service = Service(Config(roots=[], transcriptRoots=[], archiveRoots=[], team=TeamSettings(dsn=team_db.dsn())))
+    service = Service(
+        Config(roots=[NO_SESSIONS], transcript_roots=[], archive_roots=[], team=TeamSettings(dsn=team_db.dsn()))
+    )
     try:
         seen: list[str] = []
         cursor = None

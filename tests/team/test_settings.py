@@ -7,7 +7,7 @@ from pathlib import Path
 from ctxd.redact import redact
 from ctxd.service.config import config_from_json, load_cli_config
 from ctxd.team.projects import Projects
-from ctxd.team.settings import TeamSettings, masked_dsn, team_from_json
+from ctxd.team.settings import TeamSettings, masked_dsn
 
 
 def test_a_password_in_the_dsn_is_masked_and_kept_secret() -> None:
@@ -23,12 +23,14 @@ def test_a_password_in_the_dsn_is_masked_and_kept_secret() -> None:
 
 def test_bad_team_values_are_reported_and_skipped() -> None:
     problems: list[str] = []
-    team = team_from_json({"dsn": 5, "projects": [1], "user": "", "batchRows": 0, "colour": "red"}, problems)
-    assert team.dsn == "" and team.projects == [] and team.batchRows == 5000 and not team.enabled
-    assert len(problems) == 5 and "team: unknown option 'colour' ignored" in problems
+    team = config_from_json(
+        {"team": {"dsn": 5, "projects": [1], "user": "", "batchRows": 0, "colour": "red"}}, problems
+    ).team
+    assert team.dsn == "" and team.projects == [] and team.batch_rows == 5000 and not team.enabled
+    assert len(problems) == 5 and "initializationOptions: team.colour: unknown option, ignored" in problems
     problems = []
-    config_from_json({"team": "postgresql://x"}, problems)
-    assert problems == ["team: expected an object, got str; team history is off"]
+    assert not config_from_json({"team": "postgresql://x"}, problems).team.enabled
+    assert problems == ['initializationOptions: team: expected an object, got "postgresql://x"; ignored']
 
 
 def test_the_environment_sets_the_dsn_and_projects(tmp_path: Path) -> None:
