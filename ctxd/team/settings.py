@@ -57,6 +57,9 @@ class TeamSettings:
     """Publish in the background (the daemon); off: only ``ctxd team sync`` publishes."""
     batchRows: int = 5000
     """Entries sent in one transaction."""
+    connections: int = 2
+    """Server connections a backlog (more than ``batchRows`` entries spooled) is sent over at once, split by
+    session; 1: one connection always."""
     connectTimeout: int = 10
     """Seconds to wait for the server before giving up (a pass is retried later)."""
 
@@ -129,7 +132,7 @@ def team_from_json(data: Any, problems: list[str], base: TeamSettings | None = N
                 team.publish = value
             else:
                 problems.append("team.publish: expected true or false")
-        elif key in ("batchRows", "connectTimeout"):
+        elif key in ("batchRows", "connectTimeout", "connections"):
             if isinstance(value, int) and not isinstance(value, bool) and value > 0:
                 setattr(team, key, value)
             else:
