@@ -23,9 +23,13 @@ def test_a_password_in_the_dsn_is_masked_and_kept_secret() -> None:
 
 def test_bad_team_values_are_reported_and_skipped() -> None:
     problems: list[str] = []
-    team = team_from_json({"dsn": 5, "projects": [1], "user": "", "batchRows": 0, "colour": "red"}, problems)
+    team = team_from_json(
+        {"dsn": 5, "projects": [1], "user": "", "batchRows": 0, "connections": "4", "colour": "red"}, problems
+    )
     assert team.dsn == "" and team.projects == [] and team.batchRows == 5000 and not team.enabled
-    assert len(problems) == 5 and "team: unknown option 'colour' ignored" in problems
+    assert team.connections == 2 and "team.connections: expected a positive integer" in problems
+    assert len(problems) == 6 and "team: unknown option 'colour' ignored" in problems
+    assert team_from_json({"connections": 3}, []).connections == 3
     problems = []
     config_from_json({"team": "postgresql://x"}, problems)
     assert problems == ["team: expected an object, got str; team history is off"]
