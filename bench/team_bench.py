@@ -339,7 +339,8 @@ def sizes(server: PgServer) -> dict[str, int]:
                    sum(pg_relation_size(c.reltoastrelid)) FILTER (WHERE c.relkind = 'r' AND c.reltoastrelid <> 0),
                    sum(pg_relation_size(c.oid)) FILTER (WHERE c.relkind = 'i' AND c.relname LIKE '%tsv%'),
                    sum(pg_relation_size(c.oid)) FILTER (WHERE c.relkind = 'i' AND c.relname LIKE '%pkey%'),
-                   sum(pg_relation_size(c.oid)) FILTER (WHERE c.relkind = 'i' AND c.relname LIKE '%project%'),
+                   sum(pg_relation_size(c.oid)) FILTER (WHERE c.relkind = 'i'
+                                                        AND c.relname ~ 'project_ts(_idx)?$'),
                    pg_database_size('team')
             FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
             WHERE n.nspname = 'ctxd' AND c.relname LIKE 'messages%'

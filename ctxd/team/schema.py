@@ -175,8 +175,17 @@ DECLARE
   part record;
 BEGIN
   IF numnode(tq) = 0 OR cardinality(seen) = 0 THEN RETURN; END IF;
-  IF NOT '*' = ANY (seen) THEN cond := cond || ' AND m.project = ANY ($2)'; END IF;
-  IF projects IS NOT NULL THEN cond := cond || ' AND m.project = ANY ($3)'; END IF;
+  -- One condition on the project: the grants narrowed by the filter (two would both be index conditions, and
+  -- the GIN index would read the posting lists of every granted project to intersect them: 8 ms instead of 0.1).
+  IF '*' = ANY (seen) THEN
+    IF projects IS NOT NULL THEN cond := cond || ' AND m.project = ANY ($3)'; END IF;
+  ELSE
+    IF projects IS NOT NULL THEN
+      seen := ARRAY(SELECT unnest(seen) INTERSECT SELECT unnest(projects));
+      IF cardinality(seen) = 0 THEN RETURN; END IF;
+    END IF;
+    cond := cond || ' AND m.project = ANY ($2)';
+  END IF;
   IF agents IS NOT NULL THEN cond := cond || ' AND m.agent = ANY ($4)'; END IF;
   IF users IS NOT NULL THEN cond := cond || ' AND m.user_name = ANY ($5)'; END IF;
   IF since IS NOT NULL THEN cond := cond || ' AND m.ts >= $6'; END IF;
