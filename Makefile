@@ -81,7 +81,7 @@ bench: $(STAMP)
 # Team history on a real PostgreSQL 15 (started by the script): 10 million generated entries published, searched
 # as a role with grants, sizes on disk. ENTRIES=... for a smaller run; KEEP=DIR keeps (and reuses) the data.
 bench-team: $(STAMP)
-	$(BIN)/python bench/team_bench.py --entries $${ENTRIES:-10000000} $${KEEP:+--keep $$KEEP}
+	$(BIN)/python bench/team_bench.py --entries $${ENTRIES:-10000000} $${KEEP:+--keep $$KEEP} $${CONNECTIONS:+--connections $$CONNECTIONS}
 
 bench-fidelity: $(STAMP)
 	$(BIN)/python bench/fidelity.py

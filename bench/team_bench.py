@@ -14,9 +14,12 @@
 
 The server is started here (tests/helpers/pgserver.py: ``initdb`` + ``pg_ctl`` as the ``postgres`` user, a Unix socket
 only) with the settings printed in the header; everything is removed at the end unless ``--keep DIR``, which
-also reuses what an earlier run left in DIR (to search again without generating and publishing again).
+also reuses what an earlier run left in DIR: each phase done is noted in DIR/state.json, and a run goes on from
+the first one not done (``--generate-only`` stops after generating; a later run publishes and searches). The
+server's WAL is bounded by its own settings (``max_wal_size`` 4 GB, a checkpoint at least every 15 minutes): the
+10-million-entry run needs about 8 GB for the local index, 16 GB for the database and 4 GB of WAL.
 
-    python bench/team_bench.py [--entries 10000000] [--keep DIR] [--queries 40]
+    python bench/team_bench.py [--entries 10000000] [--keep DIR] [--queries 40] [--connections 2]
 """
 
 from __future__ import annotations
@@ -52,9 +55,11 @@ SETTINGS = {
     "effective_cache_size": "8GB",
     "work_mem": "64MB",
     "maintenance_work_mem": "512MB",
-    "max_wal_size": "16GB",
-    "checkpoint_timeout": "30min",
-    "wal_compression": "on",
+    "max_wal_size": "4GB",
+    "min_wal_size": "256MB",
+    "checkpoint_timeout": "15min",
+    "checkpoint_completion_target": "0.9",
+    "wal_compression": "lz4",
     "synchronous_commit": "on",
     "jit": "off",
 }
@@ -242,39 +247,46 @@ def refresh(server: PgServer) -> None:
 # --- phases ----------------------------------------------------------------------------------------------------
 
 
-def publish(server: PgServer, db: str) -> dict[str, Any]:
+def publish(server: PgServer, db: str, connections: int = 1) -> dict[str, Any]:
     settings = TeamSettings(
-        dsn=server.dsn("publisher", "team"), projects=["*"], user="bench", machine="bench-1", batch_rows=20_000
+        dsn=server.dsn("publisher", "team"),
+        projects=["*"],
+        user="bench",
+        machine="bench-1",
+        batch_rows=20_000,
+        connections=connections,
     )
     publisher = Publisher(settings, db)
     queued = publisher.queued()
-    print(f"  publishing {queued:,} spooled entries (load {load()})", flush=True)
-    pid = publisher.server().info.backend_pid
-    server_before = backend_cpu(pid)
+    print(f"  publishing {queued:,} spooled entries over {connections} connection(s) (load {load()})", flush=True)
+    pids = [conn.info.backend_pid for conn in publisher.connections(connections)]
+    server_before = [backend_cpu(pid) for pid in pids]
     began, cpu = time.monotonic(), time.process_time()
     batches = [0]
 
     def progress() -> bool:
         batches[0] += 1
         if batches[0] % 25 == 0:
-            sent = batches[0] * settings.batch_rows
+            sent = batches[0] * settings.batch_rows * connections
             print(f"  {sent:,} sent after {time.monotonic() - began:.0f} s (load {load()})", flush=True)
         return False
 
     done = publisher.run(stop=progress)
     seconds = time.monotonic() - began
     client = time.process_time() - cpu
-    server_after = backend_cpu(pid)
+    server_after = [backend_cpu(pid) for pid in pids]
     publisher.close()
-    server = None if server_before is None or server_after is None else server_after - server_before
+    used = [None if a is None or b is None else a - b for a, b in zip(server_after, server_before, strict=True)]
+    server_cpu = None if None in used else sum(u for u in used if u is not None)
     return {
         "entries": done.sent,
         "seconds": seconds,
         "rate": done.sent / seconds,
         "load": load(),
         "queued": done.queued,
+        "connections": connections,
         "client_us": client / max(1, done.sent) * 1e6,
-        "server_us": None if server is None else server / max(1, done.sent) * 1e6,
+        "server_us": None if server_cpu is None else server_cpu / max(1, done.sent) * 1e6,
     }
 
 
@@ -327,7 +339,8 @@ def sizes(server: PgServer) -> dict[str, int]:
                    sum(pg_relation_size(c.reltoastrelid)) FILTER (WHERE c.relkind = 'r' AND c.reltoastrelid <> 0),
                    sum(pg_relation_size(c.oid)) FILTER (WHERE c.relkind = 'i' AND c.relname LIKE '%tsv%'),
                    sum(pg_relation_size(c.oid)) FILTER (WHERE c.relkind = 'i' AND c.relname LIKE '%pkey%'),
-                   sum(pg_relation_size(c.oid)) FILTER (WHERE c.relkind = 'i' AND c.relname LIKE '%project%'),
+                   sum(pg_relation_size(c.oid)) FILTER (WHERE c.relkind = 'i'
+                                                        AND c.relname ~ 'project_ts(_idx)?$'),
                    pg_database_size('team')
             FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
             WHERE n.nspname = 'ctxd' AND c.relname LIKE 'messages%'
@@ -355,7 +368,8 @@ def report(
     if pub:
         ok = "met" if pub["rate"] >= TARGETS["publish"] else "MISSED"
         print(
-            f"publish: {pub['entries']:,} entries in {pub['seconds']:.1f} s = {pub['rate']:,.0f} entries/s"
+            f"publish: {pub['entries']:,} entries over {pub.get('connections', 1)} connection(s) in"
+            f" {pub['seconds']:.1f} s = {pub['rate']:,.0f} entries/s"
             f" (target >= {TARGETS['publish']:,.0f}: {ok}); load average after: {pub['load']}"
         )
         if pub.get("server_us") is not None:
@@ -395,6 +409,8 @@ def main() -> int:
     parser.add_argument("--entries", type=int, default=10_000_000)
     parser.add_argument("--queries", type=int, default=40, help="queries per class (7 classes)")
     parser.add_argument("--keep", help="keep (and reuse) the server and the index in this folder")
+    parser.add_argument("--generate-only", action="store_true", help="stop after generating (with --keep)")
+    parser.add_argument("--connections", type=int, default=2, help="publishing connections (team.connections)")
     parser.add_argument("--json", help="also write the figures to this file")
     args = parser.parse_args()
     folder = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="ctxd-team-bench-"))
@@ -409,19 +425,29 @@ def main() -> int:
     db = str(folder / "history.sqlite3")
     state_file = folder / "state.json"
     state = json.loads(state_file.read_text()) if state_file.exists() else {}
+    if state and state.get("entries") != args.entries:
+        server.stop()
+        raise SystemExit(f"{folder} holds a run of {state.get('entries')} entries: use another --keep folder")
     made = pub = None
     try:
         print(f"ctxd team bench in {folder} (load {load()})", flush=True)
-        if state.get("entries") != args.entries:
-            if state:
-                raise SystemExit(f"{folder} holds a run of {state.get('entries')} entries: use another --keep folder")
-            setup_database(server)
+        if not state.get("generated"):  # each phase is kept in state.json: a later run goes on from there
             settings = TeamSettings(
                 dsn=server.dsn("publisher", "team"), projects=["*"], user="bench", machine="bench-1"
             )
             made = generate(db, args.entries, Publisher(settings, db).target)
-            state = {"entries": args.entries, "codes": made["codes"][:: max(1, len(made["codes"]) // 2000)]}
-            pub = publish(server, db)
+            state = {
+                "entries": args.entries,
+                "generated": True,
+                "made": {k: v for k, v in made.items() if k != "codes"},
+                "codes": made["codes"][:: max(1, len(made["codes"]) // 2000)],
+            }
+            state_file.write_text(json.dumps(state))
+        if args.generate_only:
+            return 0
+        if "publish" not in state:
+            setup_database(server)
+            pub = publish(server, db, args.connections)
             state["publish"] = pub
             state_file.write_text(json.dumps(state))
         else:
@@ -429,7 +455,7 @@ def main() -> int:
         corpus = Corpus()
         found = search(server, queries(corpus, state["codes"], args.queries))
         size = sizes(server)
-        report(args.entries, made, pub or state.get("publish"), found, size)
+        report(args.entries, made or state.get("made"), pub or state.get("publish"), found, size)
         if args.json:
             Path(args.json).write_text(
                 json.dumps({"publish": pub or state.get("publish"), "search": found, "size": size})

@@ -14,7 +14,17 @@ from typing import Any
 
 from ctxd.errors import TeamError
 from ctxd.team import driver
-from ctxd.team.schema import CREATE, FUNCTIONS, GROUP, GROUP_ROLE, SCHEMA_VERSION, SECURITY
+from ctxd.team.schema import (
+    BTREE_GIN,
+    CREATE,
+    FUNCTIONS,
+    GROUP,
+    GROUP_ROLE,
+    INDEXES_BTREE_GIN,
+    INDEXES_PLAIN,
+    SCHEMA_VERSION,
+    SECURITY,
+)
 
 _LOCK = 7_352_004_131
 """The advisory lock ``init`` holds (two admins running it at once take turns)."""
@@ -64,8 +74,36 @@ def _months(today: dt.date) -> list[dt.date]:
     return [first, following]
 
 
-def init(conn: Any, *, retention_months: int | None = None, grants: dict[str, list[str]] | None = None) -> list[str]:
-    """Create or bring up to date the schema; what it did, one line each."""
+def _indexes(cur: Any, btree_gin: bool | None) -> str:
+    """Make the full-text index: (project, tsv) with ``btree_gin`` where the server has it and this role may create
+    it (``btree_gin`` None: if so; False: never), else tsv alone and (project, ts). What was made, in a line."""
+    why = "not asked for"
+    if btree_gin is not False:
+        cur.execute("SELECT EXISTS (SELECT 1 FROM pg_available_extensions WHERE name = 'btree_gin')")
+        why = "the extension is not installed on the server"
+        if cur.fetchone()[0]:
+            cur.execute("SAVEPOINT btree_gin")
+            try:
+                cur.execute(BTREE_GIN)
+                cur.execute(INDEXES_BTREE_GIN)
+            except Exception as exc:  # e.g. no CREATE right on the database: the plain indexes do
+                cur.execute("ROLLBACK TO SAVEPOINT btree_gin")
+                why = f"the extension could not be created: {str(exc).strip().splitlines()[0]}"
+            else:
+                cur.execute("RELEASE SAVEPOINT btree_gin")
+                return "full-text index: GIN on (project, tsv) with btree_gin"
+    cur.execute(INDEXES_PLAIN)
+    return f"full-text index: GIN on tsv and a B-tree on (project, ts) (no btree_gin: {why})"
+
+
+def init(
+    conn: Any,
+    *,
+    retention_months: int | None = None,
+    grants: dict[str, list[str]] | None = None,
+    btree_gin: bool | None = None,
+) -> list[str]:
+    """Create or bring up to date the schema; what it did, one line each. ``btree_gin``: see :func:`_indexes`."""
     done: list[str] = []
     with conn.transaction(), conn.cursor() as cur:
         cur.execute("SELECT pg_advisory_xact_lock(%s)", (_LOCK,))
@@ -78,6 +116,7 @@ def init(conn: Any, *, retention_months: int | None = None, grants: dict[str, li
             )
         cur.execute(GROUP)
         cur.execute(CREATE)
+        indexes = _indexes(cur, btree_gin)
         cur.execute(FUNCTIONS)
         cur.execute(SECURITY)
         cur.execute(
@@ -90,6 +129,7 @@ def init(conn: Any, *, retention_months: int | None = None, grants: dict[str, li
             f"schema ctxd version {SCHEMA_VERSION}: "
             + ("created" if before is None else "up to date" if before == SCHEMA_VERSION else f"migrated from {before}")
         )
+        done.append(indexes)
         if retention_months is not None:
             cur.execute("UPDATE ctxd.meta SET value = %s WHERE key = 'retention_months'", (str(retention_months),))
         cur.execute("SELECT value FROM ctxd.meta WHERE key = 'retention_months'")

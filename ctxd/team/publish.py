@@ -11,6 +11,13 @@ a batch the server committed but whose commit never reached us is sent again and
 While the server works on one batch, the next is read and redacted in a second thread (the field's pipelining:
 the client's CPU and the server's overlap).
 
+A backlog (more than ``batchRows`` entries spooled) goes out over ``connections`` server connections at once, so
+that the server's work (the tsvector, the GIN index) runs on several of its cores: each spool read of up to
+``batchRows`` x ``connections`` entries is split by session (a session's entries always go on one connection, in
+one transaction), the parts are sent in parallel, and the next read is sent only once every part is committed, so
+the entries of a session reach the server in the order they were spooled. A part the server committed leaves the
+spool even when another part failed; the failed part's entries stay for the next pass.
+
 One pass at a time per machine user: a file lock beside the history database (``team.lock``) serialises the
 daemon's background passes and ``ctxd team sync``.
 """
@@ -25,6 +32,7 @@ import logging
 import os
 import sqlite3
 import time
+import zlib
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
@@ -139,6 +147,8 @@ class Publisher:
         self.facts_of = facts_of
         self.projects = Projects(settings)
         self._server: Any = None
+        self._more: list[Any] = []
+        """The backlog's extra server connections (opened when a backlog needs them)."""
         self._local: sqlite3.Connection | None = None
         self._reading: sqlite3.Connection | None = None
         self._months: set[dt.date] = set()
@@ -181,18 +191,37 @@ class Publisher:
             self._server = conn
         return self._server
 
+    def connections(self, count: int) -> list[Any]:
+        """``count`` open server connections, the first :meth:`server`'s (the others are opened on first use)."""
+        first = self.server()
+        from ctxd.team import driver
+
+        while len(self._more) < count - 1:
+            conn = driver.connect(self.settings.dsn, timeout=self.settings.connect_timeout)
+            try:
+                with conn.transaction(), conn.cursor() as cur:
+                    cur.execute(_STAGE)
+            except BaseException:
+                conn.close()
+                raise
+            self._more.append(conn)
+        return [first, *self._more[: count - 1]]
+
     def close(self) -> None:
-        for conn in (self._server, self._local, self._reading):
+        for conn in (self._server, *self._more, self._local, self._reading):
             if conn is not None:
                 with contextlib.suppress(Exception):
                     conn.close()
         self._server = self._local = self._reading = None
+        self._more = []
 
     def _drop_server(self) -> None:
-        if self._server is not None:
-            with contextlib.suppress(Exception):
-                self._server.close()
+        for conn in (self._server, *self._more):
+            if conn is not None:
+                with contextlib.suppress(Exception):
+                    conn.close()
         self._server = None
+        self._more = []
         self._months.clear()  # the server may have dropped partitions meanwhile (its retention)
 
     def queued(self) -> int:
@@ -251,39 +280,76 @@ class Publisher:
                 )
 
     def _publish(self, done: PublishPass, stop: Callable[[], bool] | None) -> None:
-        server = self.server()
+        self.server()
         facts: dict[str, Any] = {}
         local = self.local()
         if self._reading is None:
             self._reading = connect_history(self.history_path)  # the reader thread's own connection
         reading = self._reading
         s = self.settings
+        widest = max(1, s.connections)
 
-        def prepare(after: int) -> tuple[batches.Batch, int] | None:
-            rows = spool.read(reading, s.batch_rows, after)
+        def prepare(after: int) -> tuple[list[batches.Batch], int] | None:
+            rows = spool.read(reading, s.batch_rows * widest, after)
             if not rows:
                 return None
             time_before = lambda path, line: spool.previous_ts(reading, path, line)  # noqa: E731
-            return batches.build(rows, self.projects, s.user, s.machine, time_before, self._cutoff), rows[-1].row_id
+            parts = [
+                batches.build(part, self.projects, s.user, s.machine, time_before, self._cutoff)
+                for part in split(rows, min(widest, -(-len(rows) // s.batch_rows)))
+            ]
+            return parts, rows[-1].row_id
 
         with ThreadPoolExecutor(1, thread_name_prefix="ctxd-team-read") as reader:
-            ahead: Future[tuple[batches.Batch, int] | None] = reader.submit(prepare, 0)
+            ahead: Future[tuple[list[batches.Batch], int] | None] = reader.submit(prepare, 0)
             while True:
                 ready = ahead.result()
                 if ready is None or (stop is not None and stop()):
                     return
-                batch, last = ready
+                parts, last = ready
                 ahead = reader.submit(prepare, last)  # read and redact the next batch while the server works
-                self._facts(batch, facts)
-                self._send(server, batch)
-                spool.remove(local, batch.consumed)
-                done.sent += len(batch.messages)
-                done.skipped += batch.skipped
-                done.expired += batch.expired
-                done.gone += batch.gone
-                done.sessions += len(batch.sessions)
+                for part in parts:
+                    self._facts(part, facts)
+                self._ensure_months(set().union(*(part.months for part in parts)))
+                for part in self._send_all(parts):
+                    spool.remove(local, part.consumed)
+                    done.sent += len(part.messages)
+                    done.skipped += part.skipped
+                    done.expired += part.expired
+                    done.gone += part.gone
+                    done.sessions += len(part.sessions)
+                    done.months |= part.months
                 done.batches += 1
-                done.months |= batch.months
+
+    def _ensure_months(self, months: set[dt.date]) -> None:
+        """Make the months' partitions (committed before any part is sent: two connections making the same
+        partition while inserting into the table would wait for each other)."""
+        new = sorted(months - self._months)
+        if new:
+            with self._server.transaction(), self._server.cursor() as cur:
+                for month in new:
+                    cur.execute("SELECT ctxd.ensure_month(%s)", (month,))
+            self._months |= set(new)
+
+    def _send_all(self, parts: list[batches.Batch]) -> Iterator[batches.Batch]:
+        """Send the parts, each on its own connection, in parallel; yields those the server committed (the
+        first failure is raised after every part has finished)."""
+        if len(parts) == 1:
+            self._send(self._server, parts[0])
+            yield parts[0]
+            return
+        conns = self.connections(len(parts))
+        with ThreadPoolExecutor(len(parts), thread_name_prefix="ctxd-team-send") as senders:
+            sent = [senders.submit(self._send, conn, part) for conn, part in zip(conns, parts, strict=True)]
+            failed: BaseException | None = None
+            for part, future in zip(parts, sent, strict=True):
+                error = future.exception()
+                if error is None:
+                    yield part
+                elif failed is None:
+                    failed = error
+        if failed is not None:
+            raise failed
 
     def _facts(self, batch: batches.Batch, known: dict[str, Any]) -> None:
         if self.facts_of is None:
@@ -311,8 +377,6 @@ class Publisher:
         s = self.settings
         with server.transaction(), server.cursor() as cur:
             cur.execute("SET LOCAL work_mem = '64MB'")  # GIN's pending list is merged in bigger, cheaper runs
-            for month in sorted(batch.months - self._months):
-                cur.execute("SELECT ctxd.ensure_month(%s)", (month,))
             if batch.sessions:
                 cur.executemany(
                     _SESSIONS,
@@ -335,7 +399,6 @@ class Publisher:
             if batch.messages:
                 driver.copy_rows(cur, "ctxd_stage", _STAGED, batch.messages)  # type: ignore[arg-type]
                 cur.execute(_UPSERT)
-        self._months |= batch.months
 
     def _maintain(self) -> None:
         """Ask the server to drop what is past its retention, once a day (it decides; nobody else's rows are
@@ -352,6 +415,16 @@ class Publisher:
                 self._months.clear()
         except Exception as exc:
             log.info("team: retention maintenance failed: %s", exc)
+
+
+def split(rows: list[spool.SpoolRow], parts: int) -> list[list[spool.SpoolRow]]:
+    """``rows`` in ``parts`` lists by session (one session's rows in one list, in their order); none empty."""
+    if parts <= 1:
+        return [rows]
+    out: list[list[spool.SpoolRow]] = [[] for _ in range(parts)]
+    for row in rows:
+        out[zlib.crc32(row.session.encode("utf-8", "surrogatepass")) % parts].append(row)
+    return [part for part in out if part]
 
 
 def _months_before(now: dt.datetime, months: int) -> dt.datetime:

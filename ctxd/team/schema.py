@@ -8,7 +8,8 @@ Everything lives in the schema ``ctxd``:
   facts as JSON).
 - ``messages``: one row per entry, keyed by (session, entry, time), partitioned by month on the entry's time
   (``messages_YYYY_MM``), with a stored ``tsvector`` over its text and a GIN index on it (one per partition), and
-  a (project, time) index for the filters.
+  a (project, time) index for the filters; where the server has ``btree_gin``, one GIN index on (project,
+  tsvector) does both (:data:`INDEXES_BTREE_GIN`).
 
 Row-level security on both tables: a role reads (and writes) only the rows of projects it is granted, and writes
 only rows it published itself (``published_by``). Publishers need no DDL rights: ``ensure_month`` makes a
@@ -58,10 +59,27 @@ CREATE TABLE IF NOT EXISTS ctxd.messages(
   published_by name NOT NULL DEFAULT current_user,
   PRIMARY KEY (session_id, entry_id, ts)
 ) PARTITION BY RANGE (ts);
-CREATE INDEX IF NOT EXISTS messages_tsv ON ctxd.messages USING gin (tsv) WITH (gin_pending_list_limit = 16384);
-CREATE INDEX IF NOT EXISTS messages_project_ts ON ctxd.messages (project, ts);
 CREATE INDEX IF NOT EXISTS sessions_project ON ctxd.sessions (project);
 """
+
+BTREE_GIN = "CREATE EXTENSION IF NOT EXISTS btree_gin WITH SCHEMA ctxd"
+"""Lets one GIN index hold a row's project beside its words (contrib's ``btree_gin``; a trusted extension: the
+database's owner may create it)."""
+INDEXES_BTREE_GIN = """
+CREATE INDEX IF NOT EXISTS messages_project_tsv ON ctxd.messages USING gin (project, tsv)
+  WITH (gin_pending_list_limit = 16384);
+DROP INDEX IF EXISTS ctxd.messages_tsv;
+DROP INDEX IF EXISTS ctxd.messages_project_ts;
+"""
+"""With ``btree_gin``: one GIN index on (project, tsv) serves a search with or without a project (a role's grants
+or a filter); a row costs one index besides its key instead of two."""
+INDEXES_PLAIN = """
+CREATE INDEX IF NOT EXISTS messages_tsv ON ctxd.messages USING gin (tsv) WITH (gin_pending_list_limit = 16384);
+CREATE INDEX IF NOT EXISTS messages_project_ts ON ctxd.messages (project, ts);
+DROP INDEX IF EXISTS ctxd.messages_project_tsv;
+"""
+"""Without ``btree_gin`` (not installed on the server, or not allowed): a GIN index on the words and a B-tree on
+(project, time), which the planner combines (a BitmapAnd) for a project's search."""
 
 FUNCTIONS = f"""
 CREATE OR REPLACE FUNCTION ctxd.caller() RETURNS name LANGUAGE sql STABLE
@@ -157,8 +175,17 @@ DECLARE
   part record;
 BEGIN
   IF numnode(tq) = 0 OR cardinality(seen) = 0 THEN RETURN; END IF;
-  IF NOT '*' = ANY (seen) THEN cond := cond || ' AND m.project = ANY ($2)'; END IF;
-  IF projects IS NOT NULL THEN cond := cond || ' AND m.project = ANY ($3)'; END IF;
+  -- One condition on the project: the grants narrowed by the filter (two would both be index conditions, and
+  -- the GIN index would read the posting lists of every granted project to intersect them: 8 ms instead of 0.1).
+  IF '*' = ANY (seen) THEN
+    IF projects IS NOT NULL THEN cond := cond || ' AND m.project = ANY ($3)'; END IF;
+  ELSE
+    IF projects IS NOT NULL THEN
+      seen := ARRAY(SELECT unnest(seen) INTERSECT SELECT unnest(projects));
+      IF cardinality(seen) = 0 THEN RETURN; END IF;
+    END IF;
+    cond := cond || ' AND m.project = ANY ($2)';
+  END IF;
   IF agents IS NOT NULL THEN cond := cond || ' AND m.agent = ANY ($4)'; END IF;
   IF users IS NOT NULL THEN cond := cond || ' AND m.user_name = ANY ($5)'; END IF;
   IF since IS NOT NULL THEN cond := cond || ' AND m.ts >= $6'; END IF;

@@ -83,6 +83,9 @@ class TeamSettings:
     """Publish in the background (the daemon); off: only ``ctxd team sync`` publishes."""
     batch_rows: int = attrs.field(default=5000, validator=POSITIVE_INT)
     """Entries sent in one transaction."""
+    connections: int = attrs.field(default=2, validator=POSITIVE_INT)
+    """Server connections a backlog (more than ``batchRows`` entries spooled) is sent over at once, split by
+    session; 1: one connection always."""
     connect_timeout: int = attrs.field(default=10, validator=POSITIVE_INT)
     """Seconds to wait for the server before giving up (a pass is retried later)."""
 

@@ -638,6 +638,77 @@ async def record_history(rec: Recorder) -> None:
     await client.close()
 
 
+_TEAM: list[dict[str, Any]] = [
+    {"type": "session", "version": 3, "id": "0199e7b1-2a4c-7e10-8f3d-6c1b9a0e5d42",
+     "timestamp": "2026-11-24T14:00:00.000Z", "cwd": "/home/me/src/parser"},
+    {"type": "message", "id": "c3000001", "parentId": None, "timestamp": "2026-11-24T14:00:00.000Z",
+     "message": {"role": "user", "content": "CI fails on the locale test again.", "timestamp": 1795528800000}},
+    {"type": "message", "id": "c3000002", "parentId": "c3000001", "timestamp": "2026-11-24T14:03:10.000Z",
+     "message": {"role": "assistant", "stopReason": "stop", "timestamp": 1795528990000,
+                 "content": [{"type": "text", "text": "The CI image has no de_DE.UTF-8 locale: the locale test "
+                              "needs it. Fixed by installing locales-all in the CI image (ci/Dockerfile)."}]}},
+]  # fmt: skip
+
+
+async def record_team(rec: Recorder) -> None:
+    """history/search with ``scope: "team"``: a daemon publishing to a real PostgreSQL 15 (tests/pgserver.py),
+    searched as a role granted the project (skipped, saying so, without PostgreSQL's server binaries or psycopg)."""
+    from pgserver import SUPERPASSWORD, SUPERUSER, PgServer, binaries
+
+    try:
+        import psycopg
+    except ImportError:
+        print("history/search (team): not recorded, psycopg is not installed (the team extra)", file=sys.stderr)
+        return
+    if binaries() is None:
+        print("history/search (team): not recorded, no PostgreSQL server binaries", file=sys.stderr)
+        return
+    from ctxd.team import driver, migrate
+
+    base = BASE / "team"
+    session = base / "sessions" / "--home-me-src-parser--" / "2026-11-24T14-00-00-000Z_locale.jsonl"
+    session.parent.mkdir(parents=True)
+    session.write_text("".join(json.dumps(line) + "\n" for line in _TEAM))
+    server = PgServer(root=str(base / "pg"))
+    try:
+        passfile = base / "pgpass"
+        passfile.write_text(f"*:*:*:{SUPERUSER}:{SUPERPASSWORD}\n*:*:*:alice:pw-alice-Zq81x\n")
+        passfile.chmod(0o600)
+        os.environ["PGPASSFILE"] = str(passfile)
+        with psycopg.connect(server.dsn(SUPERUSER, "postgres"), autocommit=True) as admin:
+            admin.execute("CREATE DATABASE team")
+            admin.execute("CREATE ROLE alice LOGIN PASSWORD 'pw-alice-Zq81x'")
+        conn = driver.connect(server.dsn(SUPERUSER, "team"))
+        migrate.init(conn, grants={"alice": ["parser"]})
+        conn.close()
+        team = {"dsn": server.dsn("alice", "team"), "projects": ["*"], "user": "alice", "machine": "laptop-a"}
+        options = {"roots": [str(base / "sessions")], "watch": False, "team": team}
+        env = {
+            "CTXD_CONFIG": str(BASE / "none.json"),
+            "XDG_DATA_HOME": str(base / "data"),
+            "PI_CODING_AGENT_DIR": str(BASE / "none"),
+            "CLAUDE_CONFIG_DIR": str(BASE / "none"),
+            "CODEX_HOME": str(BASE / "none"),
+            "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+            "PGPASSFILE": str(passfile),
+        }
+        client = CtxdClient(initialization_options=options, env=env, stderr=asyncio.subprocess.DEVNULL)
+        await client.start()
+        params = {"query": "locale CI", "scope": "team", "limit": 3}
+        for _ in range(300):  # until the daemon has indexed and published the session
+            found = await client.request("history/search", params)
+            if found["hits"] and found["queued"] == 0:
+                break
+            await asyncio.sleep(0.1)
+        client.trace = rec.trace
+        rec.start("history/search (team)")
+        await client.request("history/search", params)
+        rec.stop()
+        await client.close()
+    finally:
+        server.close()
+
+
 def compact_json(value: Any, indent: int = 0, used: int = 0, width: int = 100) -> str:
     """JSON indented by two, with objects and arrays that fit in ``width`` kept on one line
     (``used``: characters already on the line before the value)."""
@@ -695,6 +766,7 @@ def main() -> int:
     asyncio.run(record_archives(rec))
     asyncio.run(record_opencode_archive(rec))
     asyncio.run(record_history(rec))
+    asyncio.run(record_team(rec))
     if args.update:
         missing = update(args.update, rec.examples, args.only)
         if missing:

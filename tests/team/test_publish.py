@@ -154,3 +154,74 @@ def test_entries_past_the_retention_are_not_sent_and_old_partitions_are_dropped(
         ]
     this_month = dt.datetime.now(dt.UTC).strftime("messages_%Y_%m")
     assert this_month in parts and "messages_2019_12" not in parts and "messages_2020_01" not in parts
+
+
+def test_a_backlog_published_over_several_connections_arrives_once_each_in_session_order(
+    tmp_path: Path, team_db: TeamDb
+) -> None:
+    """A backlog goes out over ``connections`` server connections (split by session), and every entry lands
+    once; an entry rewritten later in the spool (a session file rewritten) lands as its last version."""
+    root = tmp_path / "sessions"
+    paths = [session(root, f"/work/p{n % 3}", f"sess-{n:02d}", *(f"q{n}-{k}" for k in range(5))) for n in range(12)]
+    db = indexed(tmp_path, root)
+    pub = publisher(db, team_db.dsn(), batch_rows=7, connections=3)
+    backends: set[int] = set()
+    sent = pub._send
+
+    def watched(conn, batch) -> None:  # type: ignore[no-untyped-def]
+        backends.add(conn.info.backend_pid)
+        sent(conn, batch)
+
+    pub._send = watched  # type: ignore[method-assign]
+    done = pub.run()
+    assert len(backends) == 3  # the backlog used three connections
+    assert (done.sent, done.queued) == (12 * 12, 0)
+    # A session rewritten: its entries are indexed (and spooled) again, after the first copies.
+    text = paths[4].read_text().replace("q4-3", "q4-3 rewritten")
+    paths[4].write_text(text)
+    reindex(db, root)
+    again = pub.run()
+    pub.close()
+    assert again.sent == 12
+    with team_db.admin() as conn:
+        total, distinct = conn.execute(
+            "SELECT count(*), count(DISTINCT (session_id, entry_id, ts)) FROM ctxd.messages"
+        ).fetchone()
+        bodies = [r[0] for r in conn.execute("SELECT body FROM ctxd.messages WHERE body LIKE 'q4-3%'").fetchall()]
+        sessions = conn.execute("SELECT count(*) FROM ctxd.sessions").fetchone()[0]
+    assert (total, distinct, sessions) == (12 * 12, 12 * 12, 12)
+    assert bodies == ["q4-3 rewritten"]
+
+
+def test_a_part_that_fails_stays_spooled_and_the_committed_parts_leave(tmp_path: Path, team_db: TeamDb) -> None:
+    root = tmp_path / "sessions"
+    for n in range(6):
+        session(root, "/work/parser", f"sess-{n}", *(f"q{n}-{k}" for k in range(3)))
+    db = indexed(tmp_path, root)
+    pub = publisher(db, team_db.dsn(), batch_rows=10, connections=2)
+    sent = pub._send
+    calls = [0]
+
+    def flaky(conn, batch) -> None:  # type: ignore[no-untyped-def]
+        calls[0] += 1
+        if any(m[0] == "sess-3" for m in batch.messages):
+            raise RuntimeError("connection dropped")
+        sent(conn, batch)
+
+    pub._send = flaky  # type: ignore[method-assign]
+    try:
+        pub.run()
+    except Exception:
+        pass
+    else:
+        raise AssertionError("the failed part was not reported")
+    assert calls[0] >= 2
+    held = pub.queued()
+    assert 0 < held < 6 * 8 and team_db.count() == 6 * 8 - held  # what the server committed left the spool
+    assert team_db.count("session_id = 'sess-3'") == 0
+    pub._send = sent  # type: ignore[method-assign]
+    done = pub.run()
+    pub.close()
+    assert done.queued == 0 and team_db.count() == 6 * 8
+    with team_db.admin() as conn:
+        assert conn.execute("SELECT count(DISTINCT (session_id, entry_id, ts)) FROM ctxd.messages").fetchone()[0] == 48

@@ -71,6 +71,10 @@ async def test_a_role_sees_only_the_projects_it_is_granted(team: dict[str, str])
     assert {(h["user"], h["project"]) for h in seen_by_alice["hits"]} == {("alice", "parser"), ("bob", "parser")}
     seen_by_bob = await _search(team["bob"], "tokenizer")
     assert {h["project"] for h in seen_by_bob["hits"]} == {"parser", "web"}
+    # A filter narrows the grants, never widens them (alice asking for web, which she is not granted: nothing).
+    assert (await _search(team["alice"], "tokenizer", project="web"))["hits"] == []
+    both = await _search(team["alice"], "tokenizer", project=["web", "parser"])
+    assert {h["project"] for h in both["hits"]} == {"parser"}
     hit = next(h for h in seen_by_bob["hits"] if h["session"]["id"] == "sess-b2")
     assert (hit["agent"], hit["machine"], hit["role"], hit["line"]) == ("pi", "ci-runner-7", "user", 2)
     assert "«tokenizer»" in hit["snippet"] and hit["timestamp"] == "2026-11-06T08:00:00.000Z"

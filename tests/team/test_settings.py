@@ -24,10 +24,13 @@ def test_a_password_in_the_dsn_is_masked_and_kept_secret() -> None:
 def test_bad_team_values_are_reported_and_skipped() -> None:
     problems: list[str] = []
     team = config_from_json(
-        {"team": {"dsn": 5, "projects": [1], "user": "", "batchRows": 0, "colour": "red"}}, problems
+        {"team": {"dsn": 5, "projects": [1], "user": "", "batchRows": 0, "connections": "4", "colour": "red"}},
+        problems,
     ).team
     assert team.dsn == "" and team.projects == [] and team.batch_rows == 5000 and not team.enabled
-    assert len(problems) == 5 and "initializationOptions: team.colour: unknown option, ignored" in problems
+    assert team.connections == 2 and any(p.startswith("initializationOptions: team.connections: ") for p in problems)
+    assert len(problems) == 6 and "initializationOptions: team.colour: unknown option, ignored" in problems
+    assert config_from_json({"team": {"connections": 3}}, []).team.connections == 3
     problems = []
     assert not config_from_json({"team": "postgresql://x"}, problems).team.enabled
     assert problems == ['initializationOptions: team: expected an object, got "postgresql://x"; ignored']
