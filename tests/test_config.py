@@ -140,7 +140,7 @@ def test_the_effective_configuration_keeps_its_keys_and_masks_secrets() -> None:
         '"customInstructions": null, "summaryMaxTokens": 5000}, "watchStepMs": 10, "appendLockTimeout": 10.0, '
         '"openSessions": {"idleSeconds": 300.0, "maxCount": 3, "maxBytes": 67108864}, "opencodeDatabases": '
         '["/o.db"], "team": {"dsn": "postgresql://a:***@db/t", "projects": ["*"], "user": "u", "machine": "m", '
-        '"publish": true, "batchRows": 5000, "connectTimeout": 10}, "toolOutputShare": 0.3}'
+        '"publish": true, "batchRows": 5000, "connections": 2, "connectTimeout": 10}, "toolOutputShare": 0.3}'
     )
 
 
