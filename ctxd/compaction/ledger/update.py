@@ -31,7 +31,7 @@ MAX_OPEN = {"file-read": 60, "command": 60, "decision": 8, "file-modified": 150,
 """Open facts kept per kind for the kinds that grow with every range (the newest): a bound for sessions of
 thousands of ranges (the ledger is written into every compaction entry, so it stays under about 100 KB);
 every other open fact stays. The file lists themselves are carried whole in ``details``. Decisions: the newest
-eight, as many as a summary keeps (:data:`ctxd.compaction.summary.document.MAX_DECISIONS`)."""
+eight."""
 _SUPERSEDED_BY_NEWER = ("request", "next")
 """Kinds of which only the newest range's facts are current."""
 _RESOLVABLE = ("constraint", "correction", "stated")

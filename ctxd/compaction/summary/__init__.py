@@ -4,7 +4,7 @@
 engine should fall back to the offline summariser when a model summariser raises :class:`SummarizerError`.
 
 The names are loaded on first use, so that importing one submodule (the facts scanner, for
-:mod:`ctxd.compaction.mustkeep`) does not import the others (asyncio, the model client).
+:mod:`ctxd.compaction.ledger.mustkeep`) does not import the others (asyncio, the model client).
 """
 
 from __future__ import annotations

@@ -40,7 +40,7 @@ class SummaryRequest:
     """Plan documents (path -> text) as earlier ranges left them: the range's edits to them apply (see
     :mod:`ctxd.compaction.reading.agent_plans`); from the previous compaction's ``details.ctxd.plans``."""
     must_keep: str | None = None
-    """The fact sheet of ``messages`` (see :mod:`ctxd.compaction.mustkeep`), rendered: a model is told up
+    """The fact sheet of ``messages`` (see :mod:`ctxd.compaction.ledger.mustkeep`), rendered: a model is told up
     front what its summary must keep (the engine checks and patches afterwards either way)."""
     entry_ids: list[str] | None = None
     """The entry id of each of ``messages`` (parallel to it; "" where an entry has none): a summary names where

@@ -1,5 +1,5 @@
 """Which commands a summary names, and how: the commands that matter with their runs and last outcome, and a
-count of the read-only exploration it leaves out (see :func:`ctxd.compaction.shell.command_matters`).
+count of the read-only exploration it leaves out (see :func:`ctxd.compaction.reading.shell.command_matters`).
 
 Used by the offline summary's sections and by the must-keep sheet, so that both mean the same commands.
 """
@@ -24,7 +24,7 @@ def command_text(stat: CommandStat) -> str:
 
 
 def mattering(stats: Mapping[str, CommandStat]) -> list[CommandStat]:
-    """The commands that matter (see :func:`ctxd.compaction.shell.command_matters`), the most often run first,
+    """The commands that matter (see :func:`ctxd.compaction.reading.shell.command_matters`), the most often run first,
     then the most recent."""
     ordered = sorted(stats.values(), key=lambda c: (-c.runs, -c.last_index))
     return [c for c in ordered if command_matters(c.command, c.last_ok)]

@@ -4,7 +4,7 @@ Owns four tasks: a first summary of a conversation, an update that folds new con
 summary, a summary of an abandoned branch, and a summary of the early part of a split turn. All share the
 section layout of :data:`SUMMARY_FORMAT`, the offline summary's: the state now first, then task by task (the
 turn-prefix summary has its own, shorter layout). The fact sheet of the range (what the note must keep, see
-:mod:`ctxd.compaction.mustkeep`) is given up front, in a ``<must-keep>`` block. The agents' own summarisers get
+:mod:`ctxd.compaction.ledger.mustkeep`) is given up front, in a ``<must-keep>`` block. The agents' own summarisers get
 the same shape: :func:`agent_prompt` replaces Codex's and opencode's compaction prompts, and
 :data:`SHAPE_INSTRUCTIONS` is added to Claude Code's.
 """

@@ -358,7 +358,7 @@ COMMAND_CHARS = 80
 of ten paths, a linter run on each file it changed), whose head tells what it runs."""
 SAME_HEAD = 60
 """Long commands alike in this many characters are told as one (a linter run on one file, then on three): as many
-as a must-keep sheet's probe reads (:data:`ctxd.compaction.mustkeep.PROBE_CHARS`), so none is added back."""
+as a must-keep sheet's probe reads (:data:`ctxd.compaction.ledger.mustkeep.PROBE_CHARS`), so none is added back."""
 
 
 def _merged(stats: Sequence[CommandStat]) -> list[tuple[CommandStat, str]]:
