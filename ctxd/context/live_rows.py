@@ -34,31 +34,8 @@ def defer(
     n_clean = len(clean)
     served = file.keep_heads()
     est = estimates.get
-    if indices:
-        ests = list(map(est, indices))
-        if (
-            None not in ests
-            and max(indices) < n_clean
-            and all(map(clean.__getitem__, indices))
-            and (not served or served.isdisjoint(indices))
-        ):
-            # The common case: every estimate known, every line read clean. Maps, not a loop.
-            messages = list(map(_MESSAGE, heads))
-            useds = [trusted_usage(h) if m.role == "assistant" else None for h, m in zip(heads, messages, strict=True)]
-            rows = map(
-                LazyRow,
-                map(_ROLE, messages),
-                map(_ID, heads),
-                map(lines.__getitem__, indices),
-                ests,
-                repeat(None),
-                repeat(view),
-                indices,
-                useds,
-                repeat(None),
-            )
-            raws.update(zip(indices, rows, strict=True))
-            return []
+    # One loop, not maps: a map over nine columns into ``LazyRow`` builds an argument array per row, which
+    # measured slower (ctx3k: 5.7-9.9 ms against 9.5-13.0 ms for the first build; 7% fewer instructions).
     left: list[int] = []
     later: list[tuple[int, Any]] = []
     for i, head in zip(indices, heads, strict=True):
@@ -89,8 +66,6 @@ def defer(
     return left
 
 
-_MESSAGE = attrgetter("message")
-_ID = attrgetter("id")
 _INDEX = attrgetter("index")
 _ENTRY_ID = attrgetter("entryId")
 _TOKENS = attrgetter("tokens")

@@ -364,6 +364,18 @@ class TreeIndex:
 
     def path_to_root(self, i: int) -> list[int]:
         """Indices from the root down to ``i`` (inclusive)."""
+        parent = self.parent
+        k = self.depth[i] + 1 if 0 <= i < len(self.depth) else 0
+        if 0 < k <= len(parent):
+            # Filled from the end, ``depth`` slots: a cold build walks tens of thousands of entries.
+            out = [0] * k
+            node = i
+            while node != NONE and k:
+                k -= 1
+                out[k] = node
+                node = parent[node]
+            if node == NONE and not k:
+                return out
         path: list[int] = []
         node = i
         limit = len(self.parent) + 1

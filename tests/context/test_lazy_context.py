@@ -10,7 +10,7 @@ import os
 from pathlib import Path
 
 import pytest
-from helpers.factories import assistant, chain, tool_result, user, write
+from helpers.factories import assistant, bash, chain, tool_result, user, write
 
 from ctxd.compaction.cut.plan import CompactionPlan, plan_compaction
 from ctxd.context import live_rows as live_rows_module
@@ -56,6 +56,25 @@ def test_lazy_messages_read_as_build_contexts(tmp_path: Path) -> None:
     assert ctx.to_json() == fresh.to_json()
     # Once read, the same dict each time (consumers compare by identity).
     assert ctx.messages[3].message is ctx.messages[3].message
+
+
+def test_lines_the_scanner_left_to_python_build_lazily_too(tmp_path: Path) -> None:
+    """A user's shell command (a line the native scanner does not estimate) among messages it did: the
+    first build still decodes no message, and reads as a build from scratch."""
+    entries = chain(
+        lambda p: user(p, "run the tests"),
+        lambda p: bash(p, command="pytest -q", output="3 passed\n" * 40),
+        lambda p: assistant(p, "they pass", calls=[("c1", "read", {"path": "src/a.py"})], total=700),
+        lambda p: tool_result(p, "c1", "contents of a"),
+        lambda p: bash(p, command="git status", output="clean"),
+        lambda p: user(p, "thanks"),
+    )
+    session = Session.open(write(tmp_path / "s.jsonl", entries))
+    ctx = live_context(session).context()
+    assert len(_lazy(ctx.messages)) == len(ctx.messages) == 6
+    fresh = build_context(session.file, session.tree)
+    assert ctx.to_json() == fresh.to_json()
+    assert [m.message for m in ctx.messages] == [m.message for m in fresh.messages]
 
 
 def test_a_file_rewritten_in_place_is_an_error_not_the_new_bytes(tmp_path: Path) -> None:
