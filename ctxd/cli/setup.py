@@ -103,7 +103,7 @@ def _team_checks() -> list[doctor_types.Check]:
 
     queued, error = None, None
     try:
-        status = Service(config).team_status()
+        status = Service(config).team.team_status()
         queued, error = status["queued"], status["lastError"]
     except (CtxdError, OSError):
         pass
