@@ -13,7 +13,8 @@ process per tree, with the persistent index off and then on (a reopen that resto
 - ``build_context`` from scratch, with messages;
 - the compaction plan of a freshly opened session (with its messages, file lists, previous summary
   and prompt state) at the leaf and at those entries;
-- ``ctxd context FILE --json`` as a whole process.
+- ``ctxd context FILE --json`` as a whole process;
+- a real daemon's answers on the wire to every method that reads, and the agents' methods (``bench/daemon_answers.py``).
 
 Prints each difference and exits 1 if there is any.
 """
@@ -176,6 +177,9 @@ def main(ref: Path, extra: list[str]) -> int:
             if a != b:
                 differences += 1
                 print(f"DIFFERENT: ctxd context --json {path}")
+        from daemon_answers import main as daemon_main
+
+        differences += daemon_main(ref, TREE, [path for path, _ in files], work)
         print(f"{len(files)} files, {differences} differences")
         return 1 if differences else 0
     finally:

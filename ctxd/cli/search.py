@@ -1,5 +1,5 @@
-"""``ctxd search``: the history index from the command line, through the same service function as the
-daemon's ``history/search``."""
+"""``ctxd search``: the history index from the command line, through the same method as the daemon's
+``history/search`` (:data:`ctxd.service.methods.METHODS`)."""
 
 from __future__ import annotations
 
@@ -14,12 +14,13 @@ from ctxd.errors import TeamError
 from ctxd.service import protocol as p
 from ctxd.service.config import load_cli_config
 from ctxd.service.history_text import search_text
+from ctxd.service.methods import call
 from ctxd.service.service import Service
 
 
 async def _search(service: Service, params: p.HistorySearchParams) -> dict[str, Any]:
     try:
-        return await service.history_search(params)
+        return await call(service, p.HISTORY_SEARCH, params)  # type: ignore[no-any-return]
     finally:
         await service.close()
 

@@ -114,7 +114,7 @@ def _team_checks(config: Config) -> list[doctor_types.Check]:
 
     queued, error = None, None
     try:
-        status = Service(config).team_status()
+        status = Service(config).team.team_status()
         queued, error = status["queued"], status["lastError"]
     except (CtxdError, OSError):
         pass

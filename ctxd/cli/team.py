@@ -83,7 +83,7 @@ def cmd_team(args: argparse.Namespace) -> int:
 
     service = Service(config)
     if command == "sync":
-        done = asyncio.run(_closing(service, service.team_sync(float(args.timeout))))
+        done = asyncio.run(_closing(service, service.team.team_sync(float(args.timeout))))
         lines = [f"published {done['sent']} entries in {done['seconds']} s ({done['queued']} still queued)"]
         if done["skipped"]:
             lines.append(f"{done['skipped']} entries of projects that are not published stay local")
@@ -91,7 +91,7 @@ def cmd_team(args: argparse.Namespace) -> int:
             lines.append(f"{done['expired']} entries older than the server's retention were not sent")
         _print(args, done, lines)
         return 0
-    status = service.team_status()
+    status = service.team.team_status()
     asyncio.run(service.close())
     _print(args, status, _status_lines(status))
     return 0

@@ -24,6 +24,7 @@ from ctxd.errors import CtxdError, SessionNotFoundError
 from ctxd.service import protocol as p
 from ctxd.service.config import load_cli_config
 from ctxd.service.history_text import expand_text, search_text
+from ctxd.service.methods import TOOLS, call
 from ctxd.service.service import Service
 
 log = logging.getLogger(__name__)
@@ -75,7 +76,7 @@ class Tools:
             if os.environ.get(env):
                 return os.environ[env]
         cwd = os.environ.get("CLAUDE_PROJECT_DIR") or os.getcwd()
-        newest = await self.service.history_newest(cwd)
+        newest = await self.service.history.history_newest(cwd)
         if newest is None:
             raise SessionNotFoundError(f"no session was started in {cwd}; name one with session", cwd=cwd)
         return newest
@@ -96,7 +97,7 @@ class Tools:
             params = p.HistorySearchParams(query, team, limit, 0, "team", project, agent, user)
         else:
             params = p.HistorySearchParams(query, await self.session(session), limit, SEARCH_WAIT_MS)
-        return search_text(await self.service.history_search(params))
+        return search_text(await call(self.service, TOOLS["search_history"], params))
 
     async def expand(
         self,
@@ -117,13 +118,13 @@ class Tools:
         if target is None:
             raise SessionNotFoundError("expand reads one session: name it (a session id or file)")
         params = p.HistoryExpandParams(target, entry_id, from_entry_id, to_entry_id, max(1, max_chars), cursor, scope)
-        return expand_text(await self.service.history_expand(params))
+        return expand_text(await call(self.service, TOOLS["expand"], params))
 
     async def session_facts(self, session: str | None = None) -> str:
         target = await self.session(session)
         if target is None:
             raise SessionNotFoundError("session_facts reads one session: name it (a session id or file)")
-        facts = await self.service.session_facts(p.SessionParams(target))
+        facts = await call(self.service, TOOLS["session_facts"], p.SessionParams(target))
         return str(facts["text"] or f"no must-keep facts found in {facts['session']}")
 
 
@@ -159,8 +160,7 @@ async def _serve() -> None:
     service = Service(config)
     for problem in problems:
         log.warning("configuration: %s", problem)
-    service.history_kick()  # the first search finds the index warm
-    service.team_start()  # publish to the team database, if one is configured (one publisher at a time)
+    service.start()  # the first search finds the index warm; publish to the team database, if one is configured
     try:
         await build(service).run_stdio_async()
     finally:

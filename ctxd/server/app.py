@@ -1,14 +1,15 @@
-"""The pygls server: lifecycle, the method table, notifications, progress and the client hook.
+"""The pygls server: lifecycle, notifications, progress and the client hook.
 
-Handlers are thin: structure the params (a dict) into their attrs class, call the service, return
-its JSON.  All registration happens in :func:`create_server`.
+Every method is served from the one table, :data:`ctxd.service.methods.METHODS`: structure the params (a dict)
+into their attrs class, call the job's handler, return its JSON.  All registration happens in
+:func:`create_server`.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -24,6 +25,7 @@ from ctxd.redact import redact, redact_json
 from ctxd.server.errors import to_jsonrpc
 from ctxd.service import protocol as p
 from ctxd.service.config import Config, config_from_json, show
+from ctxd.service.methods import METHODS, Method, Request
 from ctxd.service.service import Service
 from ctxd.service.watch import Watcher
 
@@ -96,63 +98,33 @@ class CtxdServer(LanguageServer):
         return HookDecision(cancel=bool(reply.get("cancel")), summary=summary if isinstance(summary, str) else None)
 
 
-Handler = Callable[[CtxdServer, Any], Awaitable[Any]]
-
-
-def _method(
-    server: CtxdServer, name: str, cls: type, call: Callable[[Service, Any], Awaitable[Any]], *, own_text: bool = False
-) -> None:
-    """Register a method; ``own_text``: its result carries ctxd's own text (failures a provider
-    answered with, ...), which is scrubbed of secrets (a session's content is the agent's data)."""
-
-    @server.feature(name)
-    async def handler(ls: CtxdServer, params: Any) -> Any:
-        try:
-            typed: Any = p.structure_params(params, cls)
-            result = await call(ls.service, typed)
-            return redact_json(result) if own_text else result
-        except asyncio.CancelledError:
-            raise
-        except Exception as exc:
-            if not isinstance(exc, p.InvalidParams | CtxdError):
-                log.exception("%s failed", name)  # a bug: report it, keep serving
-            raise to_jsonrpc(exc) from exc
-
-    handler.__name__ = f"handle_{name.replace('/', '_')}"
-
-
 Progress = Callable[[str, float | None], None]
 
 
-def _progress_method(
-    server: CtxdServer,
-    name: str,
-    cls: type,
-    title: str,
-    call: Callable[[Service, Any, Progress | None], Awaitable[Any]],
-) -> None:
-    """Register a long-running method: work-done progress under the client's ``workDoneToken`` (none
-    for a dry run), its result scrubbed of secrets like ``_method``'s ``own_text``."""
+def _register(server: CtxdServer, method: Method) -> None:
+    """Serve one method of the table: structure its params, call its job's handler (with work-done progress under
+    the client's ``workDoneToken`` for a long-running one, none for a dry run), answer its JSON."""
+    name = method.name
 
     @server.feature(name)
     async def handler(ls: CtxdServer, params: Any) -> Any:
         try:
-            typed: Any = p.structure_params(params, cls)
+            typed: Any = p.structure_params(params, method.params)
         except Exception as exc:
             raise to_jsonrpc(exc) from exc
-        token = typed.workDoneToken
-        if getattr(typed, "dryRun", False):
-            token = None
+        token = typed.workDoneToken if method.progress is not None and not getattr(typed, "dryRun", False) else None
         progress: Progress | None = None
         if token is not None:
-            ls.work_done_progress.begin(token, lsp.WorkDoneProgressBegin(title=title, percentage=0))
+            ls.work_done_progress.begin(token, lsp.WorkDoneProgressBegin(title=method.progress or name, percentage=0))
 
             def progress(stage: str, fraction: float | None) -> None:
                 pct = None if fraction is None else int(fraction * 100)
                 ls.work_done_progress.report(token, lsp.WorkDoneProgressReport(message=stage, percentage=pct))
 
         try:
-            return redact_json(await call(ls.service, typed, progress))
+            given = frozenset(params) if isinstance(params, dict) else frozenset()
+            result = await method.handler(ls.service, typed, Request(given, progress))
+            return redact_json(result) if method.own_text or method.progress is not None else result
         except asyncio.CancelledError:
             raise
         except Exception as exc:
@@ -168,50 +140,8 @@ def _progress_method(
 
 def create_server(config: Config | None = None) -> CtxdServer:
     server = CtxdServer(config)
-    s = p  # short alias for the table
-
-    _method(server, s.SESSION_LIST, s.SessionListParams, lambda svc, a: svc.session_list(a))
-    _method(server, s.SESSION_OPEN, s.SessionParams, lambda svc, a: svc.session_open(a))
-    _method(server, s.SESSION_CREATE, s.SessionCreateParams, lambda svc, a: svc.session_create(a))
-    _method(server, s.SESSION_TREE, s.SessionTreeParams, lambda svc, a: svc.session_tree(a))
-    _method(server, s.SESSION_ENTRY, s.SessionEntryParams, lambda svc, a: svc.session_entry(a))
-    _method(server, s.SESSION_LABEL, s.SessionLabelParams, lambda svc, a: svc.session_label(a))
-    _method(server, s.SESSION_FORK, s.SessionEntryParams, lambda svc, a: svc.session_fork(a))
-    _method(server, s.SESSION_STATS, s.SessionParams, lambda svc, a: svc.session_stats(a))
-    _method(server, s.SESSION_LEDGER, s.SessionParams, lambda svc, a: svc.session_ledger(a), own_text=True)
-    _method(server, s.SESSION_CHECK, s.SessionCheckParams, lambda svc, a: svc.session_check(a))
-    _method(server, s.SESSION_PIN, s.SessionPinParams, lambda svc, a: svc.session_pin(a))
-    _method(server, s.CONTEXT_BUILD, s.ContextBuildParams, lambda svc, a: svc.context_build(a))
-    _method(server, s.BRANCH, s.BranchParams, lambda svc, a: svc.branch(a), own_text=True)
-    _method(server, s.BRANCH_SUMMARIZE, s.BranchSummarizeParams, lambda svc, a: svc.branch_summarize(a), own_text=True)
-    _method(server, s.CONTEXT_TRUNCATE, s.ContextTruncateParams, lambda svc, a: svc.context_truncate(a))
-    _method(server, s.CONTEXT_COMPOSITION, s.ContextCompositionParams, lambda svc, a: svc.context_composition(a))
-    _method(server, s.SESSION_FACTS, s.SessionParams, lambda svc, a: svc.session_facts(a), own_text=True)
-    _method(server, s.HISTORY_SEARCH, s.HistorySearchParams, lambda svc, a: svc.history_search(a))
-    _method(server, s.HISTORY_EXPAND, s.HistoryExpandParams, lambda svc, a: svc.history_expand(a))
-    _method(server, s.SESSION_ARCHIVE, s.SessionParams, lambda svc, a: svc.session_archive(a))
-    _method(server, s.COMPACT_PROMPT, s.CompactPromptParams, lambda svc, a: svc.compact_prompt(a))
-    _method(server, s.COMPACT_FACTS, s.SessionParams, lambda svc, a: svc.compact_facts(a), own_text=True)
-
-    @server.feature(s.SESSION_APPEND)
-    async def append(ls: CtxdServer, params: Any) -> Any:
-        try:
-            typed = s.structure_params(params, s.SessionAppendParams)
-            explicit = isinstance(params, dict) and "parentId" in params
-            return await ls.service.session_append(typed, explicit_parent=explicit)
-        except Exception as exc:
-            raise to_jsonrpc(exc) from exc
-
-    # Long-running methods report work-done progress when the client gives a token.
-    _progress_method(server, s.COMPACT, s.CompactParams, "ctxd: compacting", lambda svc, a, pr: svc.compact(a, pr))
-    # An agent's own compaction (pi's extension): summarised, never written; $/cancelRequest cancels it.
-    _progress_method(
-        server,
-        s.COMPACT_SUMMARIZE,
-        s.CompactSummarizeParams,
-        "ctxd: summarising",
-        lambda svc, a, pr: svc.compact_summarize(a, pr),
-    )
+    for method in METHODS:  # the one table (ctxd.service.methods)
+        _register(server, method)
 
     @server.feature(lsp.INITIALIZE)
     def initialize(ls: CtxdServer, params: lsp.InitializeParams) -> None:
@@ -245,21 +175,20 @@ def create_server(config: Config | None = None) -> CtxdServer:
         if ls.config.watch and ls.watcher is None:
 
             async def changed(path: str, kind: str) -> None:
-                ls.service.history_touch(path)  # the history index follows every session file
-                await ls.service.file_changed(path, kind)
+                ls.service.history.history_touch(path)  # the history index follows every session file
+                await ls.service.live.file_changed(path, kind)
 
-            await ls.service.opencode_baseline()
+            await ls.service.live.opencode_baseline()
             ls.watcher = Watcher(
                 ls.config.all_roots,
                 changed,
                 step_ms=ls.config.watch_step_ms,
-                on_live=ls.service.catch_up,  # a listing answered before the watch began (ctxd.server.early)
+                on_live=ls.service.live.catch_up,  # a listing answered before the watch began (ctxd.server.early)
                 files=ls.config.opencode_databases,
             )
             ls.service.run_task(ls.watcher.run(), "watcher")
-            ls.service.history_watched = True
-        ls.service.history_kick()  # index in the background from the start: searches answer at once
-        ls.service.team_start()  # and publish to the team database, if one is configured
+            ls.service.history.history_watched = True
+        ls.service.start()  # index in the background from the start, and publish to the team database if any
 
     @server.feature(lsp.SHUTDOWN)
     async def shutdown(ls: CtxdServer, params: Any) -> None:

@@ -56,7 +56,7 @@ class _Answering:
             return False, None
         try:
             params = p.structure_params(request.get("params"), p.SessionListParams)
-            result = await self.service.session_list(params)
+            result = await self.service.sessions.session_list(params)
         except Exception:  # the server answers it, with the error it gives
             return False, None
         log.debug("%s answered while the server loads", request.get("method"))

@@ -22,7 +22,7 @@ from ctxd.history.index import HistoryIndex, Hit
 from ctxd.history.opencode import database_of
 from ctxd.history.ranges import read_page, span_of, summarized_ids
 from ctxd.service import protocol as p
-from ctxd.service.base import ServiceBase
+from ctxd.service.core import Core
 from ctxd.service.registry import OpenSession, inside, only_inside
 from ctxd.service.summarized import Summarized
 from ctxd.store.listing import list_sessions
@@ -45,18 +45,22 @@ def _dedupe(hits: list[Hit]) -> list[Hit]:
     return out
 
 
-class History(ServiceBase):
-    _indexer: Indexer | None = None
-    _reader: HistoryIndex | None = None
+TEAM_ONLY = ("project", "agent", "user", "since", "until")
+"""The filters of team searches (``scope: "team"``, :mod:`ctxd.service.team`)."""
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
+
+class History:
+    def __init__(self, core: Core) -> None:
+        self.core = core
+        self.config = core.config
+        self.registry = core.registry
+        self._indexer: Indexer | None = None
+        self._reader: HistoryIndex | None = None
         self._summarized_closed = Summarized()
         """What the hits need of sessions that are not open (ctxd.service.summarized)."""
-
-    history_watched = False
-    """The daemon's watcher reports every changed file (:meth:`history_touch`): a search need not ask
-    for a pass over every file."""
+        self.history_watched = False
+        """The daemon's watcher reports every changed file (:meth:`history_touch`): a search need not ask
+        for a pass over every file."""
 
     def history_indexer(self, db_path: str | None = None) -> Indexer:
         """The background indexer (made on first use); raises HistoryUnavailableError without FTS5."""
@@ -82,12 +86,15 @@ class History(ServiceBase):
         if self._indexer is not None:
             self._indexer.touch(path)
 
-    async def close(self) -> None:
+    def close(self) -> None:
         if self._indexer is not None:
             self._indexer.stop()  # returns at once: shutting down never waits for indexing
-        await super().close()
 
     async def history_search(self, params: p.HistorySearchParams) -> dict[str, Any]:
+        """A search of this machine's history (``scope: "local"``; the team's is :mod:`ctxd.service.team`'s)."""
+        used = [name for name in TEAM_ONLY if getattr(params, name) is not None]
+        if used:
+            raise p.InvalidParams(f'{used[0]}: a filter of team searches (scope: "team")', used[0])
         indexer = self.history_indexer()
         if not self.history_watched:
             indexer.kick()
@@ -133,7 +140,7 @@ class History(ServiceBase):
         once and let go (a search's hits do not keep their sessions open: ctxd.service.keeping)."""
         try:
             if self.registry.get(path) is not None:
-                return await self._with(path, lambda o: summarized_ids(o.session))
+                return await self.core.with_session(path, lambda o: summarized_ids(o.session))
             real = self.registry.resolve_quickly(path)  # inside the roots, as any session named
             if real is None:
                 return None
@@ -173,4 +180,4 @@ class History(ServiceBase):
             )
             return p.to_json(result)  # type: ignore[no-any-return]
 
-        return await self._with(params.session, work)
+        return await self.core.with_session(params.session, work)

@@ -1,5 +1,7 @@
 """Live sessions: what the watcher saw (files added, grown, rewritten, removed) becomes
-notifications, and may start an automatic compaction."""
+notifications, and may start an automatic compaction. A shared part of the service: every job that
+creates a session announces it here (:meth:`Live.did_create`), and the core catches a changed session
+up through :meth:`Live.freshen` before serving it."""
 
 from __future__ import annotations
 
@@ -13,7 +15,7 @@ from ctxd.context.answers import Size
 from ctxd.context.live import size_of
 from ctxd.errors import CtxdError, SessionNotFoundError
 from ctxd.service import protocol as p
-from ctxd.service.base import ServiceBase
+from ctxd.service.core import AutoCompact, Core
 from ctxd.service.keeping import weigh
 from ctxd.service.registry import OpenSession
 from ctxd.store.files import is_regular, open_regular
@@ -22,16 +24,36 @@ from ctxd.store.opencode import session_path, updated_sessions
 from ctxd.tree.session import Session
 
 log = logging.getLogger(__name__)
+MAX_ANNOUNCED = 100_000
+"""Files remembered as announced with ``session/didCreate``."""
 
 
-class Live(ServiceBase):
-    # --- live changes (from the watcher) ------------------------------------------------------
+class Live:
+    def __init__(self, core: Core, auto_compact: AutoCompact) -> None:
+        self.core = core
+        self.config = core.config
+        self.registry = core.registry
+        self.auto_compact = auto_compact
+        self._announced: dict[str, None] = {}
+        """Session files announced with session/didCreate (by a method or by the watcher), oldest first."""
+        self._opencode_seen: dict[str, dict[str, tuple[int, ...]]] = {}
+        """Per opencode database: each session's update stamp when the watcher last looked."""
 
-    def _did_create(self, path: str, session_id: str | None) -> None:
-        # Our own new files reach the watcher too, often before the method that wrote them is done:
-        # announce each file once, whoever sees it first.
+    def did_create(self, path: str, session_id: str | None) -> None:
+        """Announce a new session file (``session/didCreate``) once. Our own new files reach the watcher too,
+        often before the method that wrote them is done: each file is announced once, whoever sees it first."""
         if self._announce_once(path):
-            self._emit(p.DID_CREATE, p.DidCreate(path, session_id))
+            self.core.emit(p.DID_CREATE, p.DidCreate(path, session_id))
+
+    def _announce_once(self, path: str) -> bool:
+        """Whether ``path`` is announced for the first time (remembered; the oldest are forgotten past
+        :data:`MAX_ANNOUNCED`: one may then be announced twice, never missed)."""
+        if path in self._announced:
+            return False
+        self._announced[path] = None
+        if len(self._announced) > MAX_ANNOUNCED:
+            del self._announced[next(iter(self._announced))]
+        return True
 
     async def catch_up(self) -> None:
         """Once the watch is live: report the listed files that changed since they were listed (a
@@ -62,9 +84,9 @@ class Live(ServiceBase):
             real = os.path.abspath(path)
             opened = self.registry.get(real)
             if opened is not None or not os.path.exists(path):
-                self._forget(real)
+                self.core.forget(real)
                 self._announced.pop(real, None)
-                self._emit(p.DID_DELETE, p.DidDelete(real))
+                self.core.emit(p.DID_DELETE, p.DidDelete(real))
             return
         try:
             # A link (or a folder swapped for one) that leads outside the roots is not ours to read.
@@ -75,11 +97,11 @@ class Live(ServiceBase):
         if opened is None and not is_regular(real):
             return  # a FIFO, a device or a directory named *.jsonl: not a session, never opened
         if kind == "added" and opened is None:
-            self._did_create(real, await asyncio.to_thread(_header_id, real))
+            self.did_create(real, await asyncio.to_thread(_header_id, real))
             return
         if opened is None:
             session_id = await asyncio.to_thread(_header_id, real)
-            self._emit(p.DID_CHANGE, p.DidChange(real, session_id, [], None, "external"))
+            self.core.emit(p.DID_CHANGE, p.DidChange(real, session_id, [], None, "external"))
             return
         await self._refresh_open(real, opened)
 
@@ -101,16 +123,16 @@ class Live(ServiceBase):
             if opened is not None:
                 await self._refresh_open(path, opened)
             elif session_id not in before:
-                self._did_create(path, session_id)
+                self.did_create(path, session_id)
             elif before[session_id] != stamp:
-                self._emit(p.DID_CHANGE, p.DidChange(path, session_id, [], None, "external"))
+                self.core.emit(p.DID_CHANGE, p.DidChange(path, session_id, [], None, "external"))
         for session_id in set(before) - set(now):
             path = session_path(real, session_id)
-            self._forget(path)
+            self.core.forget(path)
             self._announced.pop(path, None)
-            self._emit(p.DID_DELETE, p.DidDelete(path))
+            self.core.emit(p.DID_DELETE, p.DidDelete(path))
 
-    async def _freshen(self, opened: OpenSession) -> None:
+    async def freshen(self, opened: OpenSession) -> None:
         """A session whose file (or opencode database) changed since it was read is caught up before a
         request is served, so an answer never lags the watcher (or its absence: an edit in place of the
         same length is served at once by every method); what it finds is announced as the watcher would."""
@@ -123,7 +145,7 @@ class Live(ServiceBase):
             result, new = s.refresh()
             size = size_of(s)
             weigh(opened)
-            return result, new, size, self._decision(s, size)
+            return result, new, size, self.core.decision(s, size)
 
         opened.using += 1  # not closed meanwhile (the watcher's task does not open it)
         try:
@@ -138,10 +160,12 @@ class Live(ServiceBase):
             return  # our own append, already announced; or nothing complete yet
         ids = [] if result.reloaded else [s.tree.id_of(i) for i in result.added]
         self.registry.touch(real)  # a live session: another process writes it
-        self._emit(p.DID_CHANGE, p.DidChange(real, s.file.session_id, ids, s.leaf_id(), "external", result.reloaded))
-        self._emit(p.CONTEXT_USAGE, self._usage(s, size.tokens))
+        self.core.emit(
+            p.DID_CHANGE, p.DidChange(real, s.file.session_id, ids, s.leaf_id(), "external", result.reloaded)
+        )
+        self.core.emit(p.CONTEXT_USAGE, self.core.usage(s, size.tokens))
         if self.config.auto_compact_external and any(_role(s, i) == "assistant" for i in new):
-            self._maybe_auto_compact(opened, decision)
+            self.auto_compact(opened, decision)
 
 
 def _header_id(path: str) -> str | None:

@@ -25,12 +25,8 @@ from typing import Any
 
 from ctxd.compaction.ledger.mustkeep import FactSheet
 from ctxd.compaction.ledger.replay import Carried, carry, upcoming
-from ctxd.errors import SessionError
-from ctxd.service import protocol as p
-from ctxd.service.base import ServiceBase
 from ctxd.service.claude_hooks import FACTS_HEADING
 from ctxd.service.facts import RENDER_CHARS, notes_path, read_notes
-from ctxd.service.registry import OpenSession
 from ctxd.store.dirs import makedirs_private, state_dir
 from ctxd.tree.session import Session
 
@@ -85,14 +81,3 @@ def compaction_facts(session: Session, state: str | None = None) -> dict[str, An
         "missing": missing.to_json(),
         "missingText": missing.render(RENDER_CHARS, heading=FACTS_HEADING),
     }
-
-
-class OpencodeFacts(ServiceBase):
-    async def compact_facts(self, params: p.SessionParams) -> dict[str, Any]:
-        def work(opened: OpenSession) -> dict[str, Any]:
-            session = opened.session
-            if session.file.header.get("agent") != AGENT:
-                raise SessionError("compact/facts serves opencode sessions only", path=session.path)
-            return compaction_facts(session)
-
-        return await self._with(params.session, work)

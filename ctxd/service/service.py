@@ -1,4 +1,19 @@
-"""The service layer: every daemon method as one async function over the layers below.
+"""The service: the daemon's jobs, composed.
+
+Each job is a small class owning its state, given the shared parts it needs (:class:`ctxd.service.core.Core`:
+the configuration, the registry of open sessions, background tasks, notifications) and, explicitly, what it needs
+of another job:
+
+- :class:`~ctxd.service.sessions.Sessions`: list, open, create, append, read, label, pin, fork, check;
+- :class:`~ctxd.service.context.Context`: ``context/build``, ``context/composition``;
+- :class:`~ctxd.service.compacting.Compaction`: compactions (manual, automatic), branches, the ledger;
+- :class:`~ctxd.service.history.History` and :class:`~ctxd.service.team.Team`: searching the history, on this
+  machine and in the team database;
+- :class:`~ctxd.service.agents.Agents`: what the agents' own compactions ask of ctxd.
+
+Two shared parts serve several jobs: the writer (:mod:`ctxd.service.writer`: appends, in order) and the live
+part (:mod:`ctxd.service.live`: what the watcher saw). Which method a request calls is said in one place,
+:data:`ctxd.service.methods.METHODS`.
 
 Requests on one session are serialised by its lock and run off the event loop (disk I/O happens
 in worker threads); different sessions proceed concurrently.  A compaction holds the lock only to
@@ -8,339 +23,121 @@ Notifications leave through ``notify(method, payload)``: the server sends them, 
 
 from __future__ import annotations
 
-import asyncio
-import logging
-import os
-from typing import Any
+import operator
+from typing import TYPE_CHECKING, Any
 
-from ctxd.context.live import live_context, size_of
-from ctxd.context.openai import to_openai
-from ctxd.context.pins import pin_entry
-from ctxd.context.truncate import is_oversized, limit_chars, truncate_tool_result
-from ctxd.context.view import cap, project, run_rows
-from ctxd.errors import InvalidEntryError, SessionNotFoundError
 from ctxd.service import protocol as p
-from ctxd.service.archiving import Archiving
-from ctxd.service.base import ServiceBase
-from ctxd.service.compacting import Compacting
-from ctxd.service.composing import Composing
-from ctxd.service.listing import list_served
+from ctxd.service.agents import Agents
+from ctxd.service.compacting import Compaction
+from ctxd.service.config import Config
+from ctxd.service.context import Context
+from ctxd.service.core import Core, Notify
+from ctxd.service.history import History
 from ctxd.service.live import Live
-from ctxd.service.opencode_facts import OpencodeFacts
-from ctxd.service.registry import OpenSession, Registry, inside
-from ctxd.service.summarize import Summarizing
+from ctxd.service.sessions import Sessions
 from ctxd.service.team import Team
-from ctxd.service.writer import Writing
-from ctxd.store.create import create_session
-from ctxd.store.listing import cwd_dirname
-from ctxd.tree.session import session_name
+from ctxd.service.writer import Appends
 
-log = logging.getLogger(__name__)
+if TYPE_CHECKING:
+    from ctxd.service.core import SessionHook
 
 
-class Service(Writing, Compacting, Live, Summarizing, Composing, Team, Archiving, OpencodeFacts, ServiceBase):
-    """Every daemon method (the server's handlers call these)."""
+class Service:
+    """The jobs, composed; the server, ``ctxd mcp`` and the CLI's daemon-less calls go through it."""
 
-    # --- sessions -----------------------------------------------------------------------------
+    def __init__(self, config: Config, notify: Notify | None = None) -> None:
+        self.core = Core(config, notify)
+        self.config = config
+        self.registry = self.core.registry
+        self.compaction = Compaction(self.core)
+        self.appends = Appends(self.core, self.compaction.maybe_auto)
+        self.live = Live(self.core, self.compaction.maybe_auto)
+        self.context = Context(self.core)
+        self.sessions = Sessions(self.core, self.appends, self.live)
+        self.history = History(self.core)
+        self.team = Team(config, self.history)
+        self.agents = Agents(self.core)
+        # What the shared core needs of the jobs, passed in: a changed session is caught up (and announced) by
+        # the live part; a followed composition is kept open and sent again after each change.
+        self.core.freshen = self.live.freshen
+        self.core.kept_open = self.context.follows
+        self.core.changed = self.context.session_changed
 
-    async def session_list(self, params: p.SessionListParams) -> dict[str, Any]:
-        roots = self.config.all_roots
-        if params.roots:
-            outside = [
-                r
-                for r in params.roots
-                if not inside(r, self.config.all_roots) and r not in self.config.opencode_databases
-            ]
-            if outside:
-                raise SessionNotFoundError(f"roots outside the configured roots: {outside}", roots=outside)
-            roots = params.roots
-        found = await asyncio.to_thread(list_served, self.config, params.roots, params.cwd)
-        for s in found:
-            if not s.archived:  # a session id names the live transcript, not ctxd's copy of it
-                self.registry.remember(s.id, s.path)
-        return {"roots": roots, "sessions": [p.capped_row(s.to_json()) for s in found]}
+    @property
+    def hook(self) -> SessionHook | None:
+        """The client's compact/willRun hook (the server sets it when the client declared support)."""
+        return self.core.hook
 
-    async def session_open(self, params: p.SessionParams) -> dict[str, Any]:
-        return await self._with(params.session, self._info)
+    @hook.setter
+    def hook(self, hook: SessionHook | None) -> None:
+        self.core.hook = hook
 
-    def _info(self, opened: OpenSession) -> dict[str, Any]:
-        s = opened.session
-        size = size_of(s)
-        return {
-            "path": s.path,
-            "sessionId": s.file.session_id,
-            "cwd": cap(s.file.cwd, p.NAME_LIMIT),
-            "name": cap(session_name(s)),
-            "version": s.file.version,
-            "entries": len(s.file),
-            "leafId": s.leaf_id(),
-            "usage": p.to_json(self._usage(s, size.tokens)),
-            "diagnostics": [d.to_json() for d in s.diagnostics()],
-            "readOnly": s.file.read_only,
-            "agent": s.file.header.get("agent", "pi"),
-        }
+    async def history_search(self, params: p.HistorySearchParams) -> dict[str, Any]:
+        """``history/search``: this machine's history, or the team's (``scope: "team"``)."""
+        if params.scope == "team":
+            return await self.team.history_search(params)
+        return await self.history.history_search(params)
 
-    async def session_create(self, params: p.SessionCreateParams) -> dict[str, Any]:
-        root = params.root or self.config.roots[0]
-        if not inside(root, self.config.roots) and root not in self.config.roots:
-            raise SessionNotFoundError(f"root {root!r} is not a configured session root", root=root)
-        pi = Registry(self.config.roots)  # new sessions go under the pi roots only
-        pi.check_destination(os.path.join(root, cwd_dirname(params.cwd)))
-        path = await asyncio.to_thread(create_session, root, params.cwd)
-        self._created_inside(pi, path)
-        opened = await self._open(path)
-        self._did_create(opened.session.path, opened.session.file.session_id)
-        if params.name:
-            await self._append(opened, [{"type": "session_info", "name": params.name}], None, use_leaf=True)
-        return await self._with(path, self._info)
+    async def history_expand(self, params: p.HistoryExpandParams) -> dict[str, Any]:
+        """``history/expand``: from a session file, or from the team database (``scope: "team"``)."""
+        if params.scope == "team":
+            return await self.team.history_expand(params)
+        return await self.history.history_expand(params)
 
-    async def session_append(self, params: p.SessionAppendParams, *, explicit_parent: bool) -> dict[str, Any]:
-        entries = list(params.entries)
-        fields = [(f"entries[{i}]", f"entries[{i}].message") for i in range(len(entries))]
-        for i, m in enumerate(params.messages):
-            entries.append({"type": "message", "message": m})
-            fields.append((f"messages[{i}]", f"messages[{i}]"))
-        if not entries:
-            raise InvalidEntryError("nothing to append: give entries or messages")
-        for i, entry in enumerate(entries):
-            # Names and labels are shown in every listing and tree: bounded, as session/create's.
-            for field in ("name", "label"):
-                text = entry.get(field) if entry.get("type") in ("session_info", "label") else None
-                if isinstance(text, str) and len(text) > p.NAME_LIMIT:
-                    at = f"entries[{i}].{field}"
-                    raise InvalidEntryError(f"{at}: longer than {p.NAME_LIMIT} characters", index=i, field=at)
-        opened = await self._open(params.session)
-        return await self._append(
-            opened, entries, params.parentId, use_leaf=not explicit_parent, mode=params.durability, fields=fields
-        )
+    def start(self) -> None:
+        """Index the history in the background from now on (searches answer at once), and publish it to the team
+        database if one is configured: the daemon and ``ctxd mcp`` do at start."""
+        self.history.history_kick()
+        self.team.team_start()
 
-    async def session_tree(self, params: p.SessionTreeParams) -> dict[str, Any]:
-        def work(opened: OpenSession) -> dict[str, Any]:
-            s = opened.session
-            if params.fromId is not None:
-                rows = run_rows(s, params.fromId, params.limit)
-                total = len(rows)
-            else:
-                rows, total = project(s, collapse=params.collapse, offset=params.offset, limit=params.limit)
-            size = size_of(s)
-            return {
-                "session": s.path,
-                "sessionId": s.file.session_id,
-                "name": cap(session_name(s)),
-                "leafId": s.leaf_id(),
-                "entries": len(s.file),
-                "total": total,
-                "offset": params.offset,
-                "rows": [r.to_json() for r in rows],
-                "usage": p.to_json(self._usage(s, size.tokens)),
-                "readOnly": s.file.read_only,
-                "diagnostics": [d.to_json() for d in s.diagnostics()],
-            }
+    async def close(self) -> None:
+        self.team.close()
+        self.history.close()
+        await self.core.close()
 
-        return await self._with(params.session, work)
+    def run_task(self, coro: Any, name: str) -> Any:
+        return self.core.run_task(coro, name)
 
-    async def session_entry(self, params: p.SessionEntryParams) -> dict[str, Any]:
-        def work(opened: OpenSession) -> dict[str, Any]:
-            s = opened.session
-            i = s.file.require(params.entryId)
-            from ctxd.context.view import node
 
-            leaf = s.leaf()
-            active = set(s.tree.path_to_root(leaf)) if leaf is not None else set()
-            info = node(s, i, 0, active, leaf).to_json()
-            info["entry"] = s.file.entry(i)
-            info["children"] = [s.tree.id_of(c) for c in s.tree.child_ids(i)]
-            return info
+ALIASES = {
+    # The service's methods before it was split by job (one class of mixins): each still answers, from its job.
+    "session_list": "sessions.session_list",
+    "session_open": "sessions.session_open",
+    "session_create": "sessions.session_create",
+    "session_append": "sessions.session_append",
+    "session_tree": "sessions.session_tree",
+    "session_entry": "sessions.session_entry",
+    "session_label": "sessions.session_label",
+    "session_pin": "sessions.session_pin",
+    "session_fork": "sessions.session_fork",
+    "session_stats": "sessions.session_stats",
+    "session_check": "sessions.session_check",
+    "session_ledger": "compaction.session_ledger",
+    "compact": "compaction.compact",
+    "branch": "compaction.branch",
+    "context_build": "context.context_build",
+    "context_composition": "context.context_composition",
+    "compact_summarize": "agents.compact_summarize",
+    "branch_summarize": "agents.branch_summarize",
+    "context_truncate": "agents.context_truncate",
+    "compact_prompt": "agents.compact_prompt",
+    "compact_facts": "agents.compact_facts",
+    "session_facts": "agents.session_facts",
+    "session_archive": "agents.session_archive",
+    "history_indexer": "history.history_indexer",
+    "history_kick": "history.history_kick",
+    "history_touch": "history.history_touch",
+    "history_newest": "history.history_newest",
+    "team_start": "team.team_start",
+    "team_sync": "team.team_sync",
+    "team_status": "team.team_status",
+    "team_publisher": "team.team_publisher",
+    "file_changed": "live.file_changed",
+    "database_changed": "live.database_changed",
+    "catch_up": "live.catch_up",
+    "opencode_baseline": "live.opencode_baseline",
+}
+"""Old name -> where it lives now (read-only: a job's method, bound)."""
 
-        return await self._with(params.session, work)
-
-    async def session_label(self, params: p.SessionLabelParams) -> dict[str, Any]:
-        opened = await self._open(params.session)
-        await self._with(params.session, lambda o: o.session.file.require(params.entryId))
-        entry: dict[str, Any] = {"type": "label", "targetId": params.entryId}
-        if params.label:
-            entry["label"] = params.label
-        result = await self._append(opened, [entry], None, use_leaf=True)
-        return {"labelEntryId": result["ids"][0], "entryId": params.entryId, "label": params.label}
-
-    async def session_pin(self, params: p.SessionPinParams) -> dict[str, Any]:
-        """Pin or unpin a message: a ``ctxd.pin`` custom entry written at the leaf (see ctxd.context.pins)."""
-        opened = await self._open(params.session)
-        entry = await self._with(params.session, lambda o: pin_entry(o.session.file, params.entryId, params.pinned))
-        result = await self._append(opened, [entry], None, use_leaf=True)
-        return {"pinEntryId": result["ids"][0], "entryId": params.entryId, "pinned": params.pinned}
-
-    async def session_fork(self, params: p.SessionEntryParams) -> dict[str, Any]:
-        def work(o: OpenSession) -> str:
-            # The fork goes next to its session: that folder must still lead inside the roots.
-            self.registry.check_destination(os.path.dirname(o.session.path), params.session)
-            return o.session.fork(params.entryId)
-
-        path = await self._with(params.session, work)
-        self._created_inside(self.registry, path)
-        forked = await self._open(path)
-        self._did_create(path, forked.session.file.session_id)
-        return {
-            "path": path,
-            "sessionId": forked.session.file.session_id,
-            "parentSession": self.registry.resolve(params.session),
-        }
-
-    async def session_stats(self, params: p.SessionParams) -> dict[str, Any]:
-        def work(opened: OpenSession) -> dict[str, Any]:
-            s = opened.session
-            roles: dict[str, int] = {}
-            types: dict[str, int] = {}
-            for h in s.file.heads:
-                kind = cap(h.type) or ""
-                types[kind] = types.get(kind, 0) + 1
-                if h.message is not None:
-                    role = cap(h.message.role) or ""
-                    roles[role] = roles.get(role, 0) + 1
-            leaves = sum(1 for i in range(len(s.file)) if not s.tree.child_ids(i))
-            ctx = live_context(s).context()
-            return {
-                "session": s.path,
-                "entries": len(s.file),
-                "bytes": os.path.getsize(s.path) if os.path.isfile(s.path) else 0,  # 0: a session in a database
-                "types": types,
-                "roles": roles,
-                "leaves": leaves,
-                "labels": len(s.tree.labels),
-                "orphans": len(s.tree.orphans),
-                "diagnostics": [d.to_json() for d in s.file.diagnostics],
-                "contextMessages": len(ctx.messages),
-                "usage": p.to_json(self._usage(s, ctx.contextTokens)),
-            }
-
-        return await self._with(params.session, work)
-
-    async def session_ledger(self, params: p.SessionParams) -> dict[str, Any]:
-        """Every compaction in the session, newest first: when, why, tokens, model, cost, duration."""
-
-        def work(opened: OpenSession) -> dict[str, Any]:
-            s = opened.session
-            heads = s.file.heads
-            wanted = [i for i, h in enumerate(heads) if h.type == "compaction"]
-            leaf = s.leaf()
-            active = set(s.tree.path_to_root(leaf)) if leaf is not None else set()
-            rows = []
-            for i, body in zip(wanted, s.file.entries(wanted), strict=True):
-                raw_details = body.get("details")
-                details: dict[str, Any] = raw_details if isinstance(raw_details, dict) else {}
-                raw_ledger = details.get("ctxd")
-                ledger: dict[str, Any] = raw_ledger if isinstance(raw_ledger, dict) else {}
-                summary = str(body.get("summary", ""))
-                rows.append(
-                    {
-                        "entryId": body.get("id"),
-                        "line": s.file.lines[i],
-                        "timestamp": body.get("timestamp"),
-                        "trigger": ledger.get("trigger"),
-                        "tokensBefore": body.get("tokensBefore"),
-                        "tokensAfter": ledger.get("tokensAfter"),
-                        "summarizer": ledger.get("summarizer") or ("hook" if body.get("fromHook") else None),
-                        "model": ledger.get("model"),
-                        "path": ledger.get("path"),
-                        "cost": ledger.get("cost"),
-                        "durationMs": ledger.get("durationMs"),
-                        "failures": ledger.get("failures", []),
-                        "firstKeptEntryId": body.get("firstKeptEntryId"),
-                        "onActivePath": i in active,
-                        "madeBy": "ctxd" if ledger else "other",
-                        "instructions": p.capped(ledger.get("instructions"), p.NAME_LIMIT),
-                        "mustKeep": ledger.get("mustKeep"),
-                        "messagesSummarized": ledger.get("messagesSummarized"),
-                        "summaryPreview": " ".join(summary.split())[:200],
-                    }
-                )
-            rows.reverse()
-            return {"session": s.path, "compactions": rows}
-
-        return await self._with(params.session, work)
-
-    async def compact_prompt(self, params: p.CompactPromptParams) -> dict[str, Any]:
-        """What ctxd asks an agent's own summariser for: ``shape`` (a paragraph to add to its prompt, as Claude
-        Code's PreCompact hook and opencode's plugin do) and ``prompt`` (a whole compaction prompt, as Codex's
-        ``compact_prompt`` takes it); see :mod:`ctxd.compaction.summary.prompts`."""
-        from ctxd.compaction.recall import RECALL_HINT
-        from ctxd.compaction.summary.prompts import SHAPE_INSTRUCTIONS, agent_prompt
-
-        return {"shape": SHAPE_INSTRUCTIONS, "prompt": agent_prompt(), "recall": RECALL_HINT}
-
-    async def session_facts(self, params: p.SessionParams) -> dict[str, Any]:
-        """The session's fact ledger now (see ctxd.service.facts), read-only."""
-        from ctxd.service.facts import facts_json, session_facts
-
-        def work(opened: OpenSession) -> dict[str, Any]:
-            ledger = session_facts(opened.session.path, session=opened.session)
-            return {"session": opened.session.path, **facts_json(ledger)}
-
-        return await self._with(params.session, work)
-
-    async def session_check(self, params: p.SessionCheckParams) -> dict[str, Any]:
-        """fsck: every finding in the session file (see ctxd.context.check); with ``repair``, the
-        repairs that append or write a copy (ctxd.context.repair)."""
-
-        def work(opened: OpenSession) -> dict[str, Any]:
-            from ctxd.context.check import check_session
-            from ctxd.context.repair import repair
-
-            s = opened.session
-            s.refresh()
-            report = repair(s) if params.repair else check_session(s)
-            return report.to_json()
-
-        if params.repair:  # it may write: another process's write lock is waited for outside the session's
-            repairing = await self._open(params.session)
-            out = await self._locked_call(repairing, lambda: work(repairing))
-        else:
-            out = await self._with(params.session, work)
-        appended = (out.get("repair") or {}).get("appended") or []
-        if appended:
-            opened = await self._open(params.session)
-            s = opened.session
-            self._emit(p.DID_CHANGE, p.DidChange(s.path, s.file.session_id, appended, s.leaf_id(), "ctxd"))
-        return out
-
-    # --- context ------------------------------------------------------------------------------
-
-    async def context_build(self, params: p.ContextBuildParams) -> dict[str, Any]:
-        def work(opened: OpenSession) -> dict[str, Any]:
-            s = opened.session
-            live = live_context(s)  # kept between requests: an append costs what it adds
-            ctx = live.context(params.leafId)
-            revision = live.revision()
-            base = 0
-            if params.sinceLeafId and params.sinceRevision == revision and params.format == "pi":
-                base = live.unchanged_prefix(params.sinceLeafId, params.leafId)
-            with_messages = params.includeMessages and params.format == "pi"
-            out = ctx.to_json(with_messages=with_messages, start=base)
-            out["base"] = base
-            out["revision"] = revision
-            messages = ctx.agent_messages() if params.format == "openai" or params.countModel else None
-            if params.truncateToolResults:
-                limit = limit_chars(params.contextWindow or self.window())
-                truncated = [i for i in range(base, len(ctx.messages)) if is_oversized(ctx.messages[i].message, limit)]
-                if messages is None:
-                    messages = ctx.agent_messages()
-                for i in truncated:
-                    messages[i] = truncate_tool_result(messages[i], limit)
-                    if with_messages:
-                        out["messages"][i - base]["message"] = messages[i]
-                out["truncated"] = [ctx.messages[i].entryId for i in truncated]
-            if params.format == "openai":
-                assert messages is not None
-                problems: list[str] = []
-                out["openai"] = to_openai(messages, problems)
-                out["diagnostics"] = out["diagnostics"] + [{"line": None, "message": m} for m in problems]
-            out["usage"] = p.to_json(self._usage(s, ctx.contextTokens))
-            if params.countModel:
-                from ctxd.context.exact import exact_tokens
-
-                assert messages is not None
-                total, each = exact_tokens(messages, params.countModel)
-                out["exactTokens"] = {"model": params.countModel, "tokens": total, "perMessage": each}
-            return out
-
-        return await self._with(params.session, work)
+for _old, _new in ALIASES.items():
+    setattr(Service, _old, property(operator.attrgetter(_new), doc=f"The same as ``{_new}``."))

@@ -17,15 +17,14 @@ import threading
 from typing import Any
 
 from ctxd.errors import CtxdError, TeamError
-from ctxd.history.background import Indexer
 from ctxd.service import protocol as p
+from ctxd.service.config import Config
 from ctxd.service.history import History
 from ctxd.team import spool
 from ctxd.team.projects import Projects
 from ctxd.team.settings import masked_dsn
 
 log = logging.getLogger(__name__)
-TEAM_ONLY = ("project", "agent", "user", "since", "until")
 
 
 def _facts_of(path: str) -> Any:
@@ -47,26 +46,25 @@ def _time(value: str | None, field: str) -> dt.datetime | None:
     return when.replace(tzinfo=dt.UTC) if when.tzinfo is None else when
 
 
-class Team(History):
-    _team_worker: Any = None
-    _team_publisher: Any = None
-    _team_conn: Any = None
-    _team_lock: threading.Lock | None = None
+class Team:
+    """The team database's part of the service, over this machine's history index (``history``)."""
+
+    def __init__(self, config: Config, history: History) -> None:
+        self.config = config
+        self.history = history
+        self._team_worker: Any = None
+        self._team_publisher: Any = None
+        self._team_conn: Any = None
+        self._team_lock = threading.Lock()
 
     # --- publishing -----------------------------------------------------------------------------
-
-    def history_indexer(self, db_path: str | None = None) -> Indexer:
-        indexer = super().history_indexer(db_path)
-        if self._team_worker is not None and indexer.after_pass is None:
-            indexer.after_pass = self._team_worker.kick
-        return indexer
 
     def team_publisher(self) -> Any:
         """The publisher of this service's history database (made on first use)."""
         if self._team_publisher is None:
             from ctxd.team.publish import Publisher
 
-            path = self.history_indexer().index.path
+            path = self.history.history_indexer().index.path
             self._team_publisher = Publisher(self.config.team, path, _facts_of)
         return self._team_publisher
 
@@ -75,7 +73,7 @@ class Team(History):
         do at start); without one, take the spool's trigger out of the history database."""
         team = self.config.team
         try:
-            indexer = self.history_indexer()
+            indexer = self.history.history_indexer()
         except CtxdError as exc:
             log.warning("team: %s", exc)
             return
@@ -106,7 +104,7 @@ class Team(History):
         except Exception as exc:
             log.info("team: could not drop the spool: %s", exc)
 
-    async def close(self) -> None:
+    def close(self) -> None:
         if self._team_worker is not None:
             self._team_worker.stop()
         elif self._team_publisher is not None:
@@ -114,7 +112,6 @@ class Team(History):
         if self._team_conn is not None:
             with contextlib.suppress(Exception):
                 self._team_conn.close()
-        await super().close()
 
     async def team_sync(self, wait: float) -> dict[str, Any]:
         """Index, then publish everything spooled, waiting up to ``wait`` seconds for another publisher."""
@@ -122,7 +119,7 @@ class Team(History):
         from ctxd.team.publish import pass_lock
 
         check_dsn(self.config.team.dsn)
-        indexer = self.history_indexer()
+        indexer = self.history.history_indexer()
         indexer.kick()
         await asyncio.to_thread(indexer.wait, wait)
         publisher = self.team_publisher()
@@ -140,7 +137,7 @@ class Team(History):
         team = self.config.team
         from ctxd.history.db import connect
 
-        conn = connect(self.history_indexer().index.path)
+        conn = connect(self.history.history_indexer().index.path)
         try:
             rules = Projects(team)
             by_project: dict[str, int] = {}
@@ -182,8 +179,6 @@ class Team(History):
         from ctxd.team import driver, migrate
 
         team = self.config.team
-        if self._team_lock is None:
-            self._team_lock = threading.Lock()
         with self._team_lock:
             try:
                 if self._team_conn is None:
@@ -205,11 +200,7 @@ class Team(History):
                 raise driver.classify(exc, team.dsn) from None
 
     async def history_search(self, params: p.HistorySearchParams) -> dict[str, Any]:
-        if params.scope != "team":
-            used = [name for name in TEAM_ONLY if getattr(params, name) is not None]
-            if used:
-                raise p.InvalidParams(f'{used[0]}: a filter of team searches (scope: "team")', used[0])
-            return await super().history_search(params)
+        """A search of the team database (``scope: "team"``)."""
         from ctxd.team.query import Filters, search
 
         filters = Filters(
@@ -247,8 +238,7 @@ class Team(History):
         return p.to_json(result)  # type: ignore[no-any-return]
 
     async def history_expand(self, params: p.HistoryExpandParams) -> dict[str, Any]:
-        if params.scope != "team":
-            return await super().history_expand(params)
+        """A session's messages from the team database (``scope: "team"``)."""
         from ctxd.team.query import expand
 
         def work(conn: Any) -> Any:

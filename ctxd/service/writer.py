@@ -26,7 +26,7 @@ import attrs
 from ctxd.context.live import size_of
 from ctxd.errors import CtxdError, SessionError
 from ctxd.service import protocol as p
-from ctxd.service.base import ServiceBase
+from ctxd.service.core import AutoCompact, Core
 from ctxd.service.keeping import weigh
 from ctxd.service.registry import OpenSession
 from ctxd.store.session_file import LEAF, Durability
@@ -74,8 +74,14 @@ class Append:
             self.future.set_exception(exc if isinstance(exc, Exception) else CtxdError(str(exc) or repr(exc)))
 
 
-class Writing(ServiceBase):
-    async def _append(
+class Appends:
+    """The appends of every open session (each :class:`OpenSession` holds its queue and writer task)."""
+
+    def __init__(self, core: Core, auto_compact: AutoCompact) -> None:
+        self.core = core
+        self.auto_compact = auto_compact
+
+    async def append(
         self,
         opened: OpenSession,
         entries: list[dict[str, Any]],
@@ -90,7 +96,7 @@ class Writing(ServiceBase):
         item = Append(entries, parent, use_leaf, mode, asyncio.get_running_loop().create_future(), fields)
         opened.queue.append(item)
         if opened.writer is None or opened.writer.done():
-            opened.writer = self.run_task(self._drain(opened), f"writer {opened.session.path}")
+            opened.writer = self.core.run_task(self._drain(opened), f"writer {opened.session.path}")
         while True:
             try:
                 return await asyncio.shield(item.future)
@@ -114,7 +120,7 @@ class Writing(ServiceBase):
                 await asyncio.shield(writing)
             except asyncio.CancelledError:
                 # The daemon is closing: what is still queued is not written; what is being written
-                # is finished and answered (lock waits end at once: see ServiceBase.close).
+                # is finished and answered (lock waits end at once: see Core.close).
                 stopped = SessionError("the daemon is shutting down: not appended", path=opened.session.path)
                 for item in [*batch, *opened.queue]:
                     if item.withdraw():
@@ -171,15 +177,15 @@ class Writing(ServiceBase):
             try:
                 size = size_of(s)
                 weigh(opened)
-                return results, size, self._decision(s, size)
+                return results, size, self.core.decision(s, size)
             except Exception:  # the appends are written: they are answered whatever happens here
                 log.exception("cannot size %s after an append", s.path)
                 return results, None, None
 
         async with opened.lock:
             results, size, decision = await asyncio.to_thread(work)
-        self.registry.touch(s.path)
-        usage = self._usage(s, size.tokens) if size is not None else None
+        self.core.registry.touch(s.path)
+        usage = self.core.usage(s, size.tokens) if size is not None else None
         leaf = s.leaf_id()
         for item, result in zip(batch, results, strict=True):
             if result is None:
@@ -187,7 +193,7 @@ class Writing(ServiceBase):
             if isinstance(result, BaseException):
                 item.fail(result)
                 continue
-            self._emit(p.DID_CHANGE, p.DidChange(s.path, s.file.session_id, result, leaf, "ctxd"))
+            self.core.emit(p.DID_CHANGE, p.DidChange(s.path, s.file.session_id, result, leaf, "ctxd"))
             item.answer(
                 {
                     "ids": result,
@@ -198,5 +204,5 @@ class Writing(ServiceBase):
                 }
             )
         if usage is not None:
-            self._emit(p.CONTEXT_USAGE, usage)
-            self._maybe_auto_compact(opened, decision)
+            self.core.emit(p.CONTEXT_USAGE, usage)
+            self.auto_compact(opened, decision)

@@ -373,7 +373,7 @@ export interface LedgerFact {
 }
 
 /** session/facts: the session's fact ledger, read-only. */
-/** session/archive: where ctxd keeps its copy of an opencode session (ctxd/service/archiving.py). */
+/** session/archive: where ctxd keeps its copy of an opencode session (ctxd/service/agents.py). */
 export interface SessionArchiveResult {
   session: string;
   /** The copy, `$XDG_DATA_HOME/ctxd/archive/opencode/<project>/<session id>.jsonl`. */

@@ -1,7 +1,12 @@
-"""The daemon's methods for agents that keep their own session files (pi through its extension):
-summarise a compaction they prepared (``compact/summarize``), a branch they leave
-(``branch/summarize``), and cut oversized tool results (``context/truncate``).  None of them opens
-or writes a session: the agent writes what it is given."""
+"""The agents job: what the agents' own compactions ask of ctxd.
+
+- Agents that keep their own session files (pi through its extension): summarise a compaction they prepared
+  (``compact/summarize``), a branch they leave (``branch/summarize``), and cut oversized tool results
+  (``context/truncate``). None of these opens or writes a session: the agent writes what it is given.
+- Agents that summarise themselves (Claude Code, Codex, opencode): the shape ctxd asks of their summary
+  (``compact/prompt``), a session's must-keep facts (``session/facts``, also the MCP tool), opencode's facts across
+  its own compactions (``compact/facts``, :mod:`ctxd.service.opencode_facts`), and a copy of an opencode session
+  in ctxd's archive (``session/archive``, :mod:`ctxd.store.opencode_archive`)."""
 
 from __future__ import annotations
 
@@ -9,9 +14,16 @@ from typing import TYPE_CHECKING, Any
 
 from ctxd.compaction.settings import CompactionSettings
 from ctxd.context.truncate import is_oversized, truncate_tool_result
+from ctxd.errors import SessionError
 from ctxd.options import read
 from ctxd.service import protocol as p
-from ctxd.service.base import ServiceBase
+from ctxd.service.core import Core
+from ctxd.service.opencode_facts import AGENT as OPENCODE
+from ctxd.service.opencode_facts import compaction_facts
+from ctxd.service.registry import OpenSession
+from ctxd.store.dirs import archive_root
+from ctxd.store.opencode import OpencodeFile
+from ctxd.store.opencode_archive import archive_opencode_session
 
 if TYPE_CHECKING:  # the compaction engine loads on first use
     from ctxd.compaction.summary import Progress
@@ -24,7 +36,11 @@ def _messages(name: str, messages: list[Any]) -> None:
             raise p.InvalidParams(f"{name}[{i}] must be an object with a string 'role'", f"{name}[{i}]")
 
 
-class Summarizing(ServiceBase):
+class Agents:
+    def __init__(self, core: Core) -> None:
+        self.core = core
+        self.config = core.config
+
     def _merged(self, settings: dict[str, Any] | None) -> CompactionSettings:
         """The daemon's compaction settings with the caller's over them; a bad value is refused."""
         merged, problems = read(CompactionSettings, settings or {}, source="settings", base=self.config.compaction)
@@ -93,3 +109,48 @@ class Summarizing(ServiceBase):
                 messages[i] = truncate_tool_result(m, limit, style=how.style, hint=how.hint)
                 truncated.append(i)
         return {"messages": messages, "truncated": truncated, "limitChars": limit}
+
+    async def compact_prompt(self, params: p.CompactPromptParams) -> dict[str, Any]:
+        """What ctxd asks an agent's own summariser for: ``shape`` (a paragraph to add to its prompt, as Claude
+        Code's PreCompact hook and opencode's plugin do) and ``prompt`` (a whole compaction prompt, as Codex's
+        ``compact_prompt`` takes it); see :mod:`ctxd.compaction.summary.prompts`."""
+        from ctxd.compaction.recall import RECALL_HINT
+        from ctxd.compaction.summary.prompts import SHAPE_INSTRUCTIONS, agent_prompt
+
+        return {"shape": SHAPE_INSTRUCTIONS, "prompt": agent_prompt(), "recall": RECALL_HINT}
+
+    async def session_facts(self, params: p.SessionParams) -> dict[str, Any]:
+        """The session's fact ledger now (see ctxd.service.facts), read-only."""
+        from ctxd.service.facts import facts_json, session_facts
+
+        def work(opened: OpenSession) -> dict[str, Any]:
+            ledger = session_facts(opened.session.path, session=opened.session)
+            return {"session": opened.session.path, **facts_json(ledger)}
+
+        return await self.core.with_session(params.session, work)
+
+    async def session_archive(self, params: p.SessionParams) -> dict[str, Any]:
+        root = archive_root()
+        if root not in self.config.archive_roots:  # listed (and readable) from now on
+            self.config.archive_roots.append(root)
+
+        def work(opened: OpenSession) -> dict[str, Any]:
+            file = opened.session.file
+            if not isinstance(file, OpencodeFile):
+                raise SessionError("session/archive keeps opencode sessions only", path=opened.session.path)
+            try:
+                done = archive_opencode_session(file.db, file.opencode_id, root)
+            except (OSError, ValueError) as exc:
+                raise SessionError(f"cannot archive the session: {exc}", path=opened.session.path) from exc
+            return {"session": opened.session.path, "path": done.path, "copied": done.copied, "rotated": done.rotated}
+
+        return await self.core.with_session(params.session, work)
+
+    async def compact_facts(self, params: p.SessionParams) -> dict[str, Any]:
+        def work(opened: OpenSession) -> dict[str, Any]:
+            session = opened.session
+            if session.file.header.get("agent") != OPENCODE:
+                raise SessionError("compact/facts serves opencode sessions only", path=session.path)
+            return compaction_facts(session)
+
+        return await self.core.with_session(params.session, work)

@@ -1,5 +1,9 @@
-"""The service's plumbing, shared by its parts: open sessions, locks, background tasks,
-notifications, and the numbers every part reports (context usage, compaction decisions)."""
+"""The service's shared parts, which every job (:mod:`ctxd.service.sessions`, ``context``, ``compacting``,
+``history``, ``agents``) is given: the configuration, the registry of open sessions and their locks, background
+tasks, notifications, and the numbers every job reports (context usage, compaction decisions).
+
+What the core needs of a job is passed in by :class:`ctxd.service.service.Service` when it composes them
+(:attr:`Core.freshen`, :attr:`Core.kept_open`, :attr:`Core.changed`); the core never reaches into a job."""
 
 from __future__ import annotations
 
@@ -32,12 +36,16 @@ if TYPE_CHECKING:  # the compaction engine loads on first use: it is not needed 
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
-MAX_ANNOUNCED = 100_000
-"""Files remembered as announced with ``session/didCreate``."""
 Notify = Callable[[str, Any], None]
+AutoCompact = Callable[[OpenSession, Any], None]
+"""Starts (or schedules) a compaction when a decision says one is due (``Compaction.maybe_auto``)."""
 
 
-class ServiceBase:
+async def _fresh(opened: OpenSession) -> None:
+    return None
+
+
+class Core:
     def __init__(self, config: Config, notify: Notify | None = None) -> None:
         self.config = config
         self.notify: Notify = notify or (lambda method, payload: None)
@@ -45,27 +53,29 @@ class ServiceBase:
         self.hook: SessionHook | None = None
         """The client's compact/willRun hook, called with the session's path, the trigger and the plan."""
         self._tasks: set[asyncio.Task[Any]] = set()
-        self._announced: dict[str, None] = {}
-        """Session files announced with session/didCreate (by a method or by the watcher), oldest first."""
-        self._opencode_seen: dict[str, dict[str, tuple[int, ...]]] = {}
-        """Per opencode database: each session's update stamp when the watcher last looked."""
         self._trimmed = 0.0
         """When freed memory was last given back to the system (see :mod:`ctxd.malloc`)."""
         self._sweeper: asyncio.Task[None] | None = None
         """Closes idle sessions (see :mod:`ctxd.service.keeping`), from the first session opened on."""
+        self.freshen: Callable[[OpenSession], Awaitable[None]] = _fresh
+        """Catches a session up with its file before a request is served, when it changed since it was read
+        (:meth:`ctxd.service.live.Live.freshen`: what it finds is announced as the watcher would)."""
+        self.kept_open: Callable[[str], bool] = lambda path: False
+        """Whether a client follows the session at ``path``: then it is not closed for idleness
+        (:meth:`ctxd.service.context.Context.follows`)."""
+        self.changed: Callable[[str], None] = lambda path: None
+        """Called after each ``session/didChange``: views that follow the session update
+        (:meth:`ctxd.service.context.Context.session_changed`)."""
 
     # --- plumbing -----------------------------------------------------------------------------
 
-    def _emit(self, method: str, payload: Any) -> None:
+    def emit(self, method: str, payload: Any) -> None:
         try:
             self.notify(method, redact_json(p.to_json(payload)))
         except Exception:  # a broken client connection must not break the operation
             log.exception("could not send %s", method)
         if method == p.DID_CHANGE:
-            self._session_changed(payload.session)
-
-    def _session_changed(self, path: str) -> None:
-        """A session changed (after its ``session/didChange``): views that follow it update (see Composing)."""
+            self.changed(payload.session)
 
     def run_task(self, coro: Awaitable[Any], name: str) -> asyncio.Task[Any]:
         """Run a background task, keep a reference, log its failure."""
@@ -81,16 +91,6 @@ class ServiceBase:
         task.add_done_callback(done)
         return task
 
-    def _announce_once(self, path: str) -> bool:
-        """Whether ``path`` is announced for the first time (remembered; the oldest are forgotten past
-        :data:`MAX_ANNOUNCED`: one may then be announced twice, never missed)."""
-        if path in self._announced:
-            return False
-        self._announced[path] = None
-        if len(self._announced) > MAX_ANNOUNCED:
-            del self._announced[next(iter(self._announced))]
-        return True
-
     async def close(self) -> None:
         for opened in self.registry.open.values():
             opened.session.file.stop_waiting()  # an append waiting for another process's lock gives up
@@ -103,7 +103,7 @@ class ServiceBase:
         for opened in self.registry.open.values():
             opened.session.close()
 
-    async def _open(self, ref: str) -> OpenSession:
+    async def open(self, ref: str) -> OpenSession:
         # Resolved on the loop, so that requests keep their order (appends are written in the
         # order they arrived); only an unknown id, which may read every session header under the
         # roots, is looked for in a worker thread.
@@ -118,7 +118,7 @@ class ServiceBase:
             if self.registry.get(path) is None:
                 self.registry.add(path, opened)
                 opened.used_by_current_task()
-                self._keep_bounded()
+                self.keep_bounded()
             else:  # opened meanwhile by another request: that one is kept
                 await asyncio.to_thread(opened.session.close)
                 opened = self.registry.open[path]
@@ -128,25 +128,21 @@ class ServiceBase:
 
     # --- keeping sessions open within bounds (ctxd.service.keeping) -----------------------------
 
-    def _kept_open(self, path: str) -> bool:
-        """Whether a client follows ``path`` (then it is not closed for idleness: see Composing)."""
-        return False
-
-    def _keep_bounded(self) -> None:
+    def keep_bounded(self) -> None:
         """Close the least recently used sessions past the count and byte budgets, and make sure idle
         ones are looked for."""
         for path in over_budget(self.registry.open, self.config.open_sessions):
-            self._forget(path)
+            self.forget(path)
         if self._sweeper is None or self._sweeper.done():
             self._sweeper = self.run_task(self._sweep(), "closing idle sessions")
 
     async def _sweep(self) -> None:
         while self.registry.open:
             await asyncio.sleep(sweep_interval(self.config.open_sessions))
-            for path in idle(list(self.registry.open.items()), self.config.open_sessions, self._kept_open):
-                self._forget(path)
+            for path in idle(list(self.registry.open.items()), self.config.open_sessions, self.kept_open):
+                self.forget(path)
 
-    def _forget(self, path: str) -> None:
+    def forget(self, path: str) -> None:
         """Close ``path``'s session (if open) and let it go; it opens again on its next request."""
         opened = self.registry.drop(path)
         if opened is not None:
@@ -161,7 +157,7 @@ class ServiceBase:
             self._trimmed = now
             await asyncio.to_thread(release_freed)
 
-    def _created_inside(self, registry: Registry, path: str) -> None:
+    def created_inside(self, registry: Registry, path: str) -> None:
         """After creating ``path``: if a folder was swapped for a link meanwhile and the file landed
         outside the roots, take it back and refuse (the check before creating is the rule; this
         closes the race)."""
@@ -172,10 +168,11 @@ class ServiceBase:
                 os.unlink(path)
             raise
 
-    async def _with(self, ref: str, fn: Callable[[OpenSession], T]) -> T:
-        opened = await self._open(ref)
+    async def with_session(self, ref: str, fn: Callable[[OpenSession], T]) -> T:
+        """``fn`` on the open session ``ref`` (caught up with its file first), in a worker thread under its lock."""
+        opened = await self.open(ref)
         if opened.session.file.changed_since_read():  # one stat: every answer is the file as it is now
-            await self._freshen(opened)
+            await self.freshen(opened)
 
         def work(o: OpenSession) -> T:
             try:
@@ -185,21 +182,17 @@ class ServiceBase:
 
         async with opened.lock:
             out = await asyncio.to_thread(work, opened)
-        self._keep_bounded()
+        self.keep_bounded()
         return out
 
-    async def _freshen(self, opened: OpenSession) -> None:
-        """Catch a session up with its file before a request is served, when it changed since it was
-        read (the live part overrides it: what it finds is announced as the watcher would)."""
-
-    async def _locked_call(self, opened: OpenSession, fn: Callable[[], T]) -> T:
+    async def locked_call(self, opened: OpenSession, fn: Callable[[], T]) -> T:
         """``fn`` in a worker thread under the session's lock: a compaction's steps, which read, then
-        write (see :meth:`_writing`)."""
-        async with self._writing(opened):
+        write (see :meth:`writing`)."""
+        async with self.writing(opened):
             return await asyncio.to_thread(fn)
 
     @contextlib.asynccontextmanager
-    async def _writing(self, opened: OpenSession) -> AsyncIterator[None]:
+    async def writing(self, opened: OpenSession) -> AsyncIterator[None]:
         """The session's lock for work that reads, then writes.  Another process's write lock is
         waited for first, outside the session's lock (reads are answered meanwhile; past
         ``appendLockTimeout`` it fails, before any model call), and kept until the work is done."""
@@ -215,7 +208,7 @@ class ServiceBase:
     def window(self, settings: CompactionSettings | None = None) -> int:
         return (settings or self.config.compaction).resolved_window()
 
-    def _decision(self, s: Session, size: Size) -> Any:
+    def decision(self, s: Session, size: Size) -> Any:
         last = size.last
         leaf = s.leaf()
         last_id = s.leaf_id()
@@ -231,11 +224,7 @@ class ServiceBase:
             settings=self.config.compaction,
         )
 
-    def _usage(self, s: Session, tokens: int) -> p.ContextUsage:
+    def usage(self, s: Session, tokens: int) -> p.ContextUsage:
         window = self.window()
         threshold = self.config.compaction.threshold(window)
         return p.ContextUsage(s.path, tokens, window, round(100.0 * tokens / window, 1), threshold, s.leaf_id())
-
-    def _maybe_auto_compact(self, opened: OpenSession, decision: Any) -> None:
-        """Start (or schedule) a background compaction when one is due (see Compacting)."""
-        raise NotImplementedError
