@@ -61,7 +61,7 @@ def test_the_table_is_the_documented_protocol() -> None:
 
 @ON_THE_DAEMONS_LOOP
 async def test_mcp_tools_answer_through_the_table() -> None:
-    service = Service(Config(roots=[]))
+    service = Service(Config(roots=["/nonexistent/ctxd-sessions"]))
     try:
         tools = {t.name for t in await build(service).list_tools()}
     finally:
@@ -82,7 +82,7 @@ def test_the_service_is_composed_of_jobs_without_mixins() -> None:
                 imported_service = [b for b in bases if b in _service_names(tree) or b in local]
                 assert not imported_service, f"{path.name}: {node.name} inherits {imported_service} (a mixin)"
     assert Service.__mro__ == (Service, object)
-    service = Service(Config(roots=[]))
+    service = Service(Config(roots=["/nonexistent/ctxd-sessions"]))
     for old, new in ALIASES.items():  # the old method names still answer, from their job
         target = service
         for part in new.split("."):
@@ -104,7 +104,7 @@ def _service_names(tree: ast.Module) -> set[str]:
 
 def test_every_handler_calls_a_method_of_the_service_or_one_of_its_jobs() -> None:
     """The table names each handler (a job's method): nothing is answered by code written in the table."""
-    service = Service(Config(roots=[]))
+    service = Service(Config(roots=["/nonexistent/ctxd-sessions"]))
     jobs = {"sessions", "context", "compaction", "history", "team", "agents"}
     for method in METHODS:
         names = method.handler.__code__.co_names  # type: ignore[attr-defined]
