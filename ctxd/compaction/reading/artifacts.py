@@ -183,16 +183,19 @@ def _names(path: str, text: str) -> list[str]:
     return found + named
 
 
-def changed_names(path: str, arguments: Mapping[str, Any]) -> Change:
+def changed_names(path: str, arguments: Mapping[str, Any], *, removals: bool = True) -> Change:
     """What a write or edit of ``path`` adds that a resuming agent needs named: definitions (see
     :func:`definitions`), then dependencies with their versions (``plug_cowboy ~> 2.7``), then for a
     configuration file its new settings, else the naming literals of its new code (``"terminal_scrolled"``,
-    ``"/api/hooks/session-start"``); each only when the old text did not have it. And what it takes out."""
+    ``"/api/hooks/session-start"``); each only when the old text did not have it. And what it takes out, unless
+    the caller says it does not need that (``removals=False``: then an edit that adds no name reads no old text)."""
     new, old = _texts(arguments)
     whole = bool(arguments.get("content"))
     if len(new) < 4 and not old:
         return Change([], [], whole)
     now = _names(path, new) if len(new) >= 4 else []
+    if not now and not removals:
+        return Change([], [], whole)
     before = _names(path, old) if old else []
     known = set(before)
     added = [n for n in now if n not in known]
@@ -229,7 +232,7 @@ def _renamed(defs: list[str], removed: list[str], new_text: str, old_text: str) 
 
 def added_names(path: str, arguments: Mapping[str, Any]) -> list[str]:
     """The names a write or edit of ``path`` adds (see :func:`changed_names`)."""
-    return changed_names(path, arguments).added
+    return changed_names(path, arguments, removals=False).added
 
 
 def _texts(arguments: Mapping[str, Any]) -> tuple[str, str]:

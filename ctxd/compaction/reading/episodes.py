@@ -671,8 +671,9 @@ class _Builder:
                     if len(steps) < 6 or step.startswith(tuple(s.split(" (", 1)[0] for s in steps)):
                         merge_step(steps, step)
             if kind != "deleted" and (type(arguments) is dict or isinstance(arguments, Mapping)):
-                change = changed_names(path, arguments)
                 known = episode.defs.get(path)
+                # What an edit takes out matters only for names known of the file already.
+                change = changed_names(path, arguments, removals=known is not None)
                 if known is not None and (change.whole or change.removed):
                     # A whole file written again, or names taken out: what it held before is not what it holds.
                     gone = set(change.removed)
