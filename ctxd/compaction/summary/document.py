@@ -21,6 +21,7 @@ import re
 import attrs
 
 from ctxd.compaction.reading.mining import CHECK_RE
+from ctxd.compaction.summary.serialize import OMITTED_RE
 
 NONE_ITEMS = frozenset({"none", "(none)", "(none recorded)", "(nothing recorded)", "n/a", "-", "nothing yet"})
 STATE_TITLE = "State now"
@@ -219,14 +220,11 @@ def _norm(item: str) -> str:
     return " ".join(item.lower().split())
 
 
-_OMITTED_RE = re.compile(r"\s*\[\.\.\.\d+ chars omitted\.\.\.\]\s*")
-
-
 def same_text(a: str, b: str) -> bool:
     """Whether ``a`` and ``b`` are one text, each possibly cut in the middle to a different length (an earlier
     summary's goal and the same request read again from the range)."""
-    pa = [_norm(p) for p in _OMITTED_RE.split(a)]
-    pb = [_norm(p) for p in _OMITTED_RE.split(b)]
+    pa = [_norm(p) for p in OMITTED_RE.split(a)]
+    pb = [_norm(p) for p in OMITTED_RE.split(b)]
     if len(pa) == 1 and len(pb) == 1:
         return pa[0] == pb[0]
     head = min(len(pa[0]), len(pb[0]))

@@ -13,6 +13,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from ctxd.formats.injected import split_user_text
+from ctxd.formats.lazy_re import lazy_compile
 
 TOOL_RESULT_CHARS = 2000
 """Tool results and shell output are cut to this many characters (head and tail kept)."""
@@ -20,6 +21,10 @@ INJECTED_CHARS = 1000
 """Text an agent injected into a user turn is cut to this many characters for a model summariser."""
 TOOL_ARG_CHARS = 1000
 """Each tool-call argument value is cut to this many characters (file bodies add little to a summary)."""
+
+
+OMITTED_RE = lazy_compile(r"\s*\[\.\.\.\d+ chars omitted\.\.\.\]\s*")
+"""The marker :func:`middle_truncate` puts where it cut a text, with the spaces around it."""
 
 
 def middle_truncate(text: str, limit: int) -> str:
